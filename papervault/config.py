@@ -1,0 +1,193 @@
+"""Settings: one pydantic model per section of `papervault.toml`, each overridable by environment variables.
+
+Environment variables win over the file: `PAPERVAULT_EMBED_MODEL` overrides `[embed] model`, and so on
+(`PAPERVAULT_<SECTION>_<FIELD>`). Unknown keys in the file are errors, so a typo is caught, not ignored.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from papervault.errors import WorkspaceError
+
+DEFAULT_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
+
+
+class Section(BaseSettings):
+    """A section of the settings; environment variables take precedence over the TOML file."""
+
+    section: ClassVar[str] = ""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+        return (env_settings, init_settings)
+
+
+class EmbedSettings(Section):
+    section: ClassVar[str] = "embed"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_EMBED_", extra="forbid", protected_namespaces=())
+
+    model: str = Field(DEFAULT_EMBED_MODEL, description="fastembed model name")
+    model_path: str | None = Field(None, description="local ONNX model folder (loaded offline with specific_model_path)")
+    batch_size: int = Field(32, description="texts per embedding batch")
+    threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
+    cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
+
+
+class IndexSettings(Section):
+    section: ClassVar[str] = "index"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_INDEX_", extra="forbid")
+
+    chunk_tokens: int = Field(200, description="target size of a paragraph chunk, in tokens")
+    max_chunk_tokens: int = Field(400, description="hard ceiling of a chunk, in tokens")
+    uri: str | None = Field(None, description="LanceDB URI (default: <workspace>/.papervault/index; may be s3://...)")
+    rrf_k: int = Field(60, description="reciprocal-rank-fusion constant")
+    fts_weight: float = Field(1.0, description="weight of the full-text ranking in the fusion")
+    vector_weight: float = Field(1.0, description="weight of the vector ranking in the fusion")
+
+
+class ParseSettings(Section):
+    section: ClassVar[str] = "parse"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_PARSE_", extra="forbid")
+
+    ocr: bool = Field(True, description="OCR pages that have no usable text layer")
+    ocr_dpi: int = Field(200, description="resolution at which pages are rendered for OCR")
+    timeout: float = Field(300.0, description="seconds one PDF may take before it is abandoned")
+    workers: int = Field(2, description="parallel parser processes")
+    max_pages: int = Field(2000, description="PDFs with more pages are refused")
+
+
+class AgentSettings(Section):
+    section: ClassVar[str] = "agents"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_AGENTS_", extra="forbid")
+
+    backend: str = Field("extractive", description="extractive | claude | openai")
+    retries: int = Field(3, description="attempts for an empty or invalid answer before it is quarantined")
+    backoff: float = Field(1.0, description="seconds before the first retry; doubles each time")
+    concurrency: int = Field(4, description="papers analysed at once")
+    timeout: float = Field(600.0, description="seconds one model session may take")
+    breaker_failures: int = Field(5, description="consecutive failures that open the circuit breaker")
+    max_cost_usd: float | None = Field(None, description="stop a run once its recorded cost exceeds this")
+
+
+class ClaudeSettings(Section):
+    section: ClassVar[str] = "claude"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_CLAUDE_", extra="forbid")
+
+    model: str | None = Field(None, description="model name passed to the Claude Agent SDK (default: the CLI's)")
+    max_turns: int = Field(12, description="turns one paper session may take")
+    cli_path: str | None = Field(None, description="path to a claude CLI (default: the one bundled with the SDK)")
+
+
+class OpenAISettings(Section):
+    section: ClassVar[str] = "openai"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_OPENAI_", extra="forbid")
+
+    base_url: str = Field("http://127.0.0.1:11434/v1", description="OpenAI-compatible endpoint")
+    api_key: str | None = Field(None, description="API key (or OPENAI_API_KEY)")
+    model: str = Field("llama3.1", description="model name")
+    json_mode: bool = Field(True, description="ask for response_format json_object")
+
+
+class ArxivSettings(Section):
+    section: ClassVar[str] = "arxiv"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_ARXIV_", extra="forbid")
+
+    api_url: str = Field("https://export.arxiv.org/api/query", description="arXiv Atom API endpoint")
+    pdf_url: str = Field("https://arxiv.org/pdf/", description="prefix of PDF downloads")
+    delay: float = Field(3.0, description="seconds between requests (arXiv asks for one request every 3 s)")
+    timeout: float = Field(30.0, description="seconds per request")
+    retries: int = Field(3, description="attempts per request")
+    max_pdf_mb: float = Field(50.0, description="largest PDF accepted, in MB")
+
+
+class ZoteroSettings(Section):
+    section: ClassVar[str] = "zotero"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_ZOTERO_", extra="forbid")
+
+    data_dir: str | None = Field(None, description="Zotero data directory (default: ~/Zotero)")
+    base_dir: str | None = Field(None, description="linked-attachment base directory (default: from Zotero's prefs)")
+
+
+class SiteSettings(Section):
+    section: ClassVar[str] = "site"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SITE_", extra="forbid")
+
+    name: str = Field("papervault", description="site title")
+
+
+SECTIONS: dict[str, type[Section]] = {
+    cls.section: cls
+    for cls in (EmbedSettings, IndexSettings, ParseSettings, AgentSettings, ClaudeSettings, OpenAISettings,
+                ArxivSettings, ZoteroSettings, SiteSettings)
+}
+
+
+class Settings:
+    """All sections, built from a TOML file (optional) plus the environment."""
+
+    def __init__(self, data: dict[str, Any] | None = None, source: str = "<defaults>"):
+        data = dict(data or {})
+        unknown = set(data) - set(SECTIONS)
+        if unknown:
+            raise WorkspaceError(f"{source}: unknown section(s) {sorted(unknown)}",
+                                 fix=f"use only {sorted(SECTIONS)}")
+        for name, cls in SECTIONS.items():
+            try:
+                value = cls(**(data.get(name) or {}))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ()))
+                raise WorkspaceError(f"{source}: [{name}] {where}: {first.get('msg')}",
+                                     fix="correct the setting or remove it") from None
+            setattr(self, name, value)
+
+    embed: EmbedSettings
+    index: IndexSettings
+    parse: ParseSettings
+    agents: AgentSettings
+    claude: ClaudeSettings
+    openai: OpenAISettings
+    arxiv: ArxivSettings
+    zotero: ZoteroSettings
+    site: SiteSettings
+
+    @classmethod
+    def load(cls, path: Path | None) -> "Settings":
+        if path is None or not path.exists():
+            return cls()
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise WorkspaceError(f"{path}: not valid TOML ({exc})", fix="fix the file or delete it to use defaults") from None
+        return cls(data, source=str(path))
+
+    def as_dict(self, *, redact: bool = True) -> dict[str, dict[str, Any]]:
+        out = {}
+        for name in SECTIONS:
+            d = getattr(self, name).model_dump()
+            if redact:
+                d = {k: ("***" if "key" in k and v else v) for k, v in d.items()}
+            out[name] = d
+        return out
+
+
+DEFAULT_TOML = """\
+# papervault workspace settings. Every key can also be set by an environment variable
+# PAPERVAULT_<SECTION>_<KEY>, which wins over this file (e.g. PAPERVAULT_EMBED_MODEL).
+
+[embed]
+# model = "BAAI/bge-small-en-v1.5"   # fastembed model; downloaded on first use
+# model_path = "/path/to/onnx-folder" # load a local ONNX model folder offline instead
+
+[agents]
+backend = "extractive"               # extractive (no model) | claude | openai
+
+[site]
+name = "papervault"
+"""

@@ -1,0 +1,202 @@
+"""Plain data passed between the stages: parsed papers, note metadata, chunks and search hits.
+
+These are the contracts between `parse/`, `vault/`, `chunking/`, `index/`, `agents/` and `survey/`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+# --- parse ---------------------------------------------------------------------------------------
+
+@dataclass
+class Figure:
+    """A figure cropped from the PDF. `filename` is relative to the paper's `figures/` folder."""
+
+    number: str            # "3", "A1"; "" when uncaptioned
+    page: int              # 1-based
+    caption: str
+    filename: str          # "fig-3.png"
+    png: bytes = field(default=b"", repr=False)
+    kind: Literal["raster", "vector", "page"] = "raster"
+    bbox: tuple[float, float, float, float] | None = None
+
+
+@dataclass
+class Table:
+    number: str
+    page: int
+    caption: str
+    markdown: str          # a Markdown (or HTML, when cells merge) table
+
+
+@dataclass
+class Reference:
+    raw: str
+    doi: str | None = None
+    arxiv: str | None = None
+    title: str | None = None
+    year: int | None = None
+
+
+@dataclass
+class Heading:
+    title: str
+    level: int             # 1 = top-level section ("1 Introduction"), 2 = subsection ...
+    page: int
+    number: str = ""       # "3.2" when numbered
+
+
+@dataclass
+class ParsedPaper:
+    """The result of parsing one PDF.
+
+    `markdown` is the body of `paper.md`: every page starts with an anchor line
+    `<a id="page-N"></a>` (see `page_anchor`), headings are ATX (`## 1 Introduction`), figures are embedded
+    as `![Figure N: caption](figures/fig-N.png)`, tables as Markdown tables preceded by their caption.
+    """
+
+    markdown: str
+    pages: int
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    abstract: str = ""
+    doi: str | None = None
+    arxiv: str | None = None
+    keywords: list[str] = field(default_factory=list)
+    headings: list[Heading] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    parser: str = ""       # "pymupdf/<parser version>"
+    sha256: str = ""
+
+
+def page_anchor(page: int) -> str:
+    """The anchor line that opens page `page` in `paper.md`; links cite it as `paper.md#page-N`."""
+    return f'<a id="page-{page}"></a>'
+
+
+# --- vault ---------------------------------------------------------------------------------------
+
+Status = Literal["metadata", "parsed", "analysed", "reviewed"]
+
+
+class PaperMeta(BaseModel):
+    """The YAML frontmatter of `note.md`. Unknown keys are kept (templates may add fields)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    title: str = ""
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv: str | None = None
+    url: str | None = None
+    zotero_key: str | None = None
+    abstract: str | None = None
+    sources: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list, description="PDF paths: main text first, then supplements")
+    sha256: str | None = None
+    pages: int | None = None
+    tags: list[str] = Field(default_factory=list)
+    collections: list[str] = Field(default_factory=list)
+    status: Status = "parsed"
+    parser: str | None = None
+    analyser: str | None = None
+    template: str | None = None
+    ocr_pages: list[int] = Field(default_factory=list)
+    code: list[str] = Field(default_factory=list)
+    # structured fields written by the analysis, tabulated by the survey
+    method: str | None = None
+    datasets: list[str] = Field(default_factory=list)
+    metrics: list[str] = Field(default_factory=list)
+    baselines: list[str] = Field(default_factory=list)
+    key_results: list[dict[str, Any]] = Field(default_factory=list)
+    coverage: dict[str, Any] = Field(default_factory=dict)
+    generated_hash: str | None = Field(None, description="hash of the body the tool last wrote")
+    created: str | None = None
+    updated: str | None = None
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+# --- index ---------------------------------------------------------------------------------------
+
+Level = Literal["paper", "section", "paragraph", "figure", "table", "note"]
+
+
+@dataclass
+class Chunk:
+    """One row of the `chunks` table before embedding. `id` derives from the content (stable re-index)."""
+
+    id: str
+    paper_id: str
+    level: str
+    text: str
+    section_path: str = ""
+    page_start: int | None = None
+    page_end: int | None = None
+    ordinal: int = 0              # position within the paper, for neighbour expansion
+    parent_id: str | None = None  # the section chunk a paragraph belongs to
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. {"figure": "figures/fig-3.png"}
+
+
+class Hit(BaseModel):
+    """A search result; the JSON of `papervault search --json` and the MCP `search` tool."""
+
+    paper_id: str
+    title: str
+    level: str
+    section: str
+    page: int | None
+    text: str
+    score: float
+    source: str | None
+    page_end: int | None = None
+    chunk_id: str | None = None
+    anchor: str | None = None     # "papers/<id>/paper.md#page-N"
+    context: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# --- sources -------------------------------------------------------------------------------------
+
+class SourceRecord(BaseModel):
+    """One paper as a source describes it, before dedup: metadata plus where its PDF(s) are, if anywhere.
+
+    Every reader in `papervault.sources` (local files, BibTeX, CSL-JSON, Zotero, arXiv, URLs) yields these;
+    `papervault.ingest` dedups them against each other and the vault, then parses and writes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    origin: str                                  # "pdf" | "bibtex" | "csl" | "zotero" | "arxiv" | "url" | "doi"
+    source: str                                  # the path or URL the record came from (kept in `sources`)
+    key: str | None = None                       # the user's own citation key (BibTeX / Better BibTeX), kept
+    title: str | None = None
+    authors: list[str] = Field(default_factory=list)   # "First Last"
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv: str | None = None
+    url: str | None = None
+    abstract: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    collections: list[str] = Field(default_factory=list)
+    zotero_key: str | None = None
+    pdfs: list[str] = Field(default_factory=list)      # local paths, main text first, then supplements
+    pdf_url: str | None = None                          # to download when no local PDF
+    reader_notes: list[str] = Field(default_factory=list)  # Markdown: the reader's own notes/annotations
+    warnings: list[str] = Field(default_factory=list)

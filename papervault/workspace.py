@@ -1,0 +1,109 @@
+"""A workspace: `papervault.toml`, the `vault/` git repository, `site/` and derived state in `.papervault/`."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from papervault.config import DEFAULT_TOML, Settings
+from papervault.errors import WorkspaceError
+
+CONFIG_NAME = "papervault.toml"
+ENV_VAR = "PAPERVAULT_WORKSPACE"
+
+MKDOCS_TEMPLATE = """\
+site_name: {name}
+docs_dir: vault
+site_dir: site
+theme:
+  name: material
+plugins:
+  - search
+"""
+
+
+class Workspace:
+    """Paths and settings of one workspace; nothing here touches the network."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root).expanduser().resolve()
+        self.config_path = self.root / CONFIG_NAME
+        self.vault_dir = self.root / "vault"
+        self.site_dir = self.root / "site"
+        self.state_dir = self.root / ".papervault"
+        self.index_dir = self.state_dir / "index"
+        self.cache_dir = self.state_dir / "cache"
+        self.runs_dir = self.state_dir / "runs"
+        self.quarantine_dir = self.state_dir / "quarantine"
+        self.lock_path = self.state_dir / "write.lock"
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    @classmethod
+    def resolve(cls, explicit: str | Path | None = None) -> "Workspace":
+        """--workspace, else $PAPERVAULT_WORKSPACE, else the nearest folder upward with papervault.toml, else cwd."""
+        if explicit:
+            return cls(explicit)
+        env = os.environ.get(ENV_VAR)
+        if env:
+            return cls(env)
+        here = Path.cwd().resolve()
+        for folder in (here, *here.parents):
+            if (folder / CONFIG_NAME).is_file():
+                return cls(folder)
+        return cls(here)
+
+    @property
+    def exists(self) -> bool:
+        return (self.vault_dir / ".git").is_dir()
+
+    def require(self) -> "Workspace":
+        if not self.exists:
+            raise WorkspaceError(f"no papervault workspace at {self.root}",
+                                 fix=f"run `papervault init {self.root}` or pass --workspace DIR")
+        return self
+
+    @cached_property
+    def settings(self) -> Settings:
+        return Settings.load(self.config_path)
+
+    @cached_property
+    def vault(self):
+        from papervault.vault.store import Vault
+
+        return Vault(self.vault_dir)
+
+    def write_lock(self, command: str, *, wait: float = 0.0):
+        """The exclusive writer lock (readers never take it)."""
+        from papervault.vault.lock import WriteLock
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return WriteLock(self.lock_path, command=command, wait=wait)
+
+    @classmethod
+    def init(cls, root: str | Path) -> tuple["Workspace", list[str]]:
+        """Create (or complete) a workspace; never overwrites a file that exists. Returns what it created."""
+        from papervault.vault.store import Vault
+
+        ws = cls(root)
+        created: list[str] = []
+        ws.root.mkdir(parents=True, exist_ok=True)
+        if not ws.config_path.exists():
+            ws.config_path.write_text(DEFAULT_TOML, encoding="utf-8")
+            created.append(CONFIG_NAME)
+        mk = ws.root / "mkdocs.yml"
+        if not mk.exists():
+            mk.write_text(MKDOCS_TEMPLATE.format(name=ws.settings.site.name), encoding="utf-8")
+            created.append("mkdocs.yml")
+        for d in (ws.state_dir, ws.index_dir, ws.cache_dir, ws.runs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        if not ws.exists:
+            Vault.create(ws.vault_dir)
+            created.append("vault/")
+        gi = ws.root / ".gitignore"
+        if not gi.exists() and not (ws.root / ".git").exists():
+            gi.write_text("vault/\nsite/\n.papervault/\n", encoding="utf-8")
+            created.append(".gitignore")
+        return ws, created

@@ -1,0 +1,57 @@
+"""Shared fixtures: every test runs in its own workspace under tmp_path (PAPERVAULT_WORKSPACE), offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("PAPERVAULT_SHARED", ROOT.parent / "shared")).resolve()
+CORPUS = SHARED / "corpus" / "pdfs"
+MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
+SCANNED = CORPUS / "garbage_collection_the_lisp_ii_garbage_collector.pdf"
+
+
+def pytest_configure(config):
+    # Every test uses the small local model, never a hub download.
+    if MODEL_DIR.is_dir():
+        os.environ.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(MODEL_DIR))
+        os.environ.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    # Prefect keeps its database in one per-session home, so tests never touch ~/.prefect.
+    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".pytest_cache" / "prefect-home"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        pytest.skip(f"{what} not found at {path}: these tests need ../shared beside the checkout")
+    return path
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The 16 real papers of ../shared/corpus/pdfs (skips, saying so, when the folder is absent)."""
+    return _require(CORPUS, "the shared corpus")
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The local all-MiniLM-L6-v2 ONNX folder of ../shared/models."""
+    return _require(MODEL_DIR, "the shared embedding model")
+
+
+@pytest.fixture(autouse=True)
+def workspace_env(tmp_path, monkeypatch) -> Path:
+    """Moves all state into tmp_path: the workspace every command uses unless told otherwise."""
+    ws = tmp_path / "ws"
+    monkeypatch.setenv("PAPERVAULT_WORKSPACE", str(ws))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    return ws
