@@ -1,0 +1,184 @@
+"""parse_many: a batch of PDFs parsed in parallel processes, each with a timeout, cached by content hash."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import pickle
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from pathlib import Path
+from typing import Iterable
+
+from papervault.config import ParseSettings
+from papervault.errors import ParseError
+from papervault.models import ParsedPaper
+from papervault.parse.document import file_sha256
+from papervault.parse.version import PARSER_VERSION
+
+log = logging.getLogger(__name__)
+
+
+def cache_path(cache_dir: Path, sha256: str) -> Path:
+    """Where the parse of a file with this hash is kept; the parser version is part of the name."""
+    return cache_dir / "parse" / f"{sha256}-{PARSER_VERSION}.pickle"
+
+
+def load_cached(cache_dir: Path | None, sha256: str) -> ParsedPaper | None:
+    """The cached parse of a file with this hash made by this parser version, or None."""
+    if cache_dir is None:
+        return None
+    p = cache_path(cache_dir, sha256)
+    try:
+        with open(p, "rb") as fh:
+            value = pickle.load(fh)
+    except FileNotFoundError:
+        return None
+    except Exception:  # a half-written or stale cache file is only a miss
+        return None
+    return value if isinstance(value, ParsedPaper) else None
+
+
+def store_cached(cache_dir: Path | None, paper: ParsedPaper) -> None:
+    """Keep a parse; written to a temporary name then renamed, so readers never see half a file."""
+    if cache_dir is None or not paper.sha256:
+        return
+    p = cache_path(cache_dir, paper.sha256)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(f".tmp{id(paper)}")
+    with open(tmp, "wb") as fh:
+        pickle.dump(paper, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(p)
+
+
+def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: Path | None = None) -> ParsedPaper:
+    """parse_pdf through the cache: a file already parsed by this parser version is not parsed again."""
+    from papervault.parse.pdf import parse_pdf
+
+    path = Path(path)
+    sha = file_sha256(path) if path.is_file() else ""
+    if sha:
+        hit = load_cached(cache_dir, sha)
+        if hit is not None:
+            return hit
+    paper = parse_pdf(path, settings)
+    store_cached(cache_dir, paper)
+    return paper
+
+
+def _worker(path: str, settings_dict: dict, cache_dir: str | None):
+    # Exceptions cross the process boundary as plain tuples: ParseError's constructor does not match its
+    # `args`, so pickling it back would fail and look like a crashed worker.
+    settings = ParseSettings(**settings_dict)
+    try:
+        return parse_cached(Path(path), settings, Path(cache_dir) if cache_dir else None)
+    except ParseError as exc:
+        return ("error", exc.reason, exc.fix)
+    except Exception as exc:  # a parser bug on one file must not stop the batch
+        return ("error", f"parser failed ({type(exc).__name__}: {str(exc)[:160]})",
+                "report the file; the rest of the batch was parsed")
+
+
+def _result(key: str, value) -> ParsedPaper | ParseError:
+    if isinstance(value, tuple) and value and value[0] == "error":
+        return ParseError(key, value[1], fix=value[2])
+    return value
+
+
+def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = None, cache_dir: Path | None = None,
+               workers: int | None = None) -> dict[str, ParsedPaper | ParseError]:
+    """Parse many PDFs; returns {str(path): ParsedPaper or ParseError} in input order. Never raises per file.
+
+    Cached files are answered without starting a process. Each file gets `settings.timeout` seconds; a file
+    that overruns is abandoned (its worker process is killed) and reported as a ParseError.
+    """
+    settings = settings or ParseSettings()
+    workers = max(1, workers or settings.workers)
+    keys = [str(p) for p in paths]
+    results: dict[str, ParsedPaper | ParseError] = {}
+    todo: list[str] = []
+    for key in dict.fromkeys(keys):
+        p = Path(key)
+        if not p.is_file():
+            results[key] = ParseError(key, "file not found", fix="check the path")
+            continue
+        hit = load_cached(cache_dir, file_sha256(p))
+        if hit is not None:
+            results[key] = hit
+        else:
+            todo.append(key)
+    if todo:
+        results.update(_run_pool(todo, settings, cache_dir, workers))
+    return {k: results[k] for k in dict.fromkeys(keys)}
+
+
+def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int):
+    """Run the files through worker processes; a timed-out or crashed worker is killed and replaced.
+
+    When a worker dies (MuPDF can abort on a malformed file) the pool cannot say which file did it, so
+    every file in flight then is retried alone: only the one that crashes alone is reported.
+    """
+    out: dict[str, ParsedPaper | ParseError] = {}
+    ctx = mp.get_context("spawn")  # fork after threads (ONNX, LanceDB) can deadlock; spawn is safe
+    settings_dict = settings.model_dump()
+    cdir = str(cache_dir) if cache_dir else None
+    queue = list(todo)
+    suspects: list[str] = []
+    while queue or suspects:
+        solo = not queue
+        batch = [suspects.pop(0)] if solo else queue
+        width = 1 if solo else min(workers, len(queue))
+        pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx)
+        running: dict = {}
+        broken = False
+        try:
+            while (batch or running) and not broken:
+                # At most `width` futures are in flight, so each starts as soon as it is submitted and
+                # its clock starts then.
+                while batch and len(running) < width:
+                    key = batch.pop(0)
+                    running[pool.submit(_worker, key, settings_dict, cdir)] = (key, time.monotonic())
+                deadline = min(t for _, t in running.values()) + settings.timeout
+                done, _ = wait(list(running), timeout=max(0.0, deadline - time.monotonic()),
+                               return_when=FIRST_COMPLETED)
+                for fut in done:
+                    key, _ = running.pop(fut)
+                    try:
+                        out[key] = _result(key, fut.result())
+                    except BrokenProcessPool:
+                        broken = True
+                        if solo:
+                            out[key] = ParseError(key, "the parser process crashed on this file",
+                                                  fix="repair the PDF (e.g. with qpdf) and add it again")
+                        else:
+                            suspects.append(key)
+                now = time.monotonic()
+                for fut in [f for f, (_, t) in running.items() if now - t >= settings.timeout]:
+                    key, _ = running.pop(fut)
+                    out[key] = ParseError(key, f"parsing took longer than {settings.timeout:g} s and was abandoned",
+                                          fix="raise [parse] timeout in papervault.toml, or split the PDF")
+                    broken = True  # the only way to stop a hung worker is to kill the pool
+            for fut, (key, _) in running.items():
+                if fut.done() and fut.exception() is None:
+                    out[key] = _result(key, fut.result())
+                elif fut.done() and isinstance(fut.exception(), BrokenProcessPool):
+                    suspects.append(key)
+                else:
+                    batch.insert(0, key)  # innocent bystander of a timeout: run it again
+        finally:
+            _kill_pool(pool)
+    return out
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut a pool down without waiting for a hung worker: terminate its processes first."""
+    procs = list(getattr(pool, "_processes", {}).values())
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
