@@ -1,0 +1,3 @@
+from papervault.cli import main
+
+main()

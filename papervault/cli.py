@@ -1,0 +1,63 @@
+"""The `papervault` command: a thin layer that opens the library, calls it, and prints (or prints JSON)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from papervault import __version__
+from papervault.errors import PapervaultError
+
+# (module, attribute) of every command; each module is one command group, imported when the CLI starts.
+COMMANDS = [
+    ("papervault.commands.vaultcmds", "init"),
+    ("papervault.commands.vaultcmds", "add"),
+    ("papervault.commands.vaultcmds", "list_papers"),
+    ("papervault.commands.vaultcmds", "show"),
+    ("papervault.commands.vaultcmds", "status"),
+    ("papervault.commands.indexcmds", "index"),
+    ("papervault.commands.indexcmds", "search"),
+    ("papervault.commands.survey", "survey"),
+    ("papervault.commands.site", "site"),
+    ("papervault.commands.mcp", "mcp"),
+    ("papervault.commands.review", "review"),
+    ("papervault.commands.repo", "add_repo"),
+    ("papervault.commands.doctor", "doctor"),
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="papervault")
+def cli():
+    """papervault: papers and their code, parsed once into a searchable, git-versioned research vault."""
+
+
+for _module, _attr in COMMANDS:
+    try:
+        cli.add_command(getattr(importlib.import_module(_module), _attr))
+    except ModuleNotFoundError as _exc:  # a command whose module is not there yet is simply absent
+        if _exc.name != _module:
+            raise
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: typed errors become one line on stderr, without a traceback."""
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except PapervaultError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

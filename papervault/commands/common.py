@@ -1,0 +1,52 @@
+"""Options and output helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+from papervault.workspace import Workspace
+
+
+def workspace_option(f: Callable) -> Callable:
+    return click.option("--workspace", "-w", "workspace", metavar="DIR", envvar="PAPERVAULT_WORKSPACE",
+                        help="Workspace folder (default: $PAPERVAULT_WORKSPACE, else the nearest folder "
+                             "with papervault.toml, else the current folder).")(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
+
+
+def open_workspace(path: str | None, *, require: bool = True) -> Workspace:
+    ws = Workspace.resolve(path)
+    return ws.require() if require else ws
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+class Progress:
+    """A progress line on stderr when it is a terminal; silent otherwise or with --quiet."""
+
+    def __init__(self, quiet: bool = False):
+        self.enabled = not quiet and sys.stderr.isatty()
+        self._last = ""
+
+    def __call__(self, stage: str, done: int, total: int | None = None) -> None:
+        if not self.enabled:
+            return
+        line = f"{stage}: {done}/{total}" if total else f"{stage}: {done}"
+        sys.stderr.write("\r" + line.ljust(len(self._last)))
+        sys.stderr.flush()
+        self._last = line
+
+    def close(self) -> None:
+        if self.enabled and self._last:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self._last = ""

@@ -1,0 +1,82 @@
+"""`index` and `search`: build the LanceDB index of the vault and query it."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from papervault.commands.common import Progress, emit_json, json_option, open_workspace, workspace_option
+
+
+@click.command()
+@click.option("--rebuild", is_flag=True, help="Drop the tables and index everything again (after a model change).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@workspace_option
+@json_option
+def index(rebuild, quiet, workspace, as_json):
+    """Index the vault incrementally: only new or changed papers are embedded."""
+    from papervault.index.store import PaperIndex
+
+    ws = open_workspace(workspace)
+    progress = Progress(quiet or as_json)
+    t0 = time.perf_counter()
+    with ws.write_lock("index"):
+        idx = PaperIndex(ws)
+        try:
+            report = idx.rebuild(progress=lambda d, t: progress("embed", d, t)) if rebuild else \
+                idx.sync(progress=lambda d, t: progress("embed", d, t))
+        finally:
+            progress.close()
+    report = dict(report or {})
+    report["seconds"] = round(time.perf_counter() - t0, 2)
+    if as_json:
+        emit_json(report)
+    else:
+        parts = ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, (int, float)) and k != "seconds")
+        click.echo(f"Indexed in {report['seconds']} s ({parts})")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", "-n", type=int, default=10, show_default=True, help="How many hits.")
+@click.option("--level", type=click.Choice(["paper", "section", "paragraph", "figure", "table", "note"]),
+              help="Only chunks of this level.")
+@click.option("--paper", "paper", help="Only this paper (id).")
+@click.option("--year", help="Only these years: 2019 or 2015-2020.")
+@click.option("--venue", help="Only this venue (substring).")
+@click.option("--tag", help="Only papers with this tag.")
+@click.option("--budget", type=int, help="Expand around the best hits up to this many tokens of context.")
+@click.option("--code", "code", is_flag=True, help="Search indexed code repositories instead of papers.")
+@click.option("--repo", help="With --code: only this repository.")
+@click.option("--language", help="With --code: only this language.")
+@workspace_option
+@json_option
+def search(query, limit, level, paper, year, venue, tag, budget, code, repo, language, workspace, as_json):
+    """Hybrid search (full text + vectors) over papers, or over code with --code."""
+    ws = open_workspace(workspace)
+    if code:
+        from papervault.index.code import search_code
+
+        hits = search_code(ws, query, limit=limit, repo=repo, language=language, budget=budget)
+        if as_json:
+            emit_json(hits)
+            return
+        for i, h in enumerate(hits, 1):
+            click.echo(f"{i:2}. {h.get('repo')}/{h.get('path')}:{h.get('start_line')}-{h.get('end_line')} "
+                       f"{h.get('symbol') or ''}  ({h.get('score', 0):.3f})")
+        return
+    from papervault.index.search import search as run_search
+
+    filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
+    hits = run_search(ws, query, limit=limit, level=level, filters=filters or None, budget=budget)
+    if as_json:
+        emit_json([h.model_dump() for h in hits])
+        return
+    if not hits:
+        click.echo("No results. Is the vault indexed? Run `papervault index`.")
+    for i, h in enumerate(hits, 1):
+        page = f"p. {h.page}" if h.page else "-"
+        click.echo(f"{i:2}. [{h.paper_id}] {h.title[:70]} ({h.level}, {h.section[:40] or '-'}, {page}) {h.score:.3f}")
+        snippet = " ".join(h.text.split())[:240]
+        click.echo(f"      {snippet}")

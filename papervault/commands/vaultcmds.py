@@ -1,0 +1,125 @@
+"""`init`, `add`, `list`, `show`, `status`: create a workspace, bring papers in, look at what is there."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import Progress, emit_json, json_option, open_workspace, workspace_option
+from papervault.workspace import Workspace
+
+
+@click.command()
+@click.argument("directory", required=False)
+@workspace_option
+@json_option
+def init(directory, workspace, as_json):
+    """Create a workspace: papervault.toml, vault/ (its own git repository), mkdocs.yml, .papervault/."""
+    target = directory or workspace or "."
+    ws, created = Workspace.init(target)
+    if as_json:
+        emit_json({"workspace": str(ws.root), "created": created})
+    elif created:
+        click.echo(f"Workspace ready at {ws.root} (created {', '.join(created)})")
+    else:
+        click.echo(f"Workspace at {ws.root} already exists; nothing changed")
+
+
+@click.command()
+@click.argument("inputs", nargs=-1)
+@click.option("--zotero", "zotero", is_flag=False, flag_value="", default=None, metavar="[DIR]",
+              help="Import from a Zotero data directory (default: the usual one).")
+@click.option("--collection", help="With --zotero: only this collection (and its sub-collections).")
+@click.option("--since", help="With --zotero: only items added or modified since this date (YYYY-MM-DD).")
+@click.option("--arxiv-search", "arxiv_search", metavar="QUERY", help="Search arXiv and import the best matches.")
+@click.option("--max", "max_results", type=int, default=10, show_default=True, help="With --arxiv-search: how many.")
+@click.option("--backend", default=None, help="Analyser for the new notes (default: the workspace's).")
+@click.option("--reanalyse", is_flag=True, help="Analyse notes again even when they are current.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@workspace_option
+@json_option
+def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, workspace, as_json):
+    """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero."""
+    from papervault.ingest import add as run_add
+
+    ws = open_workspace(workspace)
+    if not inputs and zotero is None and not arxiv_search:
+        raise click.UsageError("nothing to add: give PDF paths, folders, .bib/.json files, arXiv ids, DOIs or URLs")
+    options = {}
+    if zotero is not None:
+        options.update(zotero=zotero or None, collection=collection, since=since)
+    if arxiv_search:
+        options.update(arxiv_search=arxiv_search, max_results=max_results)
+    progress = Progress(quiet or as_json)
+    try:
+        report = run_add(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
+                         options=options, reanalyse=reanalyse)
+    finally:
+        progress.close()
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    for p in report.problems:
+        click.echo(f"skipped {p.source}: {p.error}", err=True)
+    for m in report.merged:
+        click.echo(f"merged {m['source']} into {m['id']}" + (" (gained its PDF)" if m.get("gained_pdf") else ""))
+    click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "
+               f"problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
+
+
+@click.command("list")
+@click.option("--tag", help="Only papers with this tag.")
+@click.option("--year", type=int, help="Only papers from this year.")
+@workspace_option
+@json_option
+def list_papers(tag, year, workspace, as_json):
+    """List the papers in the vault."""
+    ws = open_workspace(workspace)
+    rows = []
+    for m in ws.vault.iter_meta():
+        if (tag and tag not in m.tags) or (year and m.year != year):
+            continue
+        rows.append({"id": m.id, "title": m.title, "authors": m.authors, "year": m.year, "status": m.status,
+                     "pages": m.pages, "tags": m.tags})
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['id']:32} {r['year'] or '    '}  {r['status']:9} {r['title'][:80]}")
+    click.echo(f"{len(rows)} paper(s)")
+
+
+@click.command()
+@click.argument("paper_id")
+@click.option("--full", is_flag=True, help="Print the full text (paper.md) instead of the note.")
+@workspace_option
+@json_option
+def show(paper_id, full, workspace, as_json):
+    """Print a paper's note (or its full text)."""
+    ws = open_workspace(workspace)
+    meta, body = ws.vault.read_note(paper_id)
+    text = ws.vault.read_fulltext(paper_id) if full else body
+    if as_json:
+        emit_json({"meta": meta.model_dump(exclude_none=True), "text": text})
+    else:
+        click.echo(text)
+
+
+@click.command()
+@workspace_option
+@json_option
+def status(workspace, as_json):
+    """Counts, the embedding model and the health of the index and the vault."""
+    from papervault.status import workspace_status
+
+    ws = open_workspace(workspace)
+    st = workspace_status(ws)
+    if as_json:
+        emit_json(st)
+        return
+    click.echo(f"workspace       {st['workspace']}")
+    click.echo(f"papers          {st['papers']} ({st['papers_with_text']} with full text)")
+    click.echo(f"chunks          {st['chunks']}")
+    click.echo(f"surveys         {st['surveys']}")
+    click.echo(f"embedding model {st['embedding_model']}")
+    click.echo(f"index           {st['index_health']}")
+    click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")

@@ -1,0 +1,323 @@
+"""`papervault add`: sources -> records -> dedup -> parse -> paper.md, figures, note -> one vault commit.
+
+A batch never stops for one bad input: every problem becomes a one-line entry in the report, and nothing
+half-written is left in the vault (files are written atomically, figures before the text that links them,
+and the commit comes after all files are complete).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from papervault.errors import ParseError, PapervaultError
+from papervault.models import PaperMeta, ParsedPaper, SourceRecord
+from papervault.workspace import Workspace
+
+BATCH = 64  # records parsed and written together; bounds memory on huge imports
+
+Progress = Callable[[str, int, int | None], None]
+
+
+@dataclass
+class Problem:
+    source: str
+    error: str
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "error": self.error}
+
+
+@dataclass
+class AddReport:
+    added: list[str] = field(default_factory=list)
+    merged: list[dict] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    commit: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
+                "problems": [p.as_dict() for p in self.problems], "commit": self.commit}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def group_sha256(hashes: list[str]) -> str:
+    """One hash for main text + supplements: the hash of the sorted file hashes (a single file: its own hash)."""
+    if len(hashes) == 1:
+        return hashes[0]
+    return hashlib.sha256("".join(sorted(hashes)).encode()).hexdigest()
+
+
+def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
+    """PDF files, and folders searched recursively for them; anything else is reported."""
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.suffix.lower() == ".pdf" and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    yield SourceRecord(origin="pdf", source=str(f.resolve()), pdfs=[str(f.resolve())])
+        elif p.is_file():
+            yield SourceRecord(origin="pdf", source=str(p.resolve()), pdfs=[str(p.resolve())])
+        else:
+            yield Problem(str(raw), "no such file or folder")
+
+
+def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
+    try:
+        from papervault.sources.resolve import records_from_inputs
+    except ImportError:  # only local PDFs are understood without the sources package
+        yield from pdf_records(inputs)
+        return
+    yield from records_from_inputs(inputs, ws.settings, workspace=ws, **options)
+
+
+def _merge_parsed(rec: SourceRecord, parsed: ParsedPaper | None) -> SourceRecord:
+    """Fill what the source did not say from what the PDF says; a source's metadata always wins."""
+    if parsed is None:
+        return rec
+    upd = {}
+    if not rec.title and parsed.title:
+        upd["title"] = parsed.title
+    if not rec.authors and parsed.authors:
+        upd["authors"] = parsed.authors
+    if not rec.year and parsed.year:
+        upd["year"] = parsed.year
+    if not rec.doi and parsed.doi:
+        upd["doi"] = parsed.doi
+    if not rec.arxiv and parsed.arxiv:
+        upd["arxiv"] = parsed.arxiv
+    if not rec.abstract and parsed.abstract:
+        upd["abstract"] = parsed.abstract
+    return rec.model_copy(update=upd) if upd else rec
+
+
+def _meta_from(rec: SourceRecord, paper_id: str) -> PaperMeta:
+    return PaperMeta(
+        id=paper_id, title=rec.title or Path(rec.source).stem, authors=rec.authors, year=rec.year,
+        venue=rec.venue, doi=rec.doi, arxiv=rec.arxiv, url=rec.url, zotero_key=rec.zotero_key,
+        abstract=rec.abstract, sources=[rec.source], tags=list(rec.tags), collections=list(rec.collections),
+        status="metadata",
+    )
+
+
+def _union(a: list, b: list) -> list:
+    return list(dict.fromkeys([*a, *b]))
+
+
+class Ingest:
+    """One `add` run over a workspace: holds the dedup index and the parse settings."""
+
+    def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
+                 reanalyse: bool = False):
+        from papervault.ids import make_key
+        from papervault.sources.dedup import DedupIndex
+
+        self.ws = ws
+        self.vault = ws.vault
+        self.progress = progress or (lambda *a: None)
+        self.make_key = make_key
+        self.dedup = DedupIndex.from_vault(self.vault)
+        self.taken = set(self.vault.paper_ids())
+        self.by_hash = {m.sha256: m.id for m in self.vault.iter_meta() if m.sha256}
+        self.backend_name = backend
+        self.reanalyse = reanalyse
+        self._backend = None
+        self.report = AddReport()
+        self.touched: list[Path] = []
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            from papervault.agents import get_backend
+
+            self._backend = get_backend(self.backend_name, self.ws.settings)
+        return self._backend
+
+    # --- stages ----------------------------------------------------------------------------------
+
+    def parse(self, records: list[SourceRecord]) -> dict[str, ParsedPaper | ParseError]:
+        from papervault.parse.batch import parse_many
+
+        paths = [r.pdfs[0] for r in records if r.pdfs]
+        if not paths:
+            return {}
+        s = self.ws.settings.parse
+        return parse_many(paths, s, cache_dir=self.ws.cache_dir / "parse", workers=s.workers)
+
+    def run(self, records: Iterable[SourceRecord | Problem]) -> AddReport:
+        done = 0
+        it = iter(records)
+        while True:
+            batch = list(itertools.islice(it, BATCH))
+            if not batch:
+                break
+            good: list[SourceRecord] = []
+            for item in batch:
+                if isinstance(item, Problem):
+                    self.report.problems.append(item)
+                else:
+                    good.append(item)
+            self._run_batch(good)
+            done += len(batch)
+            self.progress("add", done, None)
+        return self.report
+
+    def _run_batch(self, records: list[SourceRecord]) -> None:
+        # Unchanged files (same content already in the vault) cost nothing.
+        fresh: list[tuple[SourceRecord, str | None]] = []
+        for rec in records:
+            sha = None
+            if rec.pdfs:
+                try:
+                    sha = group_sha256([file_sha256(Path(p)) for p in rec.pdfs])
+                except OSError as exc:
+                    self.report.problems.append(Problem(rec.source, f"cannot read: {exc.strerror or exc}"))
+                    continue
+                if sha in self.by_hash:
+                    pid = self.by_hash[sha]
+                    meta = self.vault.read_meta(pid)
+                    if rec.source not in meta.sources:
+                        self._merge_into(pid, rec, None, None)
+                    else:
+                        self.report.unchanged.append(pid)
+                    continue
+            fresh.append((rec, sha))
+        parsed = self.parse([r for r, _ in fresh])
+        for rec, sha in fresh:
+            result = parsed.get(rec.pdfs[0]) if rec.pdfs else None
+            if isinstance(result, PapervaultError):
+                self.report.problems.append(Problem(rec.source, result.reason if isinstance(result, ParseError) else str(result)))
+                continue
+            try:
+                self._write(rec, result, sha)
+            except PapervaultError as exc:
+                self.report.problems.append(Problem(rec.source, str(exc)))
+            except Exception as exc:  # one bad paper never stops the batch; the report says what broke
+                self.report.problems.append(Problem(rec.source, f"internal error: {type(exc).__name__}: {exc}"))
+
+    def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
+        rec = _merge_parsed(rec, parsed)
+        existing = self.dedup.match(rec)
+        if existing:
+            self._merge_into(existing, rec, parsed, sha)
+            return
+        if not rec.title and parsed is None:
+            self.report.problems.append(Problem(rec.source, "no title and no PDF: nothing to make a paper from"))
+            return
+        from papervault.ids import sanitize_key
+
+        key = sanitize_key(rec.key) if rec.key else None
+        if not key or key in self.taken:
+            key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken)
+        self.taken.add(key)
+        meta = _meta_from(rec, key)
+        self._store(meta, rec, parsed, sha)
+        self.dedup.add(meta)
+        self.report.added.append(key)
+
+    def _merge_into(self, pid: str, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
+        meta, _ = self.vault.read_note(pid)
+        before = list(meta.sources)
+        meta.sources = _union(meta.sources, [rec.source])
+        meta.tags = _union(meta.tags, rec.tags)
+        meta.collections = _union(meta.collections, rec.collections)
+        for f in ("doi", "arxiv", "url", "venue", "year", "zotero_key", "abstract"):
+            if not getattr(meta, f) and getattr(rec, f):
+                setattr(meta, f, getattr(rec, f))
+        if not meta.authors and rec.authors:
+            meta.authors = rec.authors
+        gained_pdf = parsed is not None and not meta.sha256
+        if gained_pdf:
+            self._store(meta, rec, parsed, sha)
+        else:
+            self.vault.update_meta(pid, sources=meta.sources, tags=meta.tags, collections=meta.collections,
+                                   doi=meta.doi, arxiv=meta.arxiv, url=meta.url, venue=meta.venue, year=meta.year,
+                                   zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors)
+            if rec.reader_notes:
+                self._write_reader_notes(pid, rec)
+        self.touched.append(self.vault.paper_dir(pid))
+        self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin,
+                                   "gained_pdf": gained_pdf, "new_source": rec.source not in before})
+
+    def _write_reader_notes(self, pid: str, rec: SourceRecord) -> None:
+        from papervault.vault.store import atomic_write
+
+        path = self.vault.paper_dir(pid) / "reader-notes.md"
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        new = "\n\n".join(n.strip() for n in rec.reader_notes if n.strip() and n.strip() not in old)
+        if new:
+            atomic_write(path, (old.rstrip() + "\n\n" + new).strip() + "\n")
+
+    def _store(self, meta: PaperMeta, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
+        """Copy nothing, write the full text and figures, then the note (analysed by the backend)."""
+        from papervault.vault.frontmatter import body_hash
+
+        pid = meta.id
+        pdir = self.vault.paper_dir(pid)
+        pdir.mkdir(parents=True, exist_ok=True)
+        self.touched.append(pdir)
+        if rec.reader_notes:
+            self._write_reader_notes(pid, rec)
+        if parsed is not None:
+            self.vault.write_fulltext(pid, parsed)
+            meta.sha256 = sha or parsed.sha256
+            meta.pages = parsed.pages
+            meta.parser = parsed.parser
+            meta.ocr_pages = list(parsed.ocr_pages)
+            meta.files = list(rec.pdfs)
+            meta.status = "parsed"
+            if parsed.keywords and not meta.tags:
+                meta.tags = []
+            self.by_hash[meta.sha256] = pid
+        from papervault.survey.analyse import analyse_paper
+
+        # The note first exists with its metadata, so the analyser reads one consistent view of the paper.
+        if not self.vault.has_paper(pid):
+            self.vault.write_note(meta, f"# {meta.title}\n")
+        else:
+            _, body = self.vault.read_note(pid)
+            meta.generated_hash = body_hash(body) if not self.vault.is_edited(pid) else self.vault.read_meta(pid).generated_hash
+            self.vault.update_meta(pid, **{k: getattr(meta, k) for k in (
+                "sha256", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
+                "doi", "arxiv", "abstract")})
+        analyse_paper(self.vault, pid, self.backend, force=self.reanalyse,
+                      template_dir=self.ws.root / "templates")
+
+    def commit(self, what: str = "add") -> str | None:
+        r = self.report
+        if not (r.added or r.merged):
+            return None
+        parts = []
+        if r.added:
+            shown = ", ".join(r.added[:5]) + (f" and {len(r.added) - 5} more" if len(r.added) > 5 else "")
+            parts.append(f"{len(r.added)} new ({shown})")
+        if r.merged:
+            parts.append(f"{len(r.merged)} merged")
+        msg = f"{what}: " + "; ".join(parts) + f" [{self.backend_name}]"
+        if r.problems:
+            msg += f"\n\n{len(r.problems)} input(s) not imported:\n" + "\n".join(
+                f"- {p.source}: {p.error}" for p in r.problems[:50])
+        r.commit = self.vault.commit(msg, [self.vault.papers_dir])
+        return r.commit
+
+
+def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
+        options: dict | None = None, reanalyse: bool = False) -> AddReport:
+    """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit."""
+    ws.require()
+    with ws.write_lock("add"):
+        job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse)
+        job.run(_records(inputs, ws, options or {}))
+        job.commit()
+        return job.report

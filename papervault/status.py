@@ -1,0 +1,38 @@
+"""What a workspace holds and whether its parts agree: the data of `papervault status` and the MCP `status` tool."""
+
+from __future__ import annotations
+
+from papervault.workspace import Workspace
+
+
+def workspace_status(ws: Workspace) -> dict:
+    vault = ws.vault
+    ids = vault.paper_ids()
+    with_text = sum(1 for i in ids if vault.fulltext_path(i).is_file())
+    out = {
+        "workspace": str(ws.root),
+        "papers": len(ids),
+        "papers_with_text": with_text,
+        "surveys": len(vault.survey_slugs()),
+        "code_repos": len([p for p in vault.code_dir.glob("*.md")]) if vault.code_dir.is_dir() else 0,
+        "chunks": 0,
+        "embedding_model": ws.settings.embed.model,
+        "embedding_model_path": ws.settings.embed.model_path,
+        "backend": ws.settings.agents.backend,
+        "vault_clean": vault.is_clean(),
+        "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,
+    }
+    try:
+        from papervault.index.store import PaperIndex
+
+        st = PaperIndex(ws).stats()
+        out["chunks"] = st.get("chunks", 0)
+        out["indexed_papers"] = st.get("papers", 0)
+        out["index"] = st
+        health = st.get("health", "ok")
+        if health == "ok" and st.get("papers", 0) != len(ids):
+            health = f"stale: {st.get('papers', 0)} of {len(ids)} papers indexed; run `papervault index`"
+        out["index_health"] = health
+    except Exception as exc:  # status must answer even when the index is broken
+        out["index_health"] = f"unavailable: {exc}"
+    return out
