@@ -25,6 +25,7 @@ COMMANDS = [
     ("papervault.commands.review", "review"),
     ("papervault.commands.repo", "add_repo"),
     ("papervault.commands.doctor", "doctor"),
+    ("papervault.commands.democmd", "demo"),
 ]
 
 
