@@ -1,0 +1,258 @@
+"""The one interface every LLM step goes through: a task in, a validated answer out.
+
+A backend implements `ask` (one attempt, raw text or data back). `Backend.arun` wraps it with what every
+backend needs the same way: schema validation, retries with backoff for empty or invalid answers,
+quarantine of the raw output, a circuit breaker, a JSONL run log with token use and cost, and a cost ceiling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import re
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from papervault.errors import BackendError
+
+
+@dataclass
+class Task:
+    """What a backend is asked to do.
+
+    `kind` names the question ("paper-note"); the extractive backend dispatches on it. `files` maps a name
+    inside the session folder ("paper.md", "figures/fig-1.png") to the file on disk: the only files a model
+    may read. `inputs` carries the same material as plain data for backends that do not read prompts.
+    """
+
+    kind: str
+    system: str
+    prompt: str
+    schema: dict[str, Any]
+    files: dict[str, Path] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    key: str = ""                     # what the task is about (a paper id), for logs and quarantine
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.turns += other.turns
+
+
+@dataclass
+class Reply:
+    """One attempt's raw result: `data` when the backend already holds parsed JSON, else `text` to parse."""
+
+    text: str = ""
+    data: Any = None
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+
+
+@dataclass
+class Answer:
+    data: dict[str, Any]
+    backend: str
+    model: str
+    usage: Usage
+    attempts: int = 1
+    seconds: float = 0.0
+    raw: str = ""
+
+
+class InvalidAnswer(Exception):
+    """An attempt returned something unusable (empty, not JSON, against the schema); worth retrying."""
+
+    def __init__(self, reason: str, raw: str = ""):
+        super().__init__(reason)
+        self.raw = raw
+
+
+class BreakerOpen(BackendError):
+    """The backend failed too often in a row; later tasks fail fast instead of burning through a batch."""
+
+
+class CostCeiling(BackendError):
+    """The run's recorded cost passed `agents.max_cost_usd`."""
+
+
+def parse_json(text: str) -> Any:
+    """Parse a model's JSON answer, tolerating a Markdown code fence or prose around one object."""
+    text = (text or "").strip()
+    if not text:
+        raise InvalidAnswer("empty answer", text)
+    fence = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.S)
+    candidates = [text] + ([fence.group(1)] if fence else [])
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for cand in candidates:
+        try:
+            return json.loads(cand)
+        except json.JSONDecodeError:
+            continue
+    raise InvalidAnswer("answer is not JSON", text)
+
+
+def validate(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """Check an answer against its JSON schema; the first error becomes the reason."""
+    if not isinstance(data, dict):
+        raise InvalidAnswer(f"answer is a {type(data).__name__}, not an object", json.dumps(data, default=str))
+    try:
+        jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise InvalidAnswer(f"answer does not match the schema at {where}: {exc.message[:200]}",
+                            json.dumps(data, default=str)) from None
+    return data
+
+
+class RunLog:
+    """Token use and cost of one run, appended as JSONL to `.papervault/runs/<run>.jsonl`."""
+
+    def __init__(self, runs_dir: Path | None, run_id: str | None = None, max_cost_usd: float | None = None):
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+        self.run_id = run_id or f"{stamp}-{uuid.uuid4().hex[:6]}"
+        self.path = runs_dir / f"{self.run_id}.jsonl" if runs_dir else None
+        self.max_cost_usd = max_cost_usd
+        self.total = Usage()
+        self._lock = threading.Lock()
+
+    def record(self, **entry: Any) -> None:
+        entry = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "run": self.run_id, **entry}
+        with self._lock:
+            usage = entry.get("usage")
+            if isinstance(usage, dict):
+                self.total.add(Usage(**usage))
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(entry, default=str) + "\n")
+
+    def check_ceiling(self) -> None:
+        if self.max_cost_usd is not None and self.total.cost_usd >= self.max_cost_usd:
+            raise CostCeiling(f"this run has cost ${self.total.cost_usd:.4f}, over the ceiling of ${self.max_cost_usd:.2f}",
+                              fix="raise [agents] max_cost_usd, or continue later: finished notes are kept")
+
+
+class Breaker:
+    """Opens after `threshold` consecutive failed tasks; one success closes it."""
+
+    def __init__(self, threshold: int):
+        self.threshold = max(1, threshold)
+        self.failures = 0
+
+    @property
+    def open(self) -> bool:
+        return self.failures >= self.threshold
+
+    def success(self) -> None:
+        self.failures = 0
+
+    def failure(self) -> None:
+        self.failures += 1
+
+
+class Backend:
+    """Base of every backend. Subclasses set `name`, `model` and implement `ask` (one attempt)."""
+
+    name = "base"
+    model = ""
+    #: whether answers are quotations from the paper only (the note says so)
+    verbatim = False
+
+    def __init__(self, *, retries: int = 3, backoff: float = 1.0, breaker_failures: int = 5,
+                 concurrency: int = 4, timeout: float = 600.0, state_dir: Path | None = None,
+                 max_cost_usd: float | None = None, run_id: str | None = None):
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self.concurrency = max(1, concurrency)
+        self.timeout = timeout
+        self.state_dir = state_dir
+        self.breaker = Breaker(breaker_failures)
+        self.log = RunLog(state_dir / "runs" if state_dir else None, run_id, max_cost_usd)
+
+    @property
+    def label(self) -> str:
+        """"<backend>/<model>": what a note records as its analyser."""
+        return f"{self.name}/{self.model}" if self.model else self.name
+
+    async def ask(self, task: Task) -> Reply:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, task: Task) -> Answer:
+        """Synchronous `arun`, for callers without an event loop."""
+        return asyncio.run(self.arun(task))
+
+    async def arun(self, task: Task) -> Answer:
+        """Ask until a valid answer arrives; quarantine and raise `BackendError` when none does."""
+        if self.breaker.open:
+            raise BreakerOpen(f"{self.label} failed {self.breaker.failures} times in a row; not asking it about {task.key or task.kind}",
+                              fix="check the backend (server up? key valid? model name?) and run again")
+        self.log.check_ceiling()
+        usage, attempts, started = Usage(), 0, time.monotonic()
+        failures: list[tuple[str, str]] = []
+        for attempt in range(1, self.retries + 1):
+            attempts = attempt
+            try:
+                reply = await asyncio.wait_for(self.ask(task), timeout=self.timeout)
+                usage.add(reply.usage)
+                data = reply.data if reply.data is not None else parse_json(reply.text)
+                data = validate(data, task.schema)
+            except InvalidAnswer as exc:
+                failures.append((str(exc), exc.raw))
+            except asyncio.TimeoutError:
+                failures.append((f"no answer within {self.timeout:g} s", ""))
+            except BackendError as exc:
+                if not getattr(exc, "retryable", True):
+                    failures.append((str(exc), getattr(exc, "raw", "")))
+                    break
+                failures.append((str(exc), getattr(exc, "raw", "")))
+            else:
+                self.breaker.success()
+                answer = Answer(data=data, backend=self.name, model=reply.model or self.model, usage=usage,
+                                attempts=attempts, seconds=time.monotonic() - started,
+                                raw=reply.text or json.dumps(data, default=str))
+                self.log.record(kind=task.kind, key=task.key, backend=self.name, model=answer.model, ok=True,
+                                attempts=attempts, seconds=round(answer.seconds, 3), usage=asdict(usage))
+                return answer
+            if attempt < self.retries:
+                await asyncio.sleep(self.backoff * (2 ** (attempt - 1)))
+        self.breaker.failure()
+        where = self.quarantine(task, failures)
+        self.log.record(kind=task.kind, key=task.key, backend=self.name, model=self.model, ok=False,
+                        attempts=attempts, seconds=round(time.monotonic() - started, 3), usage=asdict(usage),
+                        error=failures[-1][0] if failures else "", quarantine=str(where) if where else None)
+        reason = failures[-1][0] if failures else "no answer"
+        raise BackendError(f"{self.label} gave no usable answer for {task.key or task.kind} after {attempts} attempt(s): {reason}",
+                           fix=f"see the raw output in {where}" if where else "check the backend and run again")
+
+    def quarantine(self, task: Task, failures: list[tuple[str, str]]) -> Path | None:
+        """Keep every failed attempt's raw output for inspection under `.papervault/quarantine/`."""
+        if self.state_dir is None:
+            return None
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.key or task.kind)[:80]
+        path = self.state_dir / "quarantine" / f"{safe}-{self.name}-{stamp}-{uuid.uuid4().hex[:4]}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"key": task.key, "kind": task.kind, "backend": self.name, "model": self.model,
+                  "attempts": [{"error": e, "raw": r} for e, r in failures],
+                  "prompt": task.prompt, "schema": task.schema}
+        path.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+        return path

@@ -1,0 +1,285 @@
+"""The `extractive` backend: deterministic analysis without a model, from the paper's own structure.
+
+It is honest by construction: every statement it returns is a sentence copied from the paper (with the
+page it starts on), a caption, a table cell, or a name found in the text by pattern. It never writes a
+sentence of its own. Other stages register what they can answer without a model with `extractor(kind)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from typing import Any, Callable
+
+from papervault.agents.base import Backend, Reply, Task
+from papervault.agents.paperdoc import DocSection, PaperDoc, Sentence, read_paper, section_sentences, sentences
+from papervault.errors import BackendError
+
+EXTRACTORS: dict[str, Callable[[Task], dict[str, Any]]] = {}
+
+
+def extractor(kind: str):
+    """Register a function that answers tasks of `kind` without a model."""
+    def deco(fn: Callable[[Task], dict[str, Any]]):
+        EXTRACTORS[kind] = fn
+        return fn
+    return deco
+
+
+class ExtractiveBackend(Backend):
+    name = "extractive"
+    model = "rules-1"       # bump when the extraction rules change: notes made by older rules are re-analysed
+    verbatim = True
+
+    def __init__(self, **kw):
+        kw.setdefault("retries", 1)
+        super().__init__(**kw)
+
+    async def ask(self, task: Task) -> Reply:
+        fn = EXTRACTORS.get(task.kind)
+        if fn is None:
+            err = BackendError(f"the extractive backend cannot answer {task.kind!r} tasks",
+                               fix="configure a model backend ([agents] backend = \"claude\" or \"openai\")")
+            err.retryable = False  # type: ignore[attr-defined]
+            raise err
+        # parsing a long paper is CPU work: keep the event loop free for concurrent model sessions
+        return Reply(data=await asyncio.to_thread(fn, task))
+
+
+# --- patterns ------------------------------------------------------------------------------------
+
+CONTRIB_CUES = re.compile(r"\b(?:we|this paper|this work|our (?:main )?contributions?|in this paper,? we|the paper)\s+"
+                          r"(?:\w+ ){0,2}?(?:propose|present|introduce|describe|develop|design|show|demonstrate|"
+                          r"implement|provide|build|evaluate|prove|make|give|report|study|analy[sz]e|explore|contribute|offer)", re.I)
+METHOD_CUES = re.compile(r"\b(?:we|this paper|this work)\s+(?:\w+ ){0,2}?(?:propose|present|introduce|describe|develop|design)\b", re.I)
+PROBLEM_CUES = re.compile(r"\b(?:problem|challeng\w*|difficult\w*|hard to|costly|expensive|lack\w*|limited|"
+                          r"bottleneck|suffer\w*|fails? to|unable|however|inefficien\w*|remains? (?:an )?open|issue)\b", re.I)
+LIMIT_CUES = re.compile(r"\b(?:limitations?|drawbacks?|shortcomings?|does not|do not|cannot|can not|is not able|"
+                        r"not (?:yet )?support\w*|restricted to|only applies|at the cost of|weakness\w*|caveat)\b", re.I)
+OPEN_CUES = re.compile(r"\b(?:future (?:work|research|directions?)|open (?:question|problem|issue)s?|remains? to be|"
+                       r"we plan|we intend|left (?:for|to) future|further (?:work|research|investigation)|unclear whether)\b", re.I)
+REPRO_CUES = re.compile(r"\b(?:source code|open[- ]source|publicly available|available (?:at|online|from|on)|"
+                        r"our implementation|artifact|github|repository|released)\b", re.I)
+RESULT_CUES = re.compile(r"(?:\d+(?:\.\d+)?\s*(?:%|×|x\b|times|percent|fold|ms|seconds?)|\b(?:outperform\w*|improv\w*|"
+                         r"speed\s?ups?|faster|reduc\w*|better than|achiev\w*)\b)", re.I)
+URL = re.compile(r"https?://[^\s)\]>\"'|]+")
+CODE_HOST = re.compile(r"github\.com|gitlab\.|bitbucket\.org|zenodo\.org|huggingface\.co|sourceforge", re.I)
+
+KNOWN_DATASETS = [
+    "ImageNet", "CIFAR-10", "CIFAR-100", "MNIST", "Fashion-MNIST", "SVHN", "COCO", "MS COCO", "PASCAL VOC",
+    "Cityscapes", "KITTI", "CelebA", "LSUN", "Caltech-101", "Caltech-256", "STL-10", "Places365",
+    "GLUE", "SuperGLUE", "SQuAD", "WMT", "Penn Treebank", "WikiText-103", "WikiText-2", "IMDB", "SST-2",
+    "MultiNLI", "SNLI", "CoNLL-2003", "Common Crawl", "The Pile", "C4", "LibriSpeech", "TIMIT",
+    "YCSB", "TPC-C", "TPC-H", "TPC-DS", "SPEC CPU", "SPECint", "SPECjvm", "DaCapo", "PARSEC", "SPLASH-2",
+    "Hurricane", "CESM", "NYX", "HACC", "SCALE-LETKF", "ATM", "APS",
+    "UCR", "UCI", "Netflix Prize", "MovieLens", "Twitter", "Wikipedia", "PageRank",
+]
+METRICS = [
+    "accuracy", "top-1", "top-5", "error rate", "precision", "recall", "F1", "F1-score", "F-measure", "BLEU", "ROUGE",
+    "METEOR", "perplexity", "mAP", "AUC", "ROC", "PSNR", "SSIM", "RMSE", "MSE", "MAE", "NRMSE", "log-likelihood",
+    "compression ratio", "compression factor", "bit rate", "bit-rate", "rate-distortion", "throughput", "latency",
+    "tail latency", "response time", "running time", "execution time", "runtime", "speedup", "bandwidth",
+    "availability", "harvest", "yield", "memory usage", "memory overhead", "overhead", "energy", "cost",
+    "lines of code", "false positives", "false negatives", "coverage", "points per possession", "expected possession value",
+    "smoothness", "roughness", "kurtosis", "distortion",
+]
+NOT_NAMES = {"the", "this", "our", "each", "a", "an", "that", "these", "those", "their", "its", "such", "every",
+             "same", "new", "test", "training", "real", "synthetic", "large", "small", "entire", "whole", "original",
+             "following", "first", "second", "other", "one", "two", "any", "which", "full", "final", "given", "public"}
+
+
+def _pick(sents: list[Sentence], cue: re.Pattern | None, limit: int, *, min_len: int = 30, max_len: int = 400,
+          seen: set[str] | None = None) -> list[Sentence]:
+    seen = seen if seen is not None else set()
+    out = []
+    for s in sents:
+        if len(s.text) < min_len or len(s.text) > max_len or s.text in seen:
+            continue
+        if not re.search(r"[a-z]{3}", s.text) or s.text.count("|") > 2:
+            continue
+        if cue is None or cue.search(s.text):
+            out.append(s)
+            seen.add(s.text)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _claims(sents: list[Sentence]) -> list[dict[str, Any]]:
+    return [{"text": s.text, "page": s.page, "section": s.section} for s in sents]
+
+
+def _sections_like(doc: PaperDoc, *words: str) -> list[DocSection]:
+    pat = re.compile(r"\b(?:" + "|".join(words) + r")", re.I)
+    return [s for s in doc.body_sections if pat.search(s.title)]
+
+
+def _sents(doc: PaperDoc, sections: list[DocSection]) -> list[Sentence]:
+    return [s for sec in sections for s in section_sentences(sec)]
+
+
+def _abstract_sents(doc: PaperDoc) -> list[Sentence]:
+    return [Sentence(text=t, page=doc.abstract_page, section="Abstract") for t in sentences(doc.abstract)]
+
+
+def _names_by_pattern(doc: PaperDoc) -> list[str]:
+    """Datasets: a vocabulary of well-known ones, plus capitalised names followed by dataset/benchmark/corpus."""
+    text = doc.text
+    found: Counter[str] = Counter()
+    for name in KNOWN_DATASETS:
+        n = len(re.findall(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text))
+        if n >= 2 or (n == 1 and len(name) > 4):
+            found[name] += n
+    for m in re.finditer(r"\b((?:[A-Z][\w.-]*[A-Za-z0-9])(?:[ -][A-Z0-9][\w.-]*){0,2})\s+(?:data ?sets?|benchmarks?|corpus|corpora|workloads?|traces?)\b", text):
+        name = m.group(1).strip()
+        if name.split()[0].lower() in NOT_NAMES or len(name) < 3 or name.isdigit():
+            continue
+        found[name] += 2
+    return [n for n, _ in found.most_common(8)]
+
+
+def _metrics(doc: PaperDoc) -> list[str]:
+    counts: list[tuple[int, str]] = []
+    scope = " ".join(s.text for s in _sections_like(doc, "evaluat", "experiment", "result", "performance", "measure")) or doc.text
+    for name in METRICS:
+        hits = re.findall(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", scope, re.I)
+        if len(hits) >= 2:
+            # report the metric as the paper spells it
+            counts.append((len(hits), Counter(hits).most_common(1)[0][0]))
+    counts.sort(key=lambda c: -c[0])
+    return [name for _, name in counts[:6]]
+
+
+def _baselines(doc: PaperDoc) -> list[str]:
+    found: Counter[str] = Counter()
+    pat = re.compile(r"\b(?:compared? (?:to|with|against)|outperforms?|versus|vs\.|baselines?(?: such as| including|:)?|"
+                     r"than)\s+((?:[A-Z][\w.+-]*[A-Za-z0-9+])(?:[ -][A-Z0-9][\w.+-]*){0,2})")
+    for m in pat.finditer(doc.text):
+        name = m.group(1).strip()
+        if name.split()[0].lower() in NOT_NAMES or len(name) < 2 or name in ("Table", "Figure", "Section", "Fig", "In", "We", "It"):
+            continue
+        found[name] += 1
+    return [n for n, _ in found.most_common(6)]
+
+
+NUMBER = re.compile(r"^[<>≈~±+-]?\s*\d[\d,]*(?:\.\d+)?\s*(?:%|×|x|ms|s|GB|MB|KB)?$")
+
+
+def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
+    """Numbers from the paper's tables: row label, column header, cell, table and page, all verbatim."""
+    scored = []
+    for t in doc.tables:
+        if len(t.rows) < 2 or len(t.header) < 2:
+            continue
+        numeric = sum(1 for row in t.rows[1:] for c in row[1:] if NUMBER.match(c))
+        if numeric:
+            bonus = 5 if re.search(r"result|accura|perform|compar|speed|time|ratio|error|throughput", t.caption, re.I) else 0
+            scored.append((numeric + bonus, t))
+    scored.sort(key=lambda x: -x[0])
+    out: list[dict[str, Any]] = []
+    for _, t in scored[:3]:
+        source = f"Table {t.number}" if t.number else "table"
+        for row in t.rows[1:7]:
+            label = row[0].strip() if row else ""
+            if not label:
+                continue
+            for j, cell in enumerate(row[1:4], start=1):
+                header = t.header[j].strip() if j < len(t.header) else ""
+                if header and NUMBER.match(cell.strip()):
+                    out.append({"setting": label, "metric": header, "value": cell.strip(), "page": t.page, "source": source})
+                    break  # one number per row keeps the table readable; the paper has the rest
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _main_figures(doc: PaperDoc, limit: int = 4) -> list[dict[str, Any]]:
+    """The figures the text refers to most, in paper order, captions quoted."""
+    numbered = [f for f in doc.figures if f.number]
+    refs = Counter()
+    for f in numbered:
+        refs[f.number] = len(re.findall(r"\b(?:Figure|Fig\.?)\s*" + re.escape(f.number) + r"\b", doc.text))
+    chosen = sorted(numbered, key=lambda f: -refs[f.number])[:limit]
+    chosen = [f for f in numbered if f in chosen]
+    seen, out = set(), []
+    for f in chosen:
+        if f.number in seen:
+            continue
+        seen.add(f.number)
+        first = sentences(f.caption)
+        out.append({"number": f.number, "why": first[0] if first else None, "page": f.page})
+    return out
+
+
+@extractor("paper-note")
+def extract_note(task: Task) -> dict[str, Any]:
+    """Fill the note schema from `paper.md` alone; fields it cannot fill stay empty."""
+    markdown = task.inputs.get("markdown", "")
+    if not markdown.strip():
+        raise BackendError(f"{task.key}: paper.md is empty", fix="parse the paper again (`papervault add --force`)")
+    doc = read_paper(markdown)
+    seen: set[str] = set()
+    abstract = _abstract_sents(doc)
+    intro_secs = _sections_like(doc, "introduction", "motivation", "overview", "background") or doc.body_sections[:1]
+    intro = _sents(doc, intro_secs[:2])
+    concl = _sents(doc, _sections_like(doc, "conclusion", "summary", "discussion", "future", "limitation", "concluding"))
+    evaluation = _sents(doc, _sections_like(doc, "evaluat", "experiment", "result", "performance", "measure", "benchmark", "empirical"))
+    method_secs = _sections_like(doc, "method", "approach", "design", "algorithm", "model", "architecture", "system",
+                                 "protocol", "framework", "implementation", "technique", "overview")
+    method_secs = [s for s in method_secs if s not in intro_secs[:1]] or [s for s in doc.body_sections[1:4] if s.level == 2]
+
+    summary = _pick(abstract, None, 3, seen=seen) or _pick(intro, None, 2, seen=seen)
+    problem = _pick(intro, PROBLEM_CUES, 2, seen=seen) or _pick(abstract, PROBLEM_CUES, 1, seen=seen)
+
+    contributions: list[Sentence] = []
+    for sec in intro_secs[:2]:
+        # the paper's own list, when it has one ("Our contributions are: - ...")
+        if re.search(r"contribution|we make the following|in summary|this paper makes", sec.text, re.I) and sec.items:
+            for page, item in sec.items[:6]:
+                if len(item) >= 20 and item not in seen:
+                    contributions.append(Sentence(text=item, page=page, section=sec.label))
+                    seen.add(item)
+    if not contributions:
+        contributions = _pick(abstract + intro, CONTRIB_CUES, 4, seen=seen)
+
+    method_sent = next((s for s in abstract + intro if METHOD_CUES.search(s.text) and 30 <= len(s.text) <= 300), None)
+    method_details = []
+    for sec in method_secs[:4]:
+        lead = _pick(section_sentences(sec), None, 1, seen=seen)
+        method_details.extend(lead)
+
+    results = _pick(evaluation + abstract + concl, RESULT_CUES, 3, seen=seen)
+    limitations = _pick(concl + evaluation + _sents(doc, doc.body_sections), LIMIT_CUES, 3, seen=seen)
+    open_questions = _pick(concl + _sents(doc, doc.body_sections), OPEN_CUES, 3, seen=seen)
+    urls = []
+    for u in URL.findall(doc.text):
+        u = u.rstrip(".,;:")
+        if CODE_HOST.search(u) and u not in urls:
+            urls.append(u)
+    repro = _pick(_sents(doc, doc.body_sections) + abstract, REPRO_CUES, 2, seen=seen)
+
+    answer: dict[str, Any] = {
+        "summary": _claims(summary),
+        "problem": _claims(problem),
+        "contributions": _claims(contributions),
+        "method": method_sent.text if method_sent else None,
+        "method_details": _claims(method_details),
+        "datasets": _names_by_pattern(doc),
+        "metrics": _metrics(doc),
+        "baselines": _baselines(doc),
+        "key_results": _key_results(doc),
+        "results": _claims(results),
+        "limitations": _claims(limitations),
+        "code_urls": urls[:5],
+        "reproducibility": _claims(repro),
+        "main_figures": _main_figures(doc),
+        "open_questions": _claims(open_questions),
+    }
+    # a template with its own schema gets the fields this extractor knows; the rest stay empty
+    props = task.schema.get("properties", {})
+    for name, spec in props.items():
+        if name not in answer:
+            types = spec.get("type", "array" if "$ref" in spec else "string")
+            answer[name] = [] if ("array" in types or "$ref" in spec) else None
+    return {k: v for k, v in answer.items() if k in props} if props else answer

@@ -1,0 +1,297 @@
+"""The structure of a `paper.md` read back from its Markdown: pages, sections, figures, tables, sentences.
+
+The extractive backend and coverage both need it; they get it from the text in the vault, not from the
+parser's objects, so a paper parsed long ago (or edited by hand) is read the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+ANCHOR = re.compile(r'^<a id="page-(\d+)"></a>\s*$')
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
+FIG_LABEL = re.compile(r"^\s*(?:\*\*|_)?(Figure|Fig\.?)\s+(?P<num>[A-Z]?\d+[a-z]?)\s*[:.]?\s*", re.I)
+TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?Table\s+(?P<num>[A-Z]?[0-9IVX]+[a-z]?)\s*[:.]?\s*", re.I)
+TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+LIST_ITEM = re.compile(r"^\s*(?:[-*•●▪◦]|\(?\d{1,2}[.)]|\([a-z]\))\s+(?P<text>\S.*)$")
+SECTION_NUMBER = re.compile(r"^(?P<num>(?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(?P<title>\S.*)$")
+
+
+@dataclass
+class DocSection:
+    title: str              # without its number: "Introduction"
+    number: str             # "1", "3.2", "" when unnumbered
+    level: int              # ATX level: 1 = the paper title, 2 = a top-level section ...
+    page: int
+    text: str = ""          # the section's own prose (no sub-sections, tables or image lines)
+    page_end: int = 0
+    blocks: list[tuple[int, str]] = field(default_factory=list, repr=False)   # (page, cleaned prose) in order
+    items: list[tuple[int, str]] = field(default_factory=list, repr=False)    # (page, list item) in order
+
+    @property
+    def label(self) -> str:
+        return f"{self.number} {self.title}".strip()
+
+
+@dataclass
+class DocFigure:
+    number: str
+    caption: str            # the caption without its "Figure N:" label
+    page: int
+    src: str = ""           # "figures/fig-3.png"
+    section: str = ""       # label of the section it appears in
+
+
+@dataclass
+class DocTable:
+    number: str
+    caption: str
+    page: int
+    rows: list[list[str]] = field(default_factory=list)   # header first
+    section: str = ""
+
+    @property
+    def header(self) -> list[str]:
+        return self.rows[0] if self.rows else []
+
+
+@dataclass
+class Sentence:
+    text: str
+    page: int
+    section: str            # the label of the section it belongs to
+
+
+@dataclass
+class PaperDoc:
+    title: str = ""
+    pages: int = 0
+    sections: list[DocSection] = field(default_factory=list)
+    figures: list[DocFigure] = field(default_factory=list)
+    tables: list[DocTable] = field(default_factory=list)
+    abstract: str = ""
+    abstract_page: int = 1
+    references: list[str] = field(default_factory=list)
+    text: str = ""          # all prose, whitespace-normalised (for quotation checks)
+
+    def section(self, *names: str) -> DocSection | None:
+        """The first section whose title starts with one of `names` (case-insensitive)."""
+        for s in self.sections:
+            low = s.title.lower()
+            if any(low.startswith(n.lower()) for n in names):
+                return s
+        return None
+
+    @property
+    def body_sections(self) -> list[DocSection]:
+        """Sections a note should cover: not the title, abstract or references."""
+        skip = ("abstract", "references", "bibliography", "acknowledg")
+        return [s for s in self.sections if s.level >= 2 and not s.title.lower().startswith(skip)]
+
+
+def normalise(text: str) -> str:
+    """Collapse whitespace and undo line-break hyphenation, for comparing quotations with the paper."""
+    text = text.replace("\u00ad", "")
+    text = re.sub(r"(\w)-\s*\n\s*(\w)", r"\1\2", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _clean_inline(text: str) -> str:
+    """Strip Markdown emphasis and links so a sentence reads as plain text."""
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"(\*\*|__|`)", "", text)
+    text = re.sub(r"(?<!\w)[*_](\S[^*_]*?)[*_](?!\w)", r"\1", text)
+    return text
+
+
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|etc|Fig|Figs|Eq|Eqs|Sec|Secs|vs|cf|resp|approx|No|Ref|Refs|Dr|Mr|Ms|al)\.$", re.I)
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences without breaking at common abbreviations or decimals."""
+    text = normalise(_clean_inline(text))
+    if not text:
+        return []
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\[(“\"])", text)
+    out: list[str] = []
+    for part in parts:
+        if out and (_ABBREV.search(out[-1]) or re.search(r"\b[A-Z]\.$", out[-1])):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return [s.strip() for s in out if s.strip()]
+
+
+def _split_heading(raw: str) -> tuple[str, str]:
+    raw = _clean_inline(raw).strip()
+    m = SECTION_NUMBER.match(raw)
+    if m and len(m.group("num")) <= 8:
+        return m.group("num"), m.group("title").strip()
+    return "", raw
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    if inner.startswith("|"):
+        inner = inner[1:]
+    if inner.endswith("|"):
+        inner = inner[:-1]
+    return [_clean_inline(c).strip() for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def read_paper(markdown: str) -> PaperDoc:
+    """Parse a `paper.md` body into its structure; tolerant of anything the parser may emit."""
+    doc = PaperDoc()
+    page = 1
+    current: DocSection | None = None
+    prose: dict[int, list[tuple[int, str]]] = {}          # id(section) -> (page, line)
+    pending_table_caption: tuple[str, str, int] | None = None
+    table: DocTable | None = None
+    in_refs = False
+    pre_title_lines: list[str] = []
+    item: list | None = None                  # [page, lines] of the list item being read
+    all_prose: list[str] = []
+
+    def flush_table():
+        nonlocal table
+        if table is not None and table.rows:
+            doc.tables.append(table)
+        table = None
+
+    lines = markdown.splitlines()
+    for line in lines:
+        m = ANCHOR.match(line)
+        if m:
+            page = int(m.group(1))
+            doc.pages = max(doc.pages, page)
+            continue
+        if TABLE_ROW.match(line):
+            if table is None:
+                number, caption, cpage = pending_table_caption or ("", "", page)
+                table = DocTable(number=number, caption=caption, page=cpage if pending_table_caption else page,
+                                 section=current.label if current else "")
+                pending_table_caption = None
+            if not TABLE_RULE.match(line):
+                table.rows.append(_cells(line))
+            continue
+        flush_table()
+        h = HEADING.match(line)
+        if h:
+            level = len(h.group(1))
+            number, title = _split_heading(h.group(2))
+            if level == 1 and not doc.title:
+                doc.title = title if not number else f"{number} {title}"
+            current = DocSection(title=title, number=number, level=level, page=page)
+            item = None
+            doc.sections.append(current)
+            prose[id(current)] = []
+            in_refs = title.lower().startswith(("references", "bibliography"))
+            continue
+        for img in IMAGE.finditer(line):
+            alt = img.group("alt")
+            fm = FIG_LABEL.match(alt)
+            number = fm.group("num") if fm else ""
+            caption = alt[fm.end():].strip() if fm else alt.strip()
+            doc.figures.append(DocFigure(number=number, caption=normalise(caption), page=page, src=img.group("src"),
+                                         section=current.label if current else ""))
+        stripped = IMAGE.sub("", line).strip()
+        tm = TABLE_LABEL.match(stripped)
+        if tm and len(stripped) < 600:
+            pending_table_caption = (tm.group("num"), normalise(_clean_inline(stripped[tm.end():])), page)
+            continue
+        if in_refs:
+            if stripped:
+                doc.references.append(stripped)
+            continue
+        if current is not None:
+            li = LIST_ITEM.match(stripped)
+            if li:
+                item = [page, [li.group("text")]]
+                current.items.append(item)  # type: ignore[arg-type]
+            elif item is not None and stripped and not stripped.startswith(("<", "|")):
+                item[1].append(stripped)
+            else:
+                item = None
+        if current is None:
+            pre_title_lines.append(line)
+        else:
+            prose[id(current)].append((page, line))
+        if stripped:
+            all_prose.append(line)
+    flush_table()
+
+    for i, s in enumerate(doc.sections):
+        by_page: dict[int, list[str]] = {}
+        for p, ln in prose.get(id(s), []):
+            by_page.setdefault(p, []).append(ln)
+        s.blocks = [(p, normalise(_clean_inline("\n".join(lns)))) for p, lns in by_page.items()]
+        s.blocks = [(p, t) for p, t in s.blocks if t]
+        s.text = " ".join(t for _, t in s.blocks)
+        s.items = [(it[0], normalise(_clean_inline(" ".join(it[1])))) for it in s.items]  # type: ignore[index]
+        nxt = doc.sections[i + 1].page if i + 1 < len(doc.sections) else doc.pages or s.page
+        s.page_end = max(s.page, nxt)
+    doc.pages = doc.pages or 1
+
+    abstract = doc.section("abstract")
+    if abstract is not None and abstract.text:
+        doc.abstract, doc.abstract_page = abstract.text, abstract.page
+    else:
+        # pymupdf-style output often puts "Abstract" as bold text inside the title block
+        first = [ln for _, ln in prose.get(id(doc.sections[0]), [])] if doc.sections else []
+        block = normalise(_clean_inline("\n".join(pre_title_lines + first)))
+        m = re.search(r"\bAbstract\b[\s.:—-]*(.+)", block, re.I)
+        if m:
+            doc.abstract = m.group(1).strip()
+            doc.abstract_page = 1
+    doc.text = normalise(_clean_inline(markdown))
+    return doc
+
+
+def section_sentences(section: DocSection) -> list[Sentence]:
+    """The sentences of one section, each with the page on which it starts."""
+    starts, pos = [], 0
+    for p, t in section.blocks:
+        starts.append((pos, p))
+        pos += len(t) + 1
+    out, cursor = [], 0
+    for t in sentences(section.text):
+        at = section.text.find(t[:30], cursor)
+        if at >= 0:
+            cursor = at
+        page = section.page
+        for off, p in starts:
+            if off <= cursor:
+                page = p
+        out.append(Sentence(text=t, page=page, section=section.label))
+    return out
+
+
+def page_of(markdown: str, needle: str) -> int | None:
+    """The page on which `needle` (normalised) first occurs in `paper.md`, or None."""
+    target = normalise(_clean_inline(needle))[:80]
+    if not target:
+        return None
+    page = 1
+    buf: list[str] = []
+    chunks: list[tuple[int, str]] = []
+    for line in markdown.splitlines():
+        m = ANCHOR.match(line)
+        if m:
+            if buf:
+                chunks.append((page, "\n".join(buf)))
+            page, buf = int(m.group(1)), []
+            continue
+        buf.append(line)
+    if buf:
+        chunks.append((page, "\n".join(buf)))
+    # a sentence may straddle a page break: search each page joined with the next
+    for i, (p, text) in enumerate(chunks):
+        joined = normalise(_clean_inline(text + ("\n" + chunks[i + 1][1] if i + 1 < len(chunks) else "")))
+        if target in joined:
+            here = normalise(_clean_inline(text))
+            return p if target[:40] in here else (chunks[i + 1][0] if i + 1 < len(chunks) else p)
+    return None

@@ -1,0 +1,1 @@
+"""Surveys: per-paper analysis, correlation, outline, draft, polish and exports."""

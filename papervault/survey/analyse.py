@@ -1,0 +1,299 @@
+"""Per-paper analysis: ask a backend about one paper, render the note template, write `note.md`.
+
+A note is analysed once: a note made from the same source hash, template version and backend is current
+and is skipped unless forced. A note a person edited is never overwritten (the vault writes `note.new.md`).
+Nothing here commits; the caller makes one commit per command (`commit_message` says what to write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import jinja2
+
+from papervault.agents.base import Backend, Task, Usage
+from papervault.agents.paperdoc import PaperDoc, normalise, read_paper
+from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
+from papervault.models import PaperMeta
+from papervault.vault.store import Vault
+
+BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+DEFAULT_TEMPLATE = "note"
+TASK_KIND = "paper-note"
+
+
+@dataclass
+class AnalysisOutcome:
+    """What happened to one paper: analysed, skipped (current), kept (edited: new version beside it) or failed."""
+
+    paper_id: str
+    status: str                         # "analysed" | "skipped" | "kept-edit" | "failed"
+    path: Path | None = None            # the file written (note.md or note.new.md)
+    analyser: str = ""
+    template: str = ""
+    figures: int = 0                    # main figures in the note
+    coverage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 0
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+# --- templates -----------------------------------------------------------------------------------
+
+def template_dirs(vault: Vault, template_dir: Path | None = None) -> list[Path]:
+    """Where templates are looked up, first match wins: explicit, the workspace's `templates/`, built-in."""
+    dirs = [template_dir] if template_dir else []
+    dirs += [vault.root.parent / "templates", BUILTIN_TEMPLATES]
+    return [d for d in dirs if d is not None and d.is_dir()]
+
+
+def _cell(value: Any) -> str:
+    return re.sub(r"\s+", " ", str(value if value is not None else "")).replace("|", "\\|").strip()
+
+
+def _alt(value: Any) -> str:
+    return re.sub(r"\s+", " ", str(value or "")).replace("]", ")").replace("[", "(").strip()[:200]
+
+
+@dataclass
+class NoteTemplate:
+    """A note template `NAME.md.j2` with its answer schema `NAME.schema.json` and prompts `prompts/<kind>.*`."""
+
+    name: str
+    env: jinja2.Environment
+    schema: dict[str, Any]
+    version: str                        # hash of template, schema and prompts: a change means re-analysis
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def frontmatter_fields(self) -> list[str]:
+        """Answer fields copied to the frontmatter: those marked `x-frontmatter` in the schema."""
+        return [k for k, v in self.schema.get("properties", {}).items() if v.get("x-frontmatter")]
+
+    def render(self, name: str, **context: Any) -> str:
+        return self.env.get_template(name).render(**context)
+
+
+def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path | None = None) -> NoteTemplate:
+    """Load a note template and its schema; a workspace's own `templates/` folder wins over the built-in one."""
+    dirs = template_dirs(vault, template_dir)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
+                             keep_trailing_newline=True, undefined=jinja2.ChainableUndefined)
+    env.filters["cell"] = _cell
+    env.filters["alt"] = _alt
+    parts: list[bytes] = []
+    try:
+        for rel in (f"{name}.md.j2", f"prompts/{TASK_KIND}.system.md.j2", f"prompts/{TASK_KIND}.user.md.j2"):
+            src, _, _ = env.loader.get_source(env, rel)  # type: ignore[union-attr]
+            parts.append(src.encode("utf-8"))
+    except jinja2.TemplateNotFound as exc:
+        raise WorkspaceError(f"template {exc.name!r} not found in {', '.join(map(str, dirs))}",
+                             fix=f"add it to the workspace's templates/ folder or use the built-in {DEFAULT_TEMPLATE!r}") from None
+    schema_path = next((d / f"{name}.schema.json" for d in dirs if (d / f"{name}.schema.json").is_file()), None)
+    if schema_path is None:
+        raise WorkspaceError(f"template {name!r} has no {name}.schema.json beside it",
+                             fix="write the JSON schema of the answer the template renders")
+    try:
+        raw = schema_path.read_text(encoding="utf-8")
+        schema = json.loads(raw)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise WorkspaceError(f"{schema_path}: not valid JSON ({exc})", fix="fix the schema file") from None
+    parts.append(raw.encode("utf-8"))
+    version = hashlib.sha256(b"\0".join(parts)).hexdigest()[:10]
+    return NoteTemplate(name=name, env=env, schema=schema, version=version)
+
+
+# --- the analysis --------------------------------------------------------------------------------
+
+def _fill_defaults(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Every schema property present (empty when the backend left it out), so templates need no guards."""
+    out = dict(answer)
+    for name, spec in schema.get("properties", {}).items():
+        if out.get(name) is None:
+            types = spec.get("type", "array" if "$ref" in spec else "string")
+            out[name] = [] if ("array" in types or "$ref" in spec) else None
+    return out
+
+
+def _clamp_pages(answer: dict[str, Any], pages: int) -> dict[str, Any]:
+    """A page outside the paper is a broken link: drop it rather than link to nowhere."""
+    def fix(value):
+        if isinstance(value, dict):
+            return {k: (None if k == "page" and isinstance(v, int) and not 1 <= v <= max(pages, 1) else fix(v))
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+    return fix(answer)
+
+
+FIG_REF = re.compile(r"\b(?:Figure|Fig\.?)\s*([A-Z]?\d+[a-z]?)\b", re.I)
+TAB_REF = re.compile(r"\bTable\s*([A-Z]?[0-9IVX]+[a-z]?)\b", re.I)
+
+
+def compute_coverage(doc: PaperDoc, answer: dict[str, Any]) -> dict[str, Any]:
+    """Which figures, tables and sections of the paper the note does not cover yet.
+
+    A figure or table is covered when the note names it (main figures, result sources, or "Figure N" in a
+    statement). A section is covered when a statement names it or quotes text from it, or when the note
+    covers a figure or table printed in it.
+    """
+    text = json.dumps(answer, ensure_ascii=False, default=str)
+    figs_named = {m.upper() for m in FIG_REF.findall(text)}
+    figs_named |= {str(f.get("number", "")).upper() for f in answer.get("main_figures") or [] if isinstance(f, dict)}
+    tabs_named = {m.upper() for m in TAB_REF.findall(text)}
+    figures = list(dict.fromkeys(f.number for f in doc.figures if f.number))
+    tables = list(dict.fromkeys(t.number for t in doc.tables if t.number))
+    statements: list[dict[str, Any]] = []
+    for v in answer.values():
+        if isinstance(v, list):
+            statements += [c for c in v if isinstance(c, dict) and "text" in c]
+    named = {normalise(str(c.get("section") or "")).lower() for c in statements}
+    named.discard("")
+    quotes = [normalise(str(c["text"]))[:60] for c in statements if c.get("text")]
+    covered_by_items = {f.section for f in doc.figures if f.number and f.number.upper() in figs_named}
+    covered_by_items |= {t.section for t in doc.tables if t.number and t.number.upper() in tabs_named}
+    sections_missing = []
+    for s in doc.body_sections:
+        keys = {s.label.lower(), s.title.lower()}
+        if named & keys or any(n.endswith(s.title.lower()) for n in named) or s.label in covered_by_items:
+            continue
+        if any(q and q in s.text for q in quotes):
+            continue
+        sections_missing.append(s.label)
+    missing_f = [f"Figure {n}" for n in figures if n.upper() not in figs_named]
+    missing_t = [f"Table {n}" for n in tables if n.upper() not in tabs_named]
+    return {
+        "figures": missing_f, "tables": missing_t, "sections": sections_missing,
+        "totals": {"figures": len(figures), "tables": len(tables), "sections": len(doc.body_sections)},
+        "complete": not (missing_f or missing_t or sections_missing),
+    }
+
+
+def _source_hash(meta: PaperMeta, fulltext: str) -> str:
+    return meta.sha256 or "text:" + hashlib.sha256(fulltext.encode("utf-8")).hexdigest()[:16]
+
+
+def is_current(meta: PaperMeta, backend: Backend, template: NoteTemplate, fulltext: str) -> bool:
+    """True when the note was analysed from this source, with this template version and backend."""
+    extra = meta.model_extra or {}
+    return (meta.status in ("analysed", "reviewed") and meta.analyser == backend.label
+            and meta.template == template.id and extra.get("analysed_from") == _source_hash(meta, fulltext))
+
+
+def build_task(vault: Vault, meta: PaperMeta, fulltext: str, doc: PaperDoc, template: NoteTemplate) -> Task:
+    """The analysis task: prompts from templates, the schema, and the paper's files (only this paper's)."""
+    pdir = vault.paper_dir(meta.id)
+    files = {"paper.md": vault.fulltext_path(meta.id)}
+    fig_dir = pdir / "figures"
+    if fig_dir.is_dir():
+        for f in sorted(fig_dir.iterdir()):
+            if f.is_file() and f.suffix.lower() in (".png", ".jpg", ".jpeg", ".svg"):
+                files[f"figures/{f.name}"] = f
+    ctx = {"meta": meta, "doc": doc, "schema": template.schema}
+    return Task(kind=TASK_KIND, key=meta.id,
+                system=template.render(f"prompts/{TASK_KIND}.system.md.j2", **ctx),
+                prompt=template.render(f"prompts/{TASK_KIND}.user.md.j2", **ctx),
+                schema=template.schema, files=files,
+                inputs={"markdown": fulltext, "meta": meta.model_dump(exclude_none=True)})
+
+
+async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
+                              template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> AnalysisOutcome:
+    """`analyse_paper` for callers that already run an event loop (batches, the MCP server)."""
+    meta, _ = vault.read_note(paper_id)
+    fulltext = vault.read_fulltext(paper_id)
+    if not fulltext.strip():
+        raise NotFoundError(f"{paper_id} has no full text (paper.md) to analyse",
+                            fix="add its PDF (`papervault add FILE`) or parse it again")
+    tmpl = load_template(vault, template, template_dir)
+    if not force and is_current(meta, backend, tmpl, fulltext):
+        return AnalysisOutcome(paper_id, "skipped", vault.note_path(paper_id), meta.analyser or "", tmpl.id,
+                               coverage=meta.coverage, message="note is current")
+    doc = read_paper(fulltext)
+    task = build_task(vault, meta, fulltext, doc, tmpl)
+    answer = await backend.arun(task)
+    data = _clamp_pages(_fill_defaults(answer.data, tmpl.schema), doc.pages)
+    coverage = compute_coverage(doc, data)
+    figures = {f.number: {"caption": f.caption, "page": f.page, "src": f.src} for f in doc.figures if f.number}
+    analyser = f"{answer.backend}/{answer.model}" if answer.model else answer.backend
+    body = tmpl.render(f"{tmpl.name}.md.j2", meta=meta, a=data, figures=figures, verbatim=backend.verbatim,
+                       coverage=coverage, analyser=analyser)
+    body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+
+    meta.status = "analysed"
+    meta.analyser = analyser
+    meta.template = tmpl.id
+    meta.coverage = {k: v for k, v in coverage.items()}
+    for name in tmpl.frontmatter_fields:
+        value = data.get(name)
+        if name in PaperMeta.model_fields and isinstance(getattr(meta, name), list):
+            value = value or []
+        setattr(meta, name, value)
+    setattr(meta, "analysed_from", _source_hash(meta, fulltext))
+    edited = vault.is_edited(paper_id)
+    path = vault.write_note(meta, body)
+    n_figs = len(data.get("main_figures") or [])
+    if path.name != "note.md" or edited:
+        return AnalysisOutcome(paper_id, "kept-edit", path, analyser, tmpl.id, n_figs, coverage, answer.usage,
+                               answer.attempts, f"note.md was edited by hand; the new analysis is in {path.name}")
+    return AnalysisOutcome(paper_id, "analysed", path, analyser, tmpl.id, n_figs, coverage, answer.usage, answer.attempts)
+
+
+def analyse_paper(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
+                  template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> AnalysisOutcome:
+    """Analyse one paper and write its note (not committed). Raises a `PapervaultError` on failure."""
+    return asyncio.run(analyse_paper_async(vault, paper_id, backend, force=force, template_dir=template_dir,
+                                           template=template))
+
+
+async def analyse_papers_async(vault: Vault, paper_ids: Iterable[str], backend: Backend, *, force: bool = False,
+                               template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE,
+                               concurrency: int | None = None) -> list[AnalysisOutcome]:
+    """Analyse many papers, `concurrency` at once (default: the backend's); one failure never stops the rest."""
+    sem = asyncio.Semaphore(max(1, concurrency or backend.concurrency))
+
+    async def one(pid: str) -> AnalysisOutcome:
+        async with sem:
+            try:
+                return await analyse_paper_async(vault, pid, backend, force=force, template_dir=template_dir,
+                                                 template=template)
+            except PapervaultError as exc:
+                return AnalysisOutcome(pid, "failed", analyser=backend.label, message=str(exc))
+            except Exception as exc:  # one broken paper must not stop a batch; the message says which
+                return AnalysisOutcome(pid, "failed", analyser=backend.label, message=f"{type(exc).__name__}: {exc}")
+
+    return list(await asyncio.gather(*(one(pid) for pid in paper_ids)))
+
+
+def analyse_papers(vault: Vault, paper_ids: Iterable[str], backend: Backend, **kw) -> list[AnalysisOutcome]:
+    """Synchronous `analyse_papers_async`."""
+    return asyncio.run(analyse_papers_async(vault, paper_ids, backend, **kw))
+
+
+def commit_message(outcomes: list[AnalysisOutcome]) -> str | None:
+    """The commit message for what changed (`analyse: lamport2001paxos (claude, 3 figures)`), or None."""
+    done = [o for o in outcomes if o.status in ("analysed", "kept-edit")]
+    if not done:
+        return None
+    if len(done) == 1:
+        o = done[0]
+        backend = o.analyser.split("/")[0]
+        extra = ", new version beside an edited note" if o.status == "kept-edit" else ""
+        return f"analyse: {o.paper_id} ({backend}, {o.figures} figure{'s' if o.figures != 1 else ''}{extra})"
+    backend = done[0].analyser.split("/")[0]
+    ids = ", ".join(o.paper_id for o in done[:5]) + (f" and {len(done) - 5} more" if len(done) > 5 else "")
+    return f"analyse: {len(done)} papers ({backend}): {ids}"
