@@ -1,0 +1,311 @@
+"""Hierarchical chunks of one paper (paper, section, paragraph, figure, table, note) from its paper.md and note.md.
+
+Ids derive from the text that is embedded, so re-chunking unchanged content yields the same ids and the index
+can reuse their vectors. Bump CHUNKER_VERSION whenever the output for the same input changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from papervault.config import IndexSettings
+from papervault.models import Chunk, PaperMeta
+
+CHUNKER_VERSION = "paper-1"
+
+PAGE_RE = re.compile(r'<a id="page-(\d+)"></a>')
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FIGURE_RE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s]+)[^)]*\)\s*$")
+FIGURE_NUM_RE = re.compile(r"^(?:Figure|Fig\.?)\s*([A-Z]?\d+[a-z]?)\s*[:.]?\s*", re.I)
+TABLE_CAPTION_RE = re.compile(r"^\**\s*Table\s+([A-Z]?[\dIVX]+)\s*[:.]\s*(.*)$", re.I)
+MENTION_RE = re.compile(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", re.I)
+WORD_RE = re.compile(r"\w+|[^\w\s]")
+SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
+SKIP_SECTIONS = re.compile(r"^(?:\d+\.?\s*)?(references|bibliography|works cited|literature cited)\b", re.I)
+ABSTRACT_RE = re.compile(r"^(?:\d+\.?\s*)?abstract\b", re.I)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate model tokens (words and punctuation): fast, and close enough to size chunks."""
+    return len(WORD_RE.findall(text))
+
+
+def chunk_id(paper_id: str, level: str, embed_text: str) -> str:
+    return hashlib.sha256(f"{CHUNKER_VERSION}\x1f{paper_id}\x1f{level}\x1f{embed_text}".encode()).hexdigest()[:24]
+
+
+def embed_text(chunk: Chunk, title: str) -> str:
+    """The text a chunk is embedded as: its own text in the context of the paper title and section."""
+    if chunk.level == "paper":
+        return chunk.text
+    head = " > ".join(p for p in (title, chunk.section_path) if p)
+    return f"{head}\n{chunk.text}" if head else chunk.text
+
+
+@dataclass
+class _Block:
+    kind: str                  # "text" | "figure" | "table"
+    text: str
+    page_start: int | None
+    page_end: int | None
+    section: str
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Section:
+    path: str
+    blocks: list[_Block] = field(default_factory=list)
+
+
+def _clean(line: str) -> str:
+    return PAGE_RE.sub("", line).rstrip()
+
+
+def _split_blocks(fulltext: str) -> tuple[str, list[_Section]]:
+    """paper.md into (title, sections of blocks); references are dropped, pages tracked through anchors."""
+    title = ""
+    sections: list[_Section] = [_Section("")]
+    stack: list[tuple[int, str]] = []
+    page: int | None = None
+    skipping_level: int | None = None
+    buf: list[str] = []
+    buf_start: int | None = None
+    table_caption: tuple[str, str] | None = None
+    table_lines: list[str] = []
+
+    def flush_text():
+        nonlocal buf, buf_start
+        text = " ".join(s.strip() for s in buf if s.strip())
+        if text and skipping_level is None:
+            sections[-1].blocks.append(_Block("text", text, buf_start, page, sections[-1].path))
+        buf, buf_start = [], None
+
+    def flush_table():
+        nonlocal table_caption, table_lines
+        if (table_lines or table_caption) and skipping_level is None:
+            number, caption = table_caption or ("", "")
+            label = f"Table {number}: {caption}".strip() if number else caption
+            text = "\n".join(filter(None, [label, "\n".join(table_lines)]))
+            sections[-1].blocks.append(_Block("table", text, page, page, sections[-1].path,
+                                              {"number": number, "caption": caption}))
+        table_caption, table_lines = None, []
+
+    for raw in fulltext.splitlines():
+        m = PAGE_RE.search(raw)
+        if m:
+            page = int(m.group(1))
+        line = _clean(raw)
+        stripped = line.strip()
+        if table_lines and not stripped.startswith("|"):
+            flush_table()
+        h = HEADING_RE.match(stripped)
+        if h:
+            flush_text()
+            flush_table()
+            level, name = len(h.group(1)), h.group(2).strip().strip("*").strip()
+            if level == 1 and not title:
+                title = name
+                continue
+            if skipping_level is not None and level <= skipping_level:
+                skipping_level = None
+            if SKIP_SECTIONS.match(name):
+                skipping_level = level
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, name))
+            sections.append(_Section(" > ".join(n for _, n in stack)))
+            continue
+        if not stripped:
+            flush_text()
+            continue
+        f = FIGURE_RE.match(stripped)
+        if f:
+            flush_text()
+            alt = f.group("alt").strip()
+            num = FIGURE_NUM_RE.match(alt)
+            if skipping_level is None:
+                sections[-1].blocks.append(_Block("figure", alt, page, page, sections[-1].path,
+                                                  {"figure": f.group("path"), "number": num.group(1) if num else ""}))
+            continue
+        if stripped.startswith("|"):
+            flush_text()
+            table_lines.append(stripped)
+            continue
+        t = TABLE_CAPTION_RE.match(stripped)
+        if t and not buf:
+            flush_table()
+            table_caption = (t.group(1), t.group(2).strip())
+            continue
+        if table_caption and not table_lines:
+            # a caption that no table followed is just text
+            buf.append(f"Table {table_caption[0]}: {table_caption[1]}")
+            table_caption = None
+        if buf_start is None:
+            buf_start = page
+        buf.append(stripped)
+    flush_text()
+    flush_table()
+    return title, [s for s in sections if s.blocks]
+
+
+def _split_long(text: str, target: int, ceiling: int) -> list[str]:
+    """Cut a block longer than `ceiling` tokens into pieces of about `target`, at sentence boundaries."""
+    if count_tokens(text) <= ceiling:
+        return [text]
+    out: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for sent in SENTENCE_RE.split(text):
+        n = count_tokens(sent)
+        if n > ceiling:  # a run-on "sentence" (tables flattened to text, OCR): cut by words
+            words = sent.split()
+            step = max(1, int(len(words) * target / n))
+            pieces = [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
+        else:
+            pieces = [sent]
+        for piece in pieces:
+            k = count_tokens(piece)
+            if cur and size + k > target:
+                out.append(" ".join(cur))
+                cur, size = [], 0
+            cur.append(piece)
+            size += k
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def _mentions(text: str) -> list[str]:
+    seen = []
+    for kind, num in MENTION_RE.findall(text):
+        key = f"{'figure' if kind.lower().startswith('fig') else 'table'}:{num}"
+        if key not in seen:
+            seen.append(key)
+    return seen
+
+
+def _truncate(text: str, tokens: int) -> str:
+    words = text.split()
+    if count_tokens(text) <= tokens:
+        return text
+    out, n = [], 0
+    for w in words:
+        n += count_tokens(w)
+        if n > tokens:
+            break
+        out.append(w)
+    return " ".join(out) + " …"
+
+
+def _note_sections(body: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    name, lines = "", []
+    for line in body.splitlines():
+        h = re.match(r"^##\s+(.+?)\s*$", line)
+        if h:
+            if "".join(lines).strip():
+                out.append((name, "\n".join(lines).strip()))
+            name, lines = h.group(1).strip(), []
+        elif not line.startswith("# "):
+            lines.append(line)
+    if "".join(lines).strip():
+        out.append((name, "\n".join(lines).strip()))
+    return out
+
+
+def _find_abstract(sections: list[_Section]) -> str:
+    for sec in sections:
+        leaf = sec.path.rsplit(" > ", 1)[-1]
+        if ABSTRACT_RE.match(leaf):
+            return " ".join(b.text for b in sec.blocks if b.kind == "text")
+    for sec in sections[:2]:
+        for b in sec.blocks:
+            if b.kind == "text" and ABSTRACT_RE.match(b.text):
+                return re.sub(r"^abstract\W*", "", b.text, flags=re.I)
+    return ""
+
+
+def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexSettings | None = None) -> list[Chunk]:
+    """All chunks of one paper in reading order: paper, then sections with their paragraphs, figures and tables,
+    then the note's sections. A paper with no full text still yields its paper chunk (title + abstract)."""
+    settings = settings or IndexSettings()
+    target, ceiling = settings.chunk_tokens, settings.max_chunk_tokens
+    pid = meta.id
+    doc_title, sections = _split_blocks(fulltext or "")
+    title = (meta.title or doc_title or pid).strip()
+    chunks: list[Chunk] = []
+    seen: dict[str, int] = {}
+
+    def add(level: str, text: str, section: str = "", start=None, end=None, parent=None, extra=None) -> Chunk:
+        c = Chunk(id="", paper_id=pid, level=level, text=text.strip(), section_path=section,
+                  page_start=start, page_end=end if end is not None else start, ordinal=len(chunks),
+                  parent_id=parent, extra=extra or {})
+        cid = chunk_id(pid, level, embed_text(c, title))
+        n = seen.get(cid, 0)
+        seen[cid] = n + 1
+        c.id = cid if n == 0 else f"{cid}-{n}"   # identical repeated text (running headers) stays distinct
+        chunks.append(c)
+        return c
+
+    abstract = (meta.abstract or "").strip() or _find_abstract(sections)
+    head = [title]
+    if meta.authors:
+        head.append(", ".join(meta.authors[:8]))
+    if abstract:
+        head.append(_truncate(abstract, ceiling))
+    keywords = list(dict.fromkeys([*(meta.tags or []), *(getattr(meta, "keywords", None) or [])]))
+    if keywords:
+        head.append("Keywords: " + ", ".join(keywords))
+    first_page = next((b.page_start for s in sections for b in s.blocks if b.page_start), None)
+    add("paper", "\n".join(head), "", first_page, first_page)
+
+    for sec in sections:
+        leaf = sec.path.rsplit(" > ", 1)[-1]
+        if sec.path and ABSTRACT_RE.match(leaf):
+            continue   # already in the paper chunk
+        text_blocks = [b for b in sec.blocks if b.kind == "text"]
+        pages = [p for b in sec.blocks for p in (b.page_start, b.page_end) if p]
+        parent = None
+        if sec.path:
+            body = " ".join(b.text for b in text_blocks)
+            parent = add("section", f"{leaf}\n{_truncate(body, target)}" if body else leaf, sec.path,
+                         min(pages) if pages else None, max(pages) if pages else None).id
+        # paragraphs: merge small blocks up to `target`, split blocks over `ceiling`
+        pending: list[_Block] = []
+        size = 0
+
+        def emit():
+            nonlocal pending, size
+            if pending:
+                text = "\n\n".join(b.text for b in pending)
+                extra = {"mentions": m} if (m := _mentions(text)) else {}
+                add("paragraph", text, sec.path, pending[0].page_start or pending[0].page_end,
+                    pending[-1].page_end or pending[-1].page_start, parent, extra)
+            pending, size = [], 0
+
+        for b in sec.blocks:
+            if b.kind != "text":
+                emit()
+                if b.kind == "figure":
+                    add("figure", b.text or f"Figure {b.extra.get('number', '')}", sec.path, b.page_start,
+                        b.page_end, parent, b.extra)
+                else:
+                    add("table", _truncate(b.text, ceiling), sec.path, b.page_start, b.page_end, parent, b.extra)
+                continue
+            for piece in _split_long(b.text, target, ceiling):
+                n = count_tokens(piece)
+                if pending and size + n > target:
+                    emit()
+                pending.append(_Block("text", piece, b.page_start, b.page_end, b.section))
+                size += n
+        emit()
+
+    for name, text in _note_sections(note_body or ""):
+        path = f"Note > {name}" if name else "Note"
+        for piece in _split_long(text, target, ceiling):
+            add("note", piece, path)
+    return chunks

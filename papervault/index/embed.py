@@ -1,0 +1,78 @@
+"""Text embeddings through fastembed: one lazily loaded model per process, shared by paper and code indexing."""
+
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from papervault.config import EmbedSettings
+from papervault.errors import IndexMismatchError
+
+_MODELS: dict[tuple, object] = {}
+_LOCK = threading.Lock()
+
+
+def _load(settings: EmbedSettings):
+    """The fastembed model for these settings, loaded once per process (loading costs ~1 s and ~100 MB)."""
+    key = (settings.model, settings.model_path, settings.threads, settings.cache_dir)
+    with _LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            from fastembed import TextEmbedding
+
+            kwargs: dict = {}
+            if settings.threads:
+                kwargs["threads"] = settings.threads
+            if settings.cache_dir:
+                kwargs["cache_dir"] = settings.cache_dir
+            if settings.model_path:
+                # A local ONNX folder: fastembed still needs the model name to know pooling and dimension.
+                kwargs["specific_model_path"] = settings.model_path
+            try:
+                model = TextEmbedding(model_name=settings.model, **kwargs)
+            except ValueError as exc:
+                raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({exc})",
+                                         fix="set [embed] model to a fastembed model name") from None
+            _MODELS[key] = model
+    return model
+
+
+class Embedder:
+    """Embeds texts with the configured model; cheap to construct, the model loads on first use."""
+
+    def __init__(self, settings: EmbedSettings | None = None):
+        self.settings = settings or EmbedSettings()
+        self.model_name = self.settings.model
+        self.batch_size = self.settings.batch_size
+        self._dim: int | None = None
+
+    @property
+    def model(self):
+        return _load(self.settings)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Document vectors, float32, shape (len(texts), dim), L2-normalised."""
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        vecs = np.asarray(list(self.model.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32)
+        self._dim = vecs.shape[1]
+        return _normalise(vecs)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector (models such as BGE embed queries differently from passages)."""
+        vec = np.asarray(next(iter(self.model.query_embed(text))), dtype=np.float32)
+        return _normalise(vec[None, :])[0]
+
+
+def _normalise(vecs: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vecs / norms

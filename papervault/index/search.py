@@ -1,0 +1,278 @@
+"""Hybrid, filtered, coarse-to-fine search over the paper chunks, with context expansion under a token budget.
+
+Full text (BM25) and vector candidates are fused by weighted reciprocal rank; papers are ranked first (their
+title/abstract row fused with their best chunks) and lift their own chunks; the best hits are then expanded with
+neighbouring paragraphs and the figures and tables they mention. docs/index.md records the measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any, Iterable
+
+from papervault.chunking.paper import CHUNKER_VERSION, count_tokens
+from papervault.errors import PapervaultError
+from papervault.index.embed import Embedder
+from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
+from papervault.models import Hit
+
+LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
+MODES = ("hybrid", "fts", "vector")
+FILTER_KEYS = ("year", "venue", "tag", "tags", "paper", "paper_id", "level")
+CHUNK_COLUMNS = ["id", "paper_id", "level", "section_path", "page_start", "page_end", "ordinal", "parent_id",
+                 "text", "tokens", "extra", "title", "source"]
+PAPER_BOOST = 0.5      # weight of the paper's own rank in a chunk's final score (coarse-to-fine)
+EXPAND_HITS = 3        # how many of the best hits get neighbours, figures and tables attached
+
+
+class SearchError(PapervaultError):
+    """A search request that cannot run as given (bad filter, bad level)."""
+
+
+def _year_clause(value: Any) -> str:
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        return f"year = {int(value)}"
+    lo = hi = None
+    if isinstance(value, dict):
+        lo, hi = value.get("min", value.get("from")), value.get("max", value.get("to"))
+    elif isinstance(value, (list, tuple)) and len(value) == 2:
+        lo, hi = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*(\d{4})?\s*(?:-|\.\.)\s*(\d{4})?\s*", value):
+        lo, hi = re.fullmatch(r"\s*(\d{4})?\s*(?:-|\.\.)\s*(\d{4})?\s*", value).groups()
+    else:
+        raise SearchError(f"year filter {value!r} not understood", fix="use 2019, 2015-2020, 2015.. or ..2020")
+    parts = [f"year >= {int(lo)}" if lo not in (None, "") else "", f"year <= {int(hi)}" if hi not in (None, "") else ""]
+    return " AND ".join(p for p in parts if p) or "true"
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def build_where(filters: dict | None, level: str | Iterable[str] | None = None, *, table: str = CHUNKS) -> str | None:
+    """A LanceDB SQL filter from the user's filters (year, venue, tag(s), paper, level)."""
+    filters = dict(filters or {})
+    if level is not None:
+        filters["level"] = level
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise SearchError(f"unknown search filter(s) {sorted(unknown)}", fix=f"use {', '.join(FILTER_KEYS)}")
+    clauses = []
+    for key, value in filters.items():
+        if value is None or value == [] or value == "":
+            continue
+        if key == "year":
+            clauses.append(_year_clause(value))
+        elif key == "venue":
+            clauses.append(f"lower(venue) LIKE {_sql_list(['%' + str(value).lower() + '%'])}")
+        elif key in ("tag", "tags"):
+            clauses.append(f"array_has_any(tags, [{_sql_list(_as_list(value))}])")
+        elif key in ("paper", "paper_id"):
+            clauses.append(f"paper_id IN ({_sql_list(_as_list(value))})")
+        elif key == "level" and table == CHUNKS:
+            levels = _as_list(value)
+            bad = [v for v in levels if v not in LEVELS]
+            if bad:
+                raise SearchError(f"unknown level(s) {bad}", fix=f"use {', '.join(LEVELS)}")
+            clauses.append(f"level IN ({_sql_list(levels)})")
+    return " AND ".join(f"({c})" for c in clauses) or None
+
+
+def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
+    q = table.search(_fts_query(query), query_type="fts")
+    if where:
+        q = q.where(where, prefilter=True)
+    try:
+        return q.select(columns).limit(n).to_list()
+    except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
+        if "index" in str(exc).lower() or "query" in str(exc).lower():
+            return []
+        raise
+
+
+def _fts_query(query: str) -> str:
+    # The native FTS parser treats some characters as syntax; a researcher's query is plain words.
+    return re.sub(r"[^\w\s\-]", " ", query).strip() or query
+
+
+def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[dict]:
+    q = table.search(vec, vector_column_name="vector").distance_type("cosine")
+    if where:
+        q = q.where(where, prefilter=True)
+    return q.select(columns).limit(n).to_list()
+
+
+def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings a key appears in."""
+    out: dict[str, float] = defaultdict(float)
+    for keys, weight in rankings:
+        for rank, key in enumerate(keys, start=1):
+            out[key] += weight / (k + rank)
+    return out
+
+
+class Searcher:
+    """Opens the tables once; `search` can then be called many times (the MCP server and benchmarks do)."""
+
+    def __init__(self, workspace, embedder: Embedder | None = None):
+        self.workspace = workspace
+        self.settings = workspace.settings.index
+        self.embedder = embedder or Embedder(workspace.settings.embed)
+        self.db = open_db(workspace)
+        self._checked = False
+
+    def _tables(self):
+        names = set(table_names(self.db))
+        if not {PAPERS, CHUNKS} <= names:
+            return None, None
+        papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+        if not self._checked:
+            check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION,
+                                "dim": str(self.embedder.dim)})
+            self._checked = True
+        return papers, chunks
+
+    def search(self, query: str, *, limit: int = 10, level: str | list[str] | None = None,
+               filters: dict | None = None, budget: int | None = None, mode: str = "hybrid",
+               coarse: bool | None = None) -> list[Hit]:
+        if mode not in MODES:
+            raise SearchError(f"unknown search mode {mode!r}", fix=f"use {', '.join(MODES)}")
+        query = (query or "").strip()
+        if not query:
+            return []
+        papers, chunks = self._tables()
+        if chunks is None or not chunks.count_rows():
+            return []
+        where = build_where(filters, level)
+        n = max(50, limit * 5)
+        vec = self.embedder.embed_query(query) if mode != "fts" else None
+        fts_rows = _fts(chunks, query, where, n, CHUNK_COLUMNS) if mode != "vector" else []
+        vec_rows = _vector(chunks, vec, where, n, CHUNK_COLUMNS) if vec is not None else []
+        rows = {r["id"]: r for r in (*vec_rows, *fts_rows)}
+        if mode == "fts":
+            scores = {r["id"]: float(r["_score"]) for r in fts_rows}
+        elif mode == "vector":
+            scores = {r["id"]: 1.0 - float(r["_distance"]) for r in vec_rows}
+        else:
+            k = self.settings.rrf_k
+            scores = rrf([([r["id"] for r in fts_rows], self.settings.fts_weight),
+                          ([r["id"] for r in vec_rows], self.settings.vector_weight)], k)
+            if coarse is None:
+                coarse = level is None
+            if coarse:
+                scores = self._coarse_to_fine(papers, query, vec, filters, rows, scores, k)
+        order = sorted(scores, key=lambda cid: -scores[cid])[:limit]
+        hits = [_hit(rows[cid], scores[cid]) for cid in order]
+        if budget is not None:
+            hits = self._expand(chunks, hits, budget)
+        return hits
+
+    def _coarse_to_fine(self, papers, query, vec, filters, rows, scores, k) -> dict[str, float]:
+        """Rank papers (their title/abstract row fused with their best chunks), then lift each chunk by its paper."""
+        pwhere = build_where(filters, None, table=PAPERS)
+        n = 20
+        p_fts = _fts(papers, query, pwhere, n, ["paper_id"])
+        p_vec = _vector(papers, vec, pwhere, n, ["paper_id"])
+        best: dict[str, float] = {}
+        for cid, s in scores.items():
+            pid = rows[cid]["paper_id"]
+            best[pid] = max(best.get(pid, 0.0), s)
+        by_chunks = sorted(best, key=lambda p: -best[p])
+        paper_score = rrf([([r["paper_id"] for r in p_fts], 1.0), ([r["paper_id"] for r in p_vec], 1.0),
+                           (by_chunks, 2.0)], k)
+        ranked = sorted(paper_score, key=lambda p: -paper_score[p])
+        prank = {p: i for i, p in enumerate(ranked, start=1)}
+        return {cid: s + PAPER_BOOST * (1.0 / (k + prank.get(rows[cid]["paper_id"], len(prank) + 1)))
+                for cid, s in scores.items()}
+
+    def _expand(self, chunks, hits: list[Hit], budget: int) -> list[Hit]:
+        """Keep hits in rank order while they fit in `budget` tokens; attach neighbours and mentioned
+        figures/tables to the best few, each only if it still fits and is not already shown."""
+        used = 0
+        shown = set()
+        out: list[Hit] = []
+        for i, hit in enumerate(hits):
+            cost = count_tokens(hit.text)
+            if used + cost > budget:
+                if out:
+                    continue
+                hit.text = _clip(hit.text, budget)   # the best hit always comes back, clipped to the budget
+                cost = count_tokens(hit.text)
+            out.append(hit)
+            used += cost
+            shown.add(hit.chunk_id)
+            if i >= EXPAND_HITS or used >= budget:
+                continue
+            for row, relation in self._context_rows(chunks, hit):
+                if row["id"] in shown or row["id"] in {h.chunk_id for h in hits}:
+                    continue
+                c = int(row["tokens"] or count_tokens(row["text"]))
+                if used + c > budget:
+                    continue
+                shown.add(row["id"])
+                used += c
+                hit.context.append({"relation": relation, "chunk_id": row["id"], "level": row["level"],
+                                    "section": row["section_path"], "page": row["page_start"],
+                                    "page_end": row["page_end"], "text": row["text"],
+                                    **({"figure": json.loads(row["extra"]).get("figure")}
+                                       if row["level"] == "figure" and row["extra"] else {})})
+        return out
+
+    def _context_rows(self, chunks, hit: Hit) -> list[tuple[dict, str]]:
+        pid = hit.paper_id
+        row = chunks.search().where(f"id = {_sql_list([hit.chunk_id])}").select(["ordinal", "extra"]).limit(1).to_list()
+        if not row:
+            return []
+        ordinal = row[0]["ordinal"]
+        extra = json.loads(row[0]["extra"]) if row[0]["extra"] else {}
+        cond = (f"paper_id = {_sql_list([pid])} AND (ordinal IN ({ordinal - 1}, {ordinal + 1}) "
+                f"OR level IN ('figure', 'table'))")
+        cands = chunks.search().where(cond).select(CHUNK_COLUMNS).limit(None).to_list()
+        out: list[tuple[dict, str]] = []
+        mentions = extra.get("mentions", [])
+        if hit.level in ("paragraph", "section") and not mentions:
+            mentions = [f"{'figure' if k.lower().startswith('fig') else 'table'}:{n}"
+                        for k, n in re.findall(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", hit.text, re.I)]
+        for m in mentions:
+            kind, num = m.split(":", 1)
+            for c in cands:
+                if c["level"] == kind and c["extra"] and json.loads(c["extra"]).get("number") == num:
+                    out.append((c, "mentioned"))
+        # the following paragraph first: a hit usually opens an argument that the next paragraph finishes
+        for delta in (1, -1):
+            for c in cands:
+                if c["ordinal"] == ordinal + delta and c["level"] in ("paragraph", "section"):
+                    out.append((c, "next" if delta > 0 else "previous"))
+        return out
+
+
+def _clip(text: str, tokens: int) -> str:
+    words, out, n = text.split(), [], 0
+    for w in words:
+        n += count_tokens(w)
+        if n > tokens:
+            break
+        out.append(w)
+    return " ".join(out) + " …"
+
+
+def _hit(row: dict, score: float) -> Hit:
+    pid = row["paper_id"]
+    page = row.get("page_start")
+    if row["level"] == "note" or page is None:
+        anchor = f"papers/{pid}/note.md"
+    else:
+        anchor = f"papers/{pid}/paper.md#page-{page}"
+    return Hit(paper_id=pid, title=row.get("title") or pid, level=row["level"], section=row.get("section_path") or "",
+               page=page, page_end=row.get("page_end"), text=row["text"], score=round(float(score), 6),
+               source=row.get("source"), chunk_id=row["id"], anchor=anchor)
+
+
+def search(workspace, query: str, *, limit: int = 10, level: str | list[str] | None = None,
+           filters: dict | None = None, budget: int | None = None, mode: str = "hybrid") -> list[Hit]:
+    """Search the paper index of a workspace; an empty list when nothing is indexed yet."""
+    return Searcher(workspace).search(query, limit=limit, level=level, filters=filters, budget=budget, mode=mode)

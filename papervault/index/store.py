@@ -1,0 +1,322 @@
+"""LanceDB tables `papers` and `chunks`: incremental sync from the vault, reusing the vectors of unchanged chunks.
+
+Writers (sync, rebuild, delete) must hold the workspace write lock; the caller (CLI, flow) takes it. Readers
+never lock: every write is a new LanceDB table version, and a reader keeps the version it opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text
+from papervault.errors import IndexMismatchError, PapervaultError
+from papervault.index.embed import Embedder
+from papervault.models import Chunk, PaperMeta
+
+log = logging.getLogger(__name__)
+
+PAPERS = "papers"
+CHUNKS = "chunks"
+REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the current settings"
+# Brute-force vector search over 100k x 384 floats takes tens of ms; below this many rows an ANN index buys
+# nothing and costs recall, above it IVF-PQ keeps queries flat as the table grows (see docs/index.md).
+VECTOR_INDEX_MIN_ROWS = 100_000
+WRITE_BATCH = 256   # chunks embedded and written per step, so progress shows and memory stays small
+
+
+def open_db(workspace):
+    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`)."""
+    import lancedb
+
+    uri = workspace.settings.index.uri
+    if not uri:
+        workspace.index_dir.mkdir(parents=True, exist_ok=True)
+        uri = str(workspace.index_dir)
+    return lancedb.connect(uri)
+
+
+def table_names(db) -> list[str]:
+    names = db.list_tables()
+    return list(getattr(names, "tables", names))
+
+
+def _sql_list(values: Iterable[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def index_meta(embedder: Embedder) -> dict[str, str]:
+    """What the vectors and chunk ids depend on; recorded in the tables' schema metadata."""
+    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), "chunker_version": CHUNKER_VERSION}
+
+
+def chunks_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
+    return pa.schema([
+        pa.field("id", pa.string()),
+        pa.field("paper_id", pa.string()),
+        pa.field("level", pa.string()),
+        pa.field("section_path", pa.string()),
+        pa.field("page_start", pa.int32()),
+        pa.field("page_end", pa.int32()),
+        pa.field("ordinal", pa.int32()),
+        pa.field("parent_id", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("fts_text", pa.string()),      # section path + text: what BM25 sees
+        pa.field("tokens", pa.int32()),
+        pa.field("extra", pa.string()),         # JSON: figure path, figure/table number, mentions
+        # paper metadata, copied onto each chunk so filters run inside the one vector/FTS query
+        pa.field("title", pa.string()),
+        pa.field("year", pa.int32()),
+        pa.field("venue", pa.string()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("source", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+    ], metadata=meta)
+
+
+def papers_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
+    return pa.schema([
+        pa.field("paper_id", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("authors", pa.list_(pa.string())),
+        pa.field("year", pa.int32()),
+        pa.field("venue", pa.string()),
+        pa.field("doi", pa.string()),
+        pa.field("arxiv", pa.string()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("source", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("pages", pa.int32()),
+        pa.field("has_fulltext", pa.bool_()),
+        pa.field("content_hash", pa.string()),
+        pa.field("chunks", pa.int32()),
+        pa.field("text", pa.string()),          # title + authors + abstract + keywords (the paper chunk)
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+    ], metadata=meta)
+
+
+def check_meta(table, expected: dict[str, str]) -> None:
+    """Raise IndexMismatchError when a table was built with another model, dimension or chunker."""
+    found = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    for key, want in expected.items():
+        have = found.get(key)
+        if have != want:
+            raise IndexMismatchError(
+                f"the index was built with {key} {have!r}, the settings now give {want!r}", fix=REBUILD_FIX)
+
+
+def _content_hash(note: bytes, fulltext: bytes, model: str) -> str:
+    h = hashlib.sha256()
+    for part in (CHUNKER_VERSION.encode(), model.encode(), note, b"\x00", fulltext):
+        h.update(part)
+    return h.hexdigest()[:32]
+
+
+class PaperIndex:
+    """The paper side of the index: `papers` and `chunks` tables kept in step with the vault."""
+
+    def __init__(self, workspace, embedder: Embedder | None = None):
+        self.workspace = workspace
+        self.settings = workspace.settings.index
+        self.embedder = embedder or Embedder(workspace.settings.embed)
+        self.db = open_db(workspace)
+
+    # --- tables ----------------------------------------------------------------------------------
+
+    def _expected(self) -> dict[str, str]:
+        return index_meta(self.embedder)
+
+    def _expected_cheap(self) -> dict[str, str]:
+        """The recorded facts that need no model load (status must not spend a second loading ONNX)."""
+        return {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION}
+
+    def _tables(self, create: bool):
+        """(papers, chunks) tables, checked against the settings; None, None when absent and not creating."""
+        names = set(table_names(self.db))
+        if PAPERS in names and CHUNKS in names:
+            papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+            expected = self._expected()
+            check_meta(chunks, expected)
+            check_meta(papers, expected)
+            return papers, chunks
+        if not create:
+            return None, None
+        meta, dim = self._expected(), self.embedder.dim
+        papers = self.db.create_table(PAPERS, schema=papers_schema(dim, meta), exist_ok=True)
+        chunks = self.db.create_table(CHUNKS, schema=chunks_schema(dim, meta), exist_ok=True)
+        return papers, chunks
+
+    def drop(self) -> None:
+        for name in (CHUNKS, PAPERS):
+            if name in table_names(self.db):
+                self.db.drop_table(name)
+
+    # --- sync ------------------------------------------------------------------------------------
+
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> dict:
+        """Drop both tables and index the whole vault again (after a model or chunker change)."""
+        self.drop()
+        return self.sync(progress)
+
+    def sync(self, progress: Callable[[int, int], None] | None = None) -> dict:
+        """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost."""
+        t0 = time.perf_counter()
+        vault = self.workspace.vault
+        papers, chunks = self._tables(create=True)
+        indexed = {}
+        if papers.count_rows():
+            tab = papers.to_arrow().select(["paper_id", "content_hash"])
+            indexed = dict(zip(tab["paper_id"].to_pylist(), tab["content_hash"].to_pylist()))
+
+        ids = vault.paper_ids()
+        report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
+                  "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
+        todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
+        for pid in ids:
+            try:
+                note_raw = vault.note_path(pid).read_bytes()
+                ft_path = vault.fulltext_path(pid)
+                ft_raw = ft_path.read_bytes() if ft_path.is_file() else b""
+                digest = _content_hash(note_raw, ft_raw, self.embedder.model_name)
+                if indexed.get(pid) == digest:
+                    report["unchanged"] += 1
+                    continue
+                meta, body = vault.read_note(pid)
+                fulltext = ft_raw.decode("utf-8", errors="replace")
+                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
+                report["updated" if pid in indexed else "added"].append(pid)
+            except (PapervaultError, OSError, ValueError) as exc:   # one bad note never stops the batch
+                report["errors"][pid] = str(exc)
+                log.warning("index: skipped %s: %s", pid, exc)
+
+        removed = sorted(set(indexed) - set(ids))
+        if removed:
+            chunks.delete(f"paper_id IN ({_sql_list(removed)})")
+            papers.delete(f"paper_id IN ({_sql_list(removed)})")
+            report["removed"] = removed
+
+        if todo:
+            self._write(papers, chunks, todo, report, progress)
+        if todo or removed:
+            self._maintain(chunks, papers)
+        report["chunks"] = chunks.count_rows()
+        report["seconds"] = round(time.perf_counter() - t0, 3)
+        return report
+
+    def _old_vectors(self, chunks, paper_ids: list[str]) -> dict[str, np.ndarray]:
+        if not paper_ids or not chunks.count_rows():
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(paper_ids), 200):
+            part = paper_ids[i:i + 200]
+            tab = (chunks.search().where(f"paper_id IN ({_sql_list(part)})")
+                   .select(["id", "vector"]).limit(None).to_arrow())
+            vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1) if len(tab) else []
+            out.update(zip(tab["id"].to_pylist(), vecs))
+        return out
+
+    def _write(self, papers, chunks, todo, report, progress) -> None:
+        old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in set(report["updated"])])
+        need = [(c, m.title or m.id) for m, cs, *_ in todo for c in cs if c.id not in old]
+        total = len(need)
+        if progress:
+            progress(0, total)
+        fresh: dict[str, np.ndarray] = {}
+        for i in range(0, total, WRITE_BATCH):
+            batch = need[i:i + WRITE_BATCH]
+            vecs = self.embedder.embed([embed_text(c, title) for c, title in batch])
+            fresh.update(zip((c.id for c, _ in batch), vecs))
+            if progress:
+                progress(min(i + WRITE_BATCH, total), total)
+        report["chunks_embedded"] = total
+        report["chunks_reused"] = sum(len(cs) for _, cs, *_ in todo) - total
+
+        chunk_rows, paper_rows = [], []
+        for meta, cs, digest, has_ft in todo:
+            source = meta.sources[0] if meta.sources else None
+            for c in cs:
+                chunk_rows.append({
+                    "id": c.id, "paper_id": c.paper_id, "level": c.level, "section_path": c.section_path,
+                    "page_start": c.page_start, "page_end": c.page_end, "ordinal": c.ordinal,
+                    "parent_id": c.parent_id, "text": c.text,
+                    "fts_text": f"{c.section_path}\n{c.text}" if c.section_path else c.text,
+                    "tokens": count_tokens(c.text), "extra": json.dumps(c.extra) if c.extra else "",
+                    "title": meta.title or meta.id, "year": meta.year, "venue": meta.venue or "",
+                    "tags": list(meta.tags), "source": source,
+                    "vector": old[c.id] if c.id in old else fresh[c.id],
+                })
+            head = cs[0]  # the paper chunk always comes first
+            paper_rows.append({
+                "paper_id": meta.id, "title": meta.title or meta.id, "authors": list(meta.authors),
+                "year": meta.year, "venue": meta.venue or "", "doi": meta.doi, "arxiv": meta.arxiv,
+                "tags": list(meta.tags), "source": source, "status": meta.status, "pages": meta.pages,
+                "has_fulltext": has_ft, "content_hash": digest, "chunks": len(cs), "text": head.text,
+                "vector": old[head.id] if head.id in old else fresh[head.id],
+            })
+        # One merge per table: a changed paper's rows are replaced in a single commit, so a reader sees the
+        # old paper or the new one, never a paper with half its chunks.
+        for i in range(0, len(chunk_rows), 20_000):
+            part = chunk_rows[i:i + 20_000]
+            pids = _sql_list(sorted({r["paper_id"] for r in part}))
+            (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete(f"paper_id IN ({pids})")
+             .execute(pa.Table.from_pylist(part, schema=chunks.schema)))
+        papers.merge_insert("paper_id").when_matched_update_all().when_not_matched_insert_all().execute(
+            pa.Table.from_pylist(paper_rows, schema=papers.schema))
+
+    def _maintain(self, chunks, papers) -> None:
+        """Compact, refresh the full-text indexes, and add a vector index once the table is big enough."""
+        from lancedb.index import FTS
+
+        for table in (chunks, papers):
+            table.optimize()
+            if table.count_rows():
+                table.create_index("fts_text" if table is chunks else "text", config=FTS(), replace=True)
+        n = chunks.count_rows()
+        if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.startswith("IVF") for ix in chunks.list_indices()):
+            chunks.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ",
+                                num_partitions=max(16, int(n ** 0.5)), num_sub_vectors=max(1, self.embedder.dim // 16))
+
+    # --- other writes and status -----------------------------------------------------------------
+
+    def delete_paper(self, paper_id: str) -> int:
+        """Remove a paper's rows from both tables; returns how many chunks went."""
+        papers, chunks = self._tables(create=False)
+        if chunks is None:
+            return 0
+        cond = f"paper_id = {_sql_list([paper_id])}"
+        n = chunks.count_rows(cond)
+        chunks.delete(cond)
+        papers.delete(cond)
+        self._maintain(chunks, papers)
+        return n
+
+    def stats(self) -> dict:
+        """Counts and what the index was built with; `health` says whether it can be searched as it is."""
+        out = {"papers": 0, "chunks": 0, "embedding_model": self.embedder.model_name, "dim": None,
+               "chunker_version": CHUNKER_VERSION, "health": "empty", "levels": {}, "uri": str(self.db.uri)}
+        names = set(table_names(self.db))
+        if not {PAPERS, CHUNKS} <= names:
+            return out
+        papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+        found = {k.decode(): v.decode() for k, v in (chunks.schema.metadata or {}).items()}
+        out.update(papers=papers.count_rows(), chunks=chunks.count_rows(),
+                   embedding_model=found.get("embedding_model"), dim=int(found.get("dim", 0)) or None,
+                   chunker_version=found.get("chunker_version"))
+        if out["chunks"]:
+            levels = chunks.to_lance().to_table(columns=["level"])["level"].value_counts().to_pylist()
+            out["levels"] = {d["values"]: d["counts"] for d in levels}
+        try:
+            check_meta(chunks, self._expected_cheap())
+        except IndexMismatchError as exc:
+            out["health"] = f"mismatch: {exc}"
+            return out
+        pending = set(self.workspace.vault.paper_ids()) ^ set(papers.to_arrow()["paper_id"].to_pylist())
+        out["health"] = f"stale: {len(pending)} paper(s) to sync" if pending else ("ok" if out["papers"] else "empty")
+        return out
