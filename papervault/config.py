@@ -82,6 +82,7 @@ class ClaudeSettings(Section):
     model: str | None = Field(None, description="model name passed to the Claude Agent SDK (default: the CLI's)")
     max_turns: int = Field(12, description="turns one paper session may take")
     cli_path: str | None = Field(None, description="path to a claude CLI (default: the one bundled with the SDK)")
+    max_budget_usd: float | None = Field(None, description="cost ceiling of one session, enforced by the CLI")
 
 
 class OpenAISettings(Section):
@@ -92,6 +93,10 @@ class OpenAISettings(Section):
     api_key: str | None = Field(None, description="API key (or OPENAI_API_KEY)")
     model: str = Field("llama3.1", description="model name")
     json_mode: bool = Field(True, description="ask for response_format json_object")
+    json_schema: bool = Field(True, description="first ask for response_format json_schema (falls back to json_object)")
+    max_input_chars: int = Field(120_000, description="longest paper text sent in one request (the rest is cut)")
+    input_cost_per_mtok: float = Field(0.0, description="USD per million input tokens, for the run log")
+    output_cost_per_mtok: float = Field(0.0, description="USD per million output tokens, for the run log")
 
 
 class ArxivSettings(Section):
