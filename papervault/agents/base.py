@@ -79,9 +79,10 @@ class Answer:
 class InvalidAnswer(Exception):
     """An attempt returned something unusable (empty, not JSON, against the schema); worth retrying."""
 
-    def __init__(self, reason: str, raw: str = ""):
+    def __init__(self, reason: str, raw: str = "", usage: "Usage | None" = None):
         super().__init__(reason)
         self.raw = raw
+        self.usage = usage
 
 
 class BreakerOpen(BackendError):
@@ -108,6 +109,19 @@ def parse_json(text: str) -> Any:
         except json.JSONDecodeError:
             continue
     raise InvalidAnswer("answer is not JSON", text)
+
+
+def wire_schema(schema: Any) -> Any:
+    """The schema as sent to a model: our own annotations (`x-...`, `$comment`) removed.
+
+    The claude CLI compiles the schema in strict mode and refuses keywords it does not know.
+    """
+    if isinstance(schema, dict):
+        return {k: wire_schema(v) for k, v in schema.items()
+                if not (isinstance(k, str) and (k.startswith("x-") or k == "$comment"))}
+    if isinstance(schema, list):
+        return [wire_schema(v) for v in schema]
+    return schema
 
 
 def validate(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
@@ -187,11 +201,32 @@ class Backend:
         self.state_dir = state_dir
         self.breaker = Breaker(breaker_failures)
         self.log = RunLog(state_dir / "runs" if state_dir else None, run_id, max_cost_usd)
+        self._slots: dict[int, asyncio.Semaphore] = {}
+
+    def _slot(self) -> asyncio.Semaphore:
+        """At most `concurrency` tasks talk to the backend at once (per event loop: `run` makes a new loop)."""
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._slots:
+            self._slots = {loop: asyncio.Semaphore(self.concurrency)}
+        return self._slots[loop]
 
     @property
     def label(self) -> str:
         """"<backend>/<model>": what a note records as its analyser."""
         return f"{self.name}/{self.model}" if self.model else self.name
+
+    @property
+    def configured_model(self) -> str | None:
+        """The model the settings ask for; None when the backend picks its default (then any model matches)."""
+        return self.model or None
+
+    def made(self, analyser: str | None) -> bool:
+        """True when an artefact recorded as made by `analyser` ("claude/claude-x") came from this backend."""
+        if not analyser:
+            return False
+        name, _, model = analyser.partition("/")
+        want = self.configured_model
+        return name == self.name and (want is None or model == want)
 
     async def ask(self, task: Task) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -211,11 +246,14 @@ class Backend:
         for attempt in range(1, self.retries + 1):
             attempts = attempt
             try:
-                reply = await asyncio.wait_for(self.ask(task), timeout=self.timeout)
+                async with self._slot():
+                    reply = await asyncio.wait_for(self.ask(task), timeout=self.timeout)
                 usage.add(reply.usage)
                 data = reply.data if reply.data is not None else parse_json(reply.text)
                 data = validate(data, task.schema)
             except InvalidAnswer as exc:
+                if exc.usage is not None:
+                    usage.add(exc.usage)
                 failures.append((str(exc), exc.raw))
             except asyncio.TimeoutError:
                 failures.append((f"no answer within {self.timeout:g} s", ""))

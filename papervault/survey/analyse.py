@@ -190,7 +190,7 @@ def _source_hash(meta: PaperMeta, fulltext: str) -> str:
 def is_current(meta: PaperMeta, backend: Backend, template: NoteTemplate, fulltext: str) -> bool:
     """True when the note was analysed from this source, with this template version and backend."""
     extra = meta.model_extra or {}
-    return (meta.status in ("analysed", "reviewed") and meta.analyser == backend.label
+    return (meta.status in ("analysed", "reviewed") and backend.made(meta.analyser)
             and meta.template == template.id and extra.get("analysed_from") == _source_hash(meta, fulltext))
 
 
