@@ -124,6 +124,7 @@ class SiteSettings(Section):
     model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SITE_", extra="forbid")
 
     name: str = Field("papervault", description="site title")
+    include_pdfs: bool = Field(True, description="publish each paper's PDF beside its page (when it is in the vault)")
 
 
 SECTIONS: dict[str, type[Section]] = {

@@ -47,3 +47,7 @@ class LockedError(PapervaultError):
 
 class NotFoundError(PapervaultError):
     """A paper, survey or file that was asked for does not exist."""
+
+
+class SiteError(PapervaultError):
+    """The static site could not be built or served."""

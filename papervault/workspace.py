@@ -12,14 +12,63 @@ from papervault.errors import WorkspaceError
 CONFIG_NAME = "papervault.toml"
 ENV_VAR = "PAPERVAULT_WORKSPACE"
 
+# The site's configuration. `papervault site build` generates the pages (home, indexes, paper cards, rendered
+# citations) into .papervault/site-src/ and builds with this file, overriding docs_dir and nav only; see
+# docs/site.md. Everything here is also understood by Zensical. No CDN: fonts off, MathJax served locally.
 MKDOCS_TEMPLATE = """\
 site_name: {name}
 docs_dir: vault
 site_dir: site
+use_directory_urls: true
 theme:
   name: material
+  font: false
+  language: en
+  features:
+    - navigation.indexes
+    - navigation.sections
+    - navigation.top
+    - search.suggest
+    - search.highlight
+    - content.code.copy
+  palette:
+    - scheme: default
+      primary: indigo
+      toggle:
+        icon: material/brightness-7
+        name: Dark mode
+    - scheme: slate
+      primary: indigo
+      toggle:
+        icon: material/brightness-4
+        name: Light mode
 plugins:
-  - search
+  - search:
+      # jieba (installed with papervault) segments Chinese at build time with zero-width spaces (\\u200b).
+      separator: '[\\s\\u200b\\u3000\\-_,;:!?()\\[\\]"“”、。，．？！；：「」『』（）《》]+'
+markdown_extensions:
+  - abbr
+  - admonition
+  - attr_list
+  - def_list
+  - footnotes
+  - md_in_html
+  - tables
+  - toc:
+      permalink: true
+  - pymdownx.arithmatex:
+      generic: true
+  - pymdownx.details
+  - pymdownx.highlight
+  - pymdownx.superfences
+  - pymdownx.tasklist
+extra_css:
+  - assets/papervault/papervault.css
+extra_javascript:
+  - assets/papervault/mathjax-config.js
+  - assets/mathjax/tex-chtml.js
+extra:
+  generator: false
 """
 
 

@@ -1,0 +1,46 @@
+"""`site build`, `site serve`: publish the vault as a searchable static site (mkdocs-material, offline)."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+
+
+@click.group()
+def site():
+    """Build or preview the vault as a static site (site/)."""
+
+
+@site.command("build")
+@click.option("--strict", is_flag=True, help="Fail on any warning (broken link, missing figure).")
+@workspace_option
+@json_option
+def build_cmd(strict, workspace, as_json):
+    """Build site/ from the vault: home, paper pages, full texts, surveys with linked citations, search."""
+    from papervault.site.build import build_site
+
+    ws = open_workspace(workspace)
+    result = build_site(ws, strict=strict)
+    if as_json:
+        emit_json(result)
+        return
+    for w in result["warnings"][:20]:
+        click.echo(f"warning: {w}", err=True)
+    if len(result["warnings"]) > 20:
+        click.echo(f"... and {len(result['warnings']) - 20} more warnings", err=True)
+    click.echo(f"Built {result['pages']} pages ({result['papers']} papers, {result['surveys']} surveys) "
+               f"in {result['seconds']:.1f} s into {result['site_dir']}")
+
+
+@site.command("serve")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
+@workspace_option
+def serve_cmd(port, open_browser, workspace):
+    """Live preview on http://127.0.0.1:PORT/, rebuilt whenever the vault changes."""
+    from papervault.site.build import serve_site
+
+    ws = open_workspace(workspace)
+    click.echo(f"Serving {ws.vault_dir} on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
+    serve_site(ws, port=port, open_browser=open_browser)

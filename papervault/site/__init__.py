@@ -1,0 +1,1 @@
+"""The vault as a static site (mkdocs-material): generated pages in a staging folder, built offline."""

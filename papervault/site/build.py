@@ -1,0 +1,175 @@
+"""Build or serve the vault as a static site: stage the pages in `.papervault/site-src/`, then run mkdocs.
+
+Why a staging folder rather than mkdocs hooks: hooks are an MkDocs-only mechanism that Zensical does not run,
+while a folder of plain Markdown is what every builder of `mkdocs.yml` reads (see docs/site.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from papervault.errors import SiteError
+from papervault.site.assets import mathjax_assets, theme_assets
+from papervault.site.stage import PROJECT_TEMPLATES, plan_site, read_vault, write_stage
+from papervault.workspace import MKDOCS_TEMPLATE, Workspace
+
+CONFIG_NAME = "mkdocs.site.yml"
+
+
+def stage_dir(ws: Workspace) -> Path:
+    return ws.state_dir / "site-src"
+
+
+def template_dirs(ws: Workspace) -> list[Path]:
+    """The workspace's `templates/site` (if any) before the project's own."""
+    own = ws.root / "templates" / "site"
+    dirs = [own] if own.is_dir() and own.resolve() != PROJECT_TEMPLATES.resolve() else []
+    return dirs + [PROJECT_TEMPLATES]
+
+
+def stage(ws: Workspace) -> dict[str, Any]:
+    """Write the site's sources and its mkdocs configuration; returns what was staged."""
+    ws.require()
+    settings = ws.settings.site
+    dirs = template_dirs(ws)
+    snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs)
+    plan = plan_site(snap, site_name=settings.name, template_dirs=dirs)
+    assets = {**mathjax_assets(), **theme_assets(dirs)}
+    changes = write_stage(plan, stage_dir(ws), assets)
+    config_path = write_config(ws, plan.nav, plan.not_in_nav)
+    return {"config": config_path, "pages": len(plan.pages), "papers": len(snap.papers),
+            "surveys": len(snap.surveys), "warnings": plan.warnings, **changes}
+
+
+def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
+    """`.papervault/mkdocs.site.yml`: the workspace's mkdocs.yml (inherited as-is) with docs_dir pointing at the
+    staging folder and the generated navigation, unless the user wrote a `nav:` of their own."""
+    user = ws.root / "mkdocs.yml"
+    overrides: dict[str, Any] = {
+        "docs_dir": str(stage_dir(ws)),
+        "site_dir": str(ws.site_dir),
+        "not_in_nav": "\n".join(not_in_nav) + "\n",
+    }
+    if user.is_file():
+        if not _has_nav(user):
+            overrides["nav"] = nav
+        text = yaml.safe_dump({"INHERIT": str(user)}, allow_unicode=True)
+        text += yaml.safe_dump(overrides, allow_unicode=True, sort_keys=False, width=1000)
+    else:
+        overrides["nav"] = nav
+        text = MKDOCS_TEMPLATE.format(name=ws.settings.site.name)
+        base = yaml.safe_load(text)
+        base.update(overrides)
+        text = yaml.safe_dump(base, allow_unicode=True, sort_keys=False, width=1000)
+    path = ws.state_dir / CONFIG_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _has_nav(path: Path) -> bool:
+    # The user's file may hold tags (`!ENV`, `!!python/name:`) that a safe loader refuses; a line test is enough.
+    return any(line.startswith("nav:") for line in path.read_text(encoding="utf-8").splitlines())
+
+
+class _Collect(logging.Handler):
+    """Keeps mkdocs' warnings so the caller can report them (mkdocs would otherwise print to stderr)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
+    """Build `site/` from the vault. Returns pages, papers, surveys, seconds, site_dir, warnings.
+
+    With `strict`, any mkdocs warning (a broken link, a missing figure) fails the build with SiteError.
+    """
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort, ConfigurationError
+
+    t0 = time.monotonic()
+    _quiet_jieba()
+    staged = stage(ws)
+    handler = _Collect()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(handler)
+    try:
+        cfg = load_config(config_file=str(staged["config"]), strict=strict)
+        build(cfg)
+    except ConfigurationError as exc:
+        raise SiteError(f"mkdocs configuration: {exc}", fix=f"fix {ws.root / 'mkdocs.yml'} (see docs/site.md)") from None
+    except Abort as exc:
+        first = handler.messages[0] if handler.messages else str(exc)
+        raise SiteError(f"site build failed in strict mode ({len(handler.messages)} warnings; first: {first})",
+                        fix="fix the pages named, or build without --strict") from None
+    finally:
+        logger.removeHandler(handler)
+    return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
+            "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
+            "warnings": staged["warnings"] + handler.messages}
+
+
+def _quiet_jieba() -> None:
+    # The search plugin segments Chinese with jieba, which announces loading its dictionary on stderr.
+    try:
+        import jieba
+    except ImportError:
+        return
+    jieba.setLogLevel(logging.WARNING)
+
+
+def vault_signature(root: Path) -> tuple[int, int]:
+    """A cheap fingerprint of the vault (file count, newest mtime) to notice edits without inotify."""
+    count = newest = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        newest = max(newest, os.stat(dirpath).st_mtime_ns)
+        for name in filenames:
+            count += 1
+            try:
+                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime_ns)
+            except FileNotFoundError:
+                pass
+    return count, newest
+
+
+def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, interval: float = 1.0,
+               open_browser: bool = False) -> None:
+    """Live preview: mkdocs serve over the staging folder, re-staged whenever the vault changes."""
+    from mkdocs.commands.serve import serve
+
+    _quiet_jieba()
+    staged = stage(ws)
+    stop = threading.Event()
+
+    def watch() -> None:
+        sig = vault_signature(ws.vault_dir)
+        while not stop.wait(interval):
+            now = vault_signature(ws.vault_dir)
+            if now != sig:
+                sig = now
+                try:
+                    stage(ws)   # rewrites only changed pages; mkdocs serve sees them and rebuilds
+                except Exception as exc:  # a half-saved note must not kill the preview
+                    logging.getLogger("papervault.site").warning("staging failed: %s", exc)
+
+    t = threading.Thread(target=watch, name="papervault-site-watch", daemon=True)
+    t.start()
+    try:
+        serve(config_file=str(staged["config"]), dev_addr=f"{host}:{port}", livereload=True,
+              open_in_browser=open_browser)
+    finally:
+        stop.set()

@@ -1,0 +1,484 @@
+"""The site's sources: the vault read once, turned into Markdown pages (cards, indexes, linked citations).
+
+`plan_site` is a pure function from a `VaultSnapshot` to `{path: text}` pages plus `{path: file}` assets;
+`read_vault` and `write_stage` are the edges that touch the disk. The staging folder, not the vault, is what
+mkdocs builds: the vault stays the user's clean git repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from papervault.models import PaperMeta
+from papervault.site.citations import cited_keys, render_citations
+from papervault.vault import frontmatter
+from papervault.vault.store import ID_PATTERN
+
+PROJECT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
+FIGURE_LINK = re.compile(r"!\[([^\]\n]*)\]\((figures/[^)\s]+)\)")
+PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
+PAPER_LINK = re.compile(r"papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(?:note|paper)\.md")
+H1 = re.compile(r"\A\s*#\s+[^\n]*\n")
+SKIP_DIRS = {".git", ".obsidian", ".trash", "__pycache__", "node_modules"}
+# Files a paper folder may hold that are not pages of the site.
+PAPER_SKIP = {"note.new.md", ".gitkeep"}
+
+
+@dataclass
+class FigureInfo:
+    filename: str
+    caption: str
+    page: int | None = None
+
+
+@dataclass
+class PaperEntry:
+    meta: PaperMeta
+    body: str
+    fulltext: str = ""
+    figures: list[FigureInfo] = field(default_factory=list)
+    figure_files: list[str] = field(default_factory=list)   # every file in figures/ (static assets)
+    other_files: list[str] = field(default_factory=list)    # other files in the paper folder (kept as assets)
+
+
+@dataclass
+class SurveyEntry:
+    slug: str
+    title: str
+    text: str
+    pages: dict[str, str] = field(default_factory=dict)   # other Markdown files of the survey folder
+    files: list[str] = field(default_factory=list)         # non-Markdown files (references.bib, CSL-JSON)
+
+
+@dataclass
+class VaultSnapshot:
+    """What the site shows, read from the vault in one pass."""
+
+    root: Path
+    papers: dict[str, PaperEntry] = field(default_factory=dict)
+    surveys: list[SurveyEntry] = field(default_factory=list)
+    code: dict[str, str] = field(default_factory=dict)         # "code/<repo>.md" -> text
+    user_pages: dict[str, str] = field(default_factory=dict)   # other Markdown in the vault -> text
+    user_files: list[str] = field(default_factory=list)        # other files (images ...) the pages may link
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SitePlan:
+    pages: dict[str, str]              # relative path in the staging folder -> Markdown
+    assets: dict[str, Path]            # relative path -> file to link or copy
+    nav: list[Any]
+    not_in_nav: list[str]
+    warnings: list[str]
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
+    """Read notes, full texts, surveys, code notes and the user's own pages; a broken note is reported, not fatal."""
+    snap = VaultSnapshot(root=vault_root)
+    papers_dir = vault_root / "papers"
+    if papers_dir.is_dir():
+        for pdir in sorted(papers_dir.iterdir()):
+            if not pdir.is_dir() or not ID_PATTERN.match(pdir.name) or not (pdir / "note.md").is_file():
+                continue
+            try:
+                entry = _read_paper(pdir, include_pdfs=include_pdfs)
+            except (ValueError, OSError, UnicodeDecodeError) as exc:
+                snap.problems.append(f"papers/{pdir.name}/note.md: {exc}")
+                continue
+            snap.papers[entry.meta.id] = entry
+    surveys_dir = vault_root / "surveys"
+    if surveys_dir.is_dir():
+        for sdir in sorted(surveys_dir.iterdir()):
+            if sdir.is_dir() and (sdir / "survey.md").is_file():
+                snap.surveys.append(_read_survey(sdir))
+    code_dir = vault_root / "code"
+    if code_dir.is_dir():
+        for f in sorted(code_dir.rglob("*.md")):
+            snap.code[f.relative_to(vault_root).as_posix()] = f.read_text(encoding="utf-8", errors="replace")
+    for dirpath, dirnames, filenames in os.walk(vault_root):
+        rel_dir = Path(dirpath).relative_to(vault_root)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        if rel_dir == Path("."):
+            dirnames[:] = [d for d in dirnames if d not in ("papers", "surveys", "code")]
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            rel = (rel_dir / name).as_posix()
+            if name.endswith(".md"):
+                snap.user_pages[rel] = (Path(dirpath) / name).read_text(encoding="utf-8", errors="replace")
+            else:
+                snap.user_files.append(rel)
+    return snap
+
+
+def _read_paper(pdir: Path, *, include_pdfs: bool) -> PaperEntry:
+    data, body = frontmatter.split((pdir / "note.md").read_text(encoding="utf-8"))
+    data.setdefault("id", pdir.name)
+    meta = PaperMeta.model_validate(data)
+    meta.id = pdir.name     # the folder is the id the links use
+    full = pdir / "paper.md"
+    fulltext = full.read_text(encoding="utf-8", errors="replace") if full.is_file() else ""
+    entry = PaperEntry(meta=meta, body=body, fulltext=fulltext)
+    fig_dir = pdir / "figures"
+    if fig_dir.is_dir():
+        entry.figure_files = sorted(f.name for f in fig_dir.iterdir() if f.is_file() and not f.name.startswith("."))
+    entry.figures = _figures(fulltext, entry.figure_files)
+    for f in sorted(pdir.iterdir()):
+        if f.is_file() and f.name not in PAPER_SKIP and not f.name.startswith(".") and f.suffix != ".md":
+            if f.suffix.lower() == ".pdf" and not include_pdfs:
+                continue
+            entry.other_files.append(f.name)
+    return entry
+
+
+def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
+    """Figures in reading order with the caption and page the full text gives them; unreferenced files last."""
+    out: list[FigureInfo] = []
+    seen: set[str] = set()
+    anchors = [(m.start(), int(m.group(1))) for m in PAGE_ANCHOR.finditer(fulltext)]
+    existing = set(files)
+    for m in FIGURE_LINK.finditer(fulltext):
+        name = m.group(2)[len("figures/"):]
+        if name in seen or name not in existing:
+            continue
+        seen.add(name)
+        page = None
+        for pos, n in anchors:
+            if pos > m.start():
+                break
+            page = n
+        out.append(FigureInfo(filename=name, caption=m.group(1).strip() or name, page=page))
+    for name in files:
+        if name not in seen and name.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")):
+            out.append(FigureInfo(filename=name, caption=name))
+    return out
+
+
+def _read_survey(sdir: Path) -> SurveyEntry:
+    text = (sdir / "survey.md").read_text(encoding="utf-8", errors="replace")
+    data, body = frontmatter.split(text) if text.startswith("---") else ({}, text)
+    m = re.search(r"^#\s+(.+)$", body, re.M)
+    title = str(data.get("title") or (m.group(1).strip() if m else sdir.name))
+    entry = SurveyEntry(slug=sdir.name, title=title, text=body)
+    for f in sorted(sdir.rglob("*")):
+        if not f.is_file() or f.name.startswith(".") or f.name == "survey.md":
+            continue
+        rel = f.relative_to(sdir).as_posix()
+        if f.suffix == ".md":
+            entry.pages[rel] = f.read_text(encoding="utf-8", errors="replace")
+        else:
+            entry.files.append(rel)
+    return entry
+
+
+# --- planning --------------------------------------------------------------------------------------
+
+def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
+    """Page templates: the workspace's `templates/site/pages` first (a user's override), then the project's."""
+    dirs = [d / "pages" for d in (extra_dirs or []) if (d / "pages").is_dir()] + [PROJECT_TEMPLATES / "pages"]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                             # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
+                             comment_start_string="<#--", comment_end_string="--#>")
+    env.filters["md"] = md_escape
+    env.filters["anchor"] = anchor
+    env.filters["yamlstr"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return env
+
+
+def md_escape(text: Any) -> str:
+    """Text that Markdown shows as written (titles with brackets, asterisks, angle brackets or pipes)."""
+    s = " ".join(str(text).split())
+    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", s)
+
+
+def anchor(text: str, kind: str = "x") -> str:
+    """A stable HTML id for a tag or venue; keeps Chinese and other letters (toc's slugify would drop them)."""
+    slug = re.sub(r"[^\w]+", "-", str(text).lower(), flags=re.U).strip("-")
+    if not slug:
+        slug = hashlib.sha1(str(text).encode()).hexdigest()[:8]
+    return f"{kind}-{slug}"
+
+
+def short_authors(authors: list[str]) -> str:
+    last = [a.split(",")[0].strip() if "," in a else a.split()[-1] for a in authors if a and a.split()]
+    if not last:
+        return ""
+    if len(last) == 1:
+        return last[0]
+    if len(last) == 2:
+        return f"{last[0]} and {last[1]}"
+    return f"{last[0]} et al."
+
+
+def cite_label(meta: PaperMeta) -> str:
+    """`Lamport 2001`: what a rendered citation shows (the year stays the last word)."""
+    who = short_authors(meta.authors) or meta.title[:40] or meta.id
+    return f"{who} {meta.year}" if meta.year else f"{who} n.d."
+
+
+def rel_link(target: str, page: str) -> str:
+    """A link from the page at `page` to `target`, both paths relative to the site's root."""
+    return Path(os.path.relpath(target, Path(page).parent.as_posix() or ".")).as_posix()
+
+
+def _strip_frontmatter(text: str) -> tuple[dict, str]:
+    try:
+        return frontmatter.split(text)
+    except ValueError:
+        return {}, text
+
+
+def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_dirs: list[Path] | None = None,
+              recent: int = 15) -> SitePlan:
+    """All pages of the site and the assets they link, from a snapshot of the vault (no disk access)."""
+    env = template_env(template_dirs)
+    pages: dict[str, str] = {}
+    assets: dict[str, Path] = {}
+    warnings: list[str] = list(snap.problems)
+    papers = snap.papers
+
+    def note_path(pid: str) -> str:
+        return f"papers/{pid}/note.md"
+
+    def label(key: str) -> str | None:
+        e = papers.get(key)
+        return cite_label(e.meta) if e else None
+
+    def linker(page: str):
+        def link(key: str, p: int | None) -> str:
+            target = f"papers/{key}/paper.md" if p and papers[key].fulltext else note_path(key)
+            return rel_link(target, page) + (f"#page-{p}" if p and papers[key].fulltext else "")
+        return link
+
+    # Who cites whom: surveys and notes ([@id] or a link to another paper's page).
+    cited_by_surveys: dict[str, list[SurveyEntry]] = {}
+    cited_by_papers: dict[str, list[str]] = {}
+    survey_cites: dict[str, list[str]] = {}
+    for s in snap.surveys:
+        keys = [k for k in cited_keys(s.text) if k in papers]
+        survey_cites[s.slug] = keys
+        for k in keys:
+            cited_by_surveys.setdefault(k, []).append(s)
+    for pid, e in papers.items():
+        refs = set(cited_keys(e.body)) | set(PAPER_LINK.findall(e.body))
+        for k in sorted(refs):
+            if k in papers and k != pid:
+                cited_by_papers.setdefault(k, []).append(pid)
+
+    def card(pid: str) -> dict[str, Any]:
+        m = papers[pid].meta
+        return {"id": pid, "title": m.title or pid, "year": m.year, "venue": m.venue,
+                "authors_short": short_authors(m.authors), "created": m.created or "", "tags": m.tags}
+
+    def listing(pids, page: str) -> list[dict[str, Any]]:
+        out = []
+        for pid in pids:
+            c = card(pid)
+            c["url"] = rel_link(note_path(pid), page)
+            out.append(c)
+        return out
+
+    # --- paper pages ---
+    for pid, e in papers.items():
+        m = e.meta
+        page = note_path(pid)
+        links = []
+        pdfs = [f for f in e.other_files if f.lower().endswith(".pdf")]
+        if pdfs:
+            links.append(f"[PDF]({pdfs[0]})")
+        if e.fulltext:
+            links.append("[Full text](paper.md)")
+        if m.doi:
+            links.append(f"[DOI {md_escape(m.doi)}](https://doi.org/{m.doi})")
+        if m.arxiv:
+            links.append(f"[arXiv {md_escape(m.arxiv)}](https://arxiv.org/abs/{m.arxiv})")
+        if m.url and not (m.doi and "doi.org" in m.url):
+            links.append(f"[Web](<{m.url}>)")
+        for repo in m.code:
+            name = Path(str(repo).rstrip("/")).name.removesuffix(".git")
+            code_page = f"code/{name}.md"
+            links.append(f"[code: {md_escape(name)}]({rel_link(code_page, page)})" if code_page in snap.code
+                         else f"code: `{name}`")
+        body, report = render_citations(H1.sub("", e.body, count=1), label, linker(page))
+        for k in report.missing:
+            warnings.append(f"{page}: cites @{k}, which is not in the vault")
+        data = {
+            "id": pid, "title": m.title or pid, "authors": m.authors, "year": m.year, "venue": m.venue,
+            "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser,
+            "links": links or ["none"], "tags_url": rel_link("tags.md", page),
+            "fulltext_url": "paper.md",
+            "figures": [f for f in e.figures],
+            "cited_by_surveys": [{"title": s.title, "url": rel_link(f"surveys/{s.slug}/survey.md", page)}
+                                 for s in cited_by_surveys.get(pid, [])],
+            "cited_by_papers": listing(cited_by_papers.get(pid, []), page),
+        }
+        pages[page] = env.get_template("paper.md.j2").render(p=data, body=body.strip())
+        if e.fulltext:
+            ft_page = f"papers/{pid}/paper.md"
+            _, text = _strip_frontmatter(e.fulltext)
+            text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>', text)
+            text, _ = render_citations(text, label, linker(ft_page), narrative=False)
+            pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
+        for f in e.figure_files:
+            assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
+        for f in e.other_files:
+            assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
+
+    # --- surveys ---
+    survey_rows = []
+    for s in snap.surveys:
+        page = f"surveys/{s.slug}/survey.md"
+        body, report = render_citations(s.text, label, linker(page))
+        for k in report.missing:
+            warnings.append(f"{page}: cites @{k}, which is not in the vault")
+        refs = []
+        for k in report.cited:
+            mm = papers[k].meta
+            refs.append({"key": k, "authors": ", ".join(mm.authors), "year": mm.year, "title": mm.title or k,
+                         "venue": mm.venue, "doi": mm.doi, "url": rel_link(note_path(k), page)})
+        bib = next((f for f in s.files if f.endswith(".bib")), None)
+        data, _ = (_strip_frontmatter(s.text) if s.text.startswith("---") else ({}, ""))
+        head = f"---\ntitle: {env.filters['yamlstr'](s.title)}\n---\n\n"
+        pages[page] = head + body.rstrip() + "\n" + env.get_template("references.md.j2").render(
+            refs=refs, missing=report.missing, bib=bib)
+        extra = []
+        for rel, text in s.pages.items():
+            sub = f"surveys/{s.slug}/{rel}"
+            rendered, _ = render_citations(text, label, linker(sub))
+            pages[sub] = rendered
+            extra.append({"name": Path(rel).stem.replace("-", " "), "url": f"{s.slug}/{rel}"})
+        for rel in s.files:
+            assets[f"surveys/{s.slug}/{rel}"] = snap.root / "surveys" / s.slug / rel
+            extra.append({"name": rel, "url": f"{s.slug}/{rel}"})
+        survey_rows.append({"slug": s.slug, "title": s.title, "cited": survey_cites.get(s.slug, []),
+                            "url": f"surveys/{s.slug}/survey.md", "extra": extra})
+
+    # --- code notes and the user's own pages ---
+    code_rows = []
+    for rel, text in snap.code.items():
+        rendered, _ = render_citations(text, label, linker(rel))
+        pages[rel] = rendered
+        code_rows.append({"title": _title_of(text, Path(rel).stem), "path": rel})
+    user_rows = []
+    for rel, text in snap.user_pages.items():
+        target = rel
+        if rel.lower() == "readme.md":
+            target = "about.md"    # the vault's README would collide with the generated home page
+        elif rel.lower() == "index.md":
+            target = "home.md"     # the user's own front page is kept, beside the generated one
+        rendered, _ = render_citations(text, label, linker(target))
+        pages[target] = rendered
+        user_rows.append({"title": _title_of(text, Path(rel).stem), "path": target})
+    for rel in snap.user_files:
+        assets[rel] = snap.root / rel
+
+    # --- generated indexes ---
+    ordered = sorted(papers, key=lambda p: (-(papers[p].meta.year or 0), (papers[p].meta.title or p).lower()))
+    by_year: dict[Any, list[str]] = {}
+    by_venue: dict[str, list[str]] = {}
+    by_tag: dict[str, list[str]] = {}
+    for pid in ordered:
+        m = papers[pid].meta
+        by_year.setdefault(m.year or "Undated", []).append(pid)
+        by_venue.setdefault((m.venue or "").strip() or "Unknown venue", []).append(pid)
+        for t in m.tags:
+            by_tag.setdefault(str(t), []).append(pid)
+    pages["papers/index.md"] = env.get_template("papers.md.j2").render(
+        papers=ordered, by_year=[(y, listing(g, "papers/index.md")) for y, g in by_year.items()])
+    pages["papers/venues.md"] = env.get_template("venues.md.j2").render(
+        by_venue=[(v, listing(g, "papers/venues.md")) for v, g in sorted(by_venue.items(), key=lambda kv: kv[0].lower())])
+    pages["tags.md"] = env.get_template("tags.md.j2").render(
+        by_tag=[(t, listing(g, "tags.md")) for t, g in sorted(by_tag.items(), key=lambda kv: kv[0].lower())])
+    pages["surveys/index.md"] = env.get_template("surveys.md.j2").render(
+        surveys=[dict(r, url=rel_link(r["url"], "surveys/index.md")) for r in survey_rows])
+    pages["code/index.md"] = env.get_template("code.md.j2").render(
+        code=[{"title": c["title"], "url": rel_link(c["path"], "code/index.md")} for c in code_rows])
+    recent_ids = sorted(papers, key=lambda p: (papers[p].meta.created or "", p), reverse=True)[:recent]
+    counts = {"papers": len(papers), "surveys": len(snap.surveys), "code": len(snap.code), "tags": len(by_tag),
+              "figures": sum(len(e.figure_files) for e in papers.values())}
+    pages["index.md"] = env.get_template("home.md.j2").render(
+        site_name=site_name, counts=counts, recent=listing(recent_ids, "index.md"),
+        surveys=[dict(r, url=r["url"]) for r in survey_rows],
+        code=[{"title": c["title"], "url": c["path"]} for c in code_rows],
+        user_pages=[{"title": u["title"], "url": u["path"]} for u in user_rows])
+
+    # --- navigation: generated, never hand-edited; a paper's pages are reached from the indexes, because a
+    # navigation entry per paper would be rendered into every page (quadratic in the number of papers).
+    nav: list[Any] = [{"Home": "index.md"},
+                      {"Papers": ["papers/index.md", {"By venue": "papers/venues.md"}, {"Tags": "tags.md"}]},
+                      {"Surveys": ["surveys/index.md"] + [{r["title"]: r["url"]} for r in survey_rows]},
+                      {"Code": ["code/index.md"] + [{c["title"]: c["path"]} for c in code_rows][:50]}]
+    if user_rows:
+        nav.append({"Notes": [{u["title"]: u["path"]} for u in user_rows]})
+    not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/"]
+    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings)
+
+
+def _title_of(text: str, default: str) -> str:
+    data, body = _strip_frontmatter(text)
+    if data.get("title"):
+        return str(data["title"])
+    m = re.search(r"^#\s+(.+)$", body, re.M)
+    return m.group(1).strip() if m else default
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def write_stage(plan: SitePlan, stage_dir: Path, extra_assets: dict[str, Path] | None = None) -> dict[str, int]:
+    """Make `stage_dir` hold exactly the planned pages and assets; unchanged files are not touched, so a
+    live preview rebuilds only after a real change. Assets are symlinked (copied where links fail)."""
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    wanted: set[str] = set()
+    written = linked = 0
+    for rel, text in plan.pages.items():
+        wanted.add(rel)
+        path = stage_dir / rel
+        data = text.encode("utf-8")
+        try:
+            if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+                continue
+        except OSError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            path.unlink()
+        path.write_bytes(data)
+        written += 1
+    for rel, src in {**plan.assets, **(extra_assets or {})}.items():
+        if rel in wanted:
+            continue
+        wanted.add(rel)
+        path = stage_dir / rel
+        if path.is_symlink() and os.readlink(path) == str(src):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        try:
+            path.symlink_to(src)
+        except OSError:
+            shutil.copy2(src, path)
+        linked += 1
+    removed = 0
+    for dirpath, dirnames, filenames in os.walk(stage_dir, topdown=False):
+        for name in filenames:
+            p = Path(dirpath) / name
+            if p.relative_to(stage_dir).as_posix() not in wanted:
+                p.unlink()
+                removed += 1
+        for name in dirnames:
+            d = Path(dirpath) / name
+            if not d.is_symlink() and not any(d.iterdir()):
+                d.rmdir()
+    return {"written": written, "linked": linked, "removed": removed}

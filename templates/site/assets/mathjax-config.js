@@ -1,0 +1,26 @@
+// MathJax 3, served from this site (assets/mathjax), never from a CDN. pymdownx.arithmatex (generic mode)
+// wraps formulas in \( \) and \[ \] inside elements of class "arithmatex"; only those are typeset.
+window.MathJax = {
+  tex: {
+    inlineMath: [["\\(", "\\)"]],
+    displayMath: [["\\[", "\\]"]],
+    processEscapes: true,
+    processEnvironments: true
+  },
+  options: {
+    ignoreHtmlClass: ".*|",
+    processHtmlClass: "arithmatex",
+    menuOptions: { settings: { assistiveMml: false } }
+  }
+};
+// Material's instant navigation replaces the page without reloading scripts: typeset again after each.
+if (typeof document$ !== "undefined") {
+  document$.subscribe(function () {
+    if (window.MathJax && MathJax.typesetPromise) {
+      MathJax.startup.output.clearCache();
+      MathJax.typesetClear();
+      MathJax.texReset();
+      MathJax.typesetPromise();
+    }
+  });
+}
