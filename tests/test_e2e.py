@@ -1,0 +1,101 @@
+"""The walking skeleton through the user's entry points: the CLI (as a subprocess) and MCP, on the real corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Facts a researcher remembers, in their own words, and the paper (file name prefix) that holds them.
+KNOWN_FACTS = [
+    ("fraction of the data reflected in a query answer when some nodes are down", "distributed_systems_harvest-yield"),
+    ("entity groups replicated synchronously with Paxos across datacenters", "datastores_megastore"),
+    ("scouts and commanders adopt ballots for a leader", "distributed_systems_paxos-made-moderately-complex"),
+    ("infer isolation anomalies from list append histories", "datastores_elle"),
+    ("refinement type inference with logical qualifiers is decidable", "languages-theory_liquid_types"),
+    ("i-node file system and the fork system call on the PDP-11", "operating_systems_unix-time-sharing-system"),
+    ("smoothing time series plots for visualization by preserving kurtosis", "time_series_ts-asap"),
+    ("expected possession value of a basketball ballcarrier", "sports_analytics_2014-ssac-pointwise"),
+    ("control-flow hijacking and memory corruption defenses", "security_sok-eternal-war-in-memory"),
+    ("error-controlled quantization for lossy compression of scientific data", "data_compression_Significantly"),
+]
+
+
+def pv(*args: str, ws: Path, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws))
+    proc = subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=ws.parent)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"papervault {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def corpus_ws(tmp_path_factory, corpus_dir, model_dir) -> Path:
+    """A workspace with the 16 shared papers added and indexed through the CLI."""
+    ws = tmp_path_factory.mktemp("e2e") / "ws"
+    pv("init", str(ws), ws=ws)
+    out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
+    assert len(out["added"]) == 16, out
+    assert out["problems"] == []
+    pv("index", ws=ws)
+    return ws
+
+
+def test_add_writes_notes_fulltext_and_one_commit(corpus_ws):
+    import git
+
+    papers = sorted((corpus_ws / "vault" / "papers").iterdir())
+    papers = [p for p in papers if p.is_dir()]
+    assert len(papers) == 16
+    for p in papers:
+        text = (p / "paper.md").read_text(encoding="utf-8")
+        assert '<a id="page-1"></a>' in text
+        note = (p / "note.md").read_text(encoding="utf-8")
+        assert note.startswith("---\n") and "sources:" in note
+    assert any((p / "figures").is_dir() and list((p / "figures").glob("*.png")) for p in papers)
+    log = [c.message for c in git.Repo(corpus_ws / "vault").iter_commits()]
+    assert sum(m.startswith("add:") for m in log) == 1, log
+
+
+def test_search_finds_known_facts(corpus_ws):
+    misses = []
+    for query, prefix in KNOWN_FACTS:
+        hits = json.loads(pv("search", query, "--limit", "5", "--json", ws=corpus_ws).stdout)
+        assert hits, query
+        assert set(hits[0]) >= {"paper_id", "title", "level", "section", "page", "text", "score", "source"}
+        sources = [Path(h["source"]).name for h in hits[:3]]
+        if not any(s.startswith(prefix) for s in sources):
+            misses.append((query, prefix, sources))
+    assert len(misses) <= 1, misses
+
+
+def test_status_reports_counts(corpus_ws):
+    st = json.loads(pv("status", "--json", ws=corpus_ws).stdout)
+    assert st["papers"] == 16
+    assert st["chunks"] > 16 * 5
+    assert st["embedding_model"] == os.environ["PAPERVAULT_EMBED_MODEL"]
+
+
+def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
+    ws = tmp_path / "bad"
+    pv("init", str(ws), ws=ws)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "notapdf.pdf").write_text("<html><body>404 not found</body></html>")
+    good = corpus_dir / "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
+    (folder / "corrupt.pdf").write_bytes(good.read_bytes()[:20000])
+    (folder / "good.pdf").write_bytes(good.read_bytes())
+    proc = pv("add", str(folder), ws=ws)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("skipped")]
+    assert len(lines) >= 2, proc.stderr
+    assert any("empty.pdf" in ln for ln in lines) and any("notapdf.pdf" in ln for ln in lines)
+    assert all("Traceback" not in ln for ln in proc.stderr.splitlines())
+    assert "Added 1" in proc.stdout or "Added 2" in proc.stdout
