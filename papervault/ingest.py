@@ -188,7 +188,7 @@ class Ingest:
                     pid = self.by_hash[sha]
                     meta = self.vault.read_meta(pid)
                     if rec.source not in meta.sources:
-                        self._merge_into(pid, rec, None, None)
+                        self._merge_into(pid, rec, None, None, reason="same file")
                     else:
                         self.report.unchanged.append(pid)
                     continue
@@ -208,25 +208,24 @@ class Ingest:
 
     def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
         rec = _merge_parsed(rec, parsed)
-        existing = self.dedup.match(rec)
-        if existing:
-            self._merge_into(existing, rec, parsed, sha)
+        match = self.dedup.find(rec)
+        if match:
+            self._merge_into(match.paper_id, rec, parsed, sha, reason=match.describe())
             return
         if not rec.title and parsed is None:
             self.report.problems.append(Problem(rec.source, "no title and no PDF: nothing to make a paper from"))
             return
-        from papervault.ids import sanitize_key
-
-        key = sanitize_key(rec.key) if rec.key else None
-        if not key or key in self.taken:
+        key = self.dedup.new_id(rec)
+        if key in self.taken:
             key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken)
         self.taken.add(key)
         meta = _meta_from(rec, key)
         self._store(meta, rec, parsed, sha)
-        self.dedup.add(meta)
+        self.dedup.add(meta, key)
         self.report.added.append(key)
 
-    def _merge_into(self, pid: str, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
+    def _merge_into(self, pid: str, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None,
+                    reason: str = "same file") -> None:
         meta, _ = self.vault.read_note(pid)
         before = list(meta.sources)
         meta.sources = _union(meta.sources, [rec.source])
@@ -247,7 +246,7 @@ class Ingest:
             if rec.reader_notes:
                 self._write_reader_notes(pid, rec)
         self.touched.append(self.vault.paper_dir(pid))
-        self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin,
+        self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin, "reason": reason,
                                    "gained_pdf": gained_pdf, "new_source": rec.source not in before})
 
     def _write_reader_notes(self, pid: str, rec: SourceRecord) -> None:
