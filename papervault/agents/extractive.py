@@ -57,6 +57,8 @@ PROBLEM_CUES = re.compile(r"\b(?:problem|challeng\w*|difficult\w*|hard to|costly
                           r"bottleneck|suffer\w*|fails? to|unable|however|inefficien\w*|remains? (?:an )?open|issue)\b", re.I)
 LIMIT_CUES = re.compile(r"\b(?:limitations?|drawbacks?|shortcomings?|does not|do not|cannot|can not|is not able|"
                         r"not (?:yet )?support\w*|restricted to|only applies|at the cost of|weakness\w*|caveat)\b", re.I)
+STRONG_LIMIT_CUES = re.compile(r"\b(?:limitations?|drawbacks?|shortcomings?|weakness\w*|we do not (?:address|handle|support|consider)|"
+                               r"does not (?:yet )?(?:support|handle|scale|address)|is left (?:for|to) future)\b", re.I)
 OPEN_CUES = re.compile(r"\b(?:future (?:work|research|directions?)|open (?:question|problem|issue)s?|remains? to be|"
                        r"we plan|we intend|left (?:for|to) future|further (?:work|research|investigation)|unclear whether)\b", re.I)
 REPRO_CUES = re.compile(r"\b(?:source code|open[- ]source|publicly available|available (?:at|online|from|on)|"
@@ -84,7 +86,10 @@ METRICS = [
     "lines of code", "false positives", "false negatives", "coverage", "points per possession", "expected possession value",
     "smoothness", "roughness", "kurtosis", "distortion",
 ]
-NOT_NAMES = {"the", "this", "our", "each", "a", "an", "that", "these", "those", "their", "its", "such", "every",
+NOT_NAMES = {"for", "in", "on", "with", "from", "all", "both", "some", "many", "most", "we", "as", "by", "to", "of",
+             "at", "if", "when", "while", "since", "using", "several", "three", "four", "five", "six", "ten", "another",
+             "standard", "popular", "common", "well-known", "benchmark", "dataset", "figure", "table", "section",
+             "the", "this", "our", "each", "a", "an", "that", "these", "those", "their", "its", "such", "every",
              "same", "new", "test", "training", "real", "synthetic", "large", "small", "entire", "whole", "original",
              "following", "first", "second", "other", "one", "two", "any", "which", "full", "final", "given", "public"}
 
@@ -131,7 +136,7 @@ def _names_by_pattern(doc: PaperDoc) -> list[str]:
         n = len(re.findall(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text))
         if n >= 2 or (n == 1 and len(name) > 4):
             found[name] += n
-    for m in re.finditer(r"\b((?:[A-Z][\w.-]*[A-Za-z0-9])(?:[ -][A-Z0-9][\w.-]*){0,2})\s+(?:data ?sets?|benchmarks?|corpus|corpora|workloads?|traces?)\b", text):
+    for m in re.finditer(r"\b((?:[A-Z][\w-]*[A-Za-z0-9])(?:[ -][A-Z0-9][\w-]*){0,2})\s+(?:data ?sets?|benchmarks?|corpus|corpora|workloads?|traces?)\b", text):
         name = m.group(1).strip()
         if name.split()[0].lower() in NOT_NAMES or len(name) < 3 or name.isdigit():
             continue
@@ -143,7 +148,9 @@ def _metrics(doc: PaperDoc) -> list[str]:
     counts: list[tuple[int, str]] = []
     scope = " ".join(s.text for s in _sections_like(doc, "evaluat", "experiment", "result", "performance", "measure")) or doc.text
     for name in METRICS:
-        hits = re.findall(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", scope, re.I)
+        # acronyms (mAP, BLEU, F1) must match as written: "map" is not mean average precision
+        flags = re.I if name.islower() else 0
+        hits = re.findall(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", scope, flags)
         if len(hits) >= 2:
             # report the metric as the paper spells it
             counts.append((len(hits), Counter(hits).most_common(1)[0][0]))
@@ -151,19 +158,29 @@ def _metrics(doc: PaperDoc) -> list[str]:
     return [name for _, name in counts[:6]]
 
 
-def _baselines(doc: PaperDoc) -> list[str]:
+def _baselines(doc: PaperDoc, own_text: str = "") -> list[str]:
+    """Systems the paper compares against; names from its own title or method sentence are its own, not baselines."""
     found: Counter[str] = Counter()
     pat = re.compile(r"\b(?:compared? (?:to|with|against)|outperforms?|versus|vs\.|baselines?(?: such as| including|:)?|"
                      r"than)\s+((?:[A-Z][\w.+-]*[A-Za-z0-9+])(?:[ -][A-Z0-9][\w.+-]*){0,2})")
+    own = set(re.findall(r"[A-Z][\w+-]+", own_text))
     for m in pat.finditer(doc.text):
         name = m.group(1).strip()
-        if name.split()[0].lower() in NOT_NAMES or len(name) < 2 or name in ("Table", "Figure", "Section", "Fig", "In", "We", "It"):
+        if name.split()[0].lower() in NOT_NAMES or len(name) < 2 or name.split()[0] in own:
             continue
-        found[name] += 1
-    return [n for n, _ in found.most_common(6)]
+        declared = m.group(0).lower().startswith("baseline")
+        found[name] += 2 if declared else 1
+    # one passing "than X" is no comparison: a baseline is named at least twice (or declared as one)
+    return [n for n, c in found.most_common(6) if c >= 2]
 
 
 NUMBER = re.compile(r"^[<>≈~±+-]?\s*\d[\d,]*(?:\.\d+)?\s*(?:%|×|x|ms|s|GB|MB|KB)?$")
+
+
+def _numeric(cell: str) -> bool:
+    """A cell that reports a number: a clean number, or a short cell led by one ("4208261 ,", "12hours")."""
+    cell = cell.strip()
+    return bool(NUMBER.match(cell) or (len(cell) <= 24 and re.match(r"^[<>≈~±+-]?\d", cell)))
 
 
 def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
@@ -172,7 +189,7 @@ def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
     for t in doc.tables:
         if len(t.rows) < 2 or len(t.header) < 2:
             continue
-        numeric = sum(1 for row in t.rows[1:] for c in row[1:] if NUMBER.match(c))
+        numeric = sum(1 for row in t.rows[1:] for c in row[1:] if _numeric(c))
         if numeric:
             bonus = 5 if re.search(r"result|accura|perform|compar|speed|time|ratio|error|throughput", t.caption, re.I) else 0
             scored.append((numeric + bonus, t))
@@ -186,7 +203,7 @@ def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
                 continue
             for j, cell in enumerate(row[1:4], start=1):
                 header = t.header[j].strip() if j < len(t.header) else ""
-                if header and NUMBER.match(cell.strip()):
+                if header and _numeric(cell):
                     out.append({"setting": label, "metric": header, "value": cell.strip(), "page": t.page, "source": source})
                     break  # one number per row keeps the table readable; the paper has the rest
             if len(out) >= limit:
@@ -250,7 +267,9 @@ def extract_note(task: Task) -> dict[str, Any]:
         method_details.extend(lead)
 
     results = _pick(evaluation + abstract + concl, RESULT_CUES, 3, seen=seen)
-    limitations = _pick(concl + evaluation + _sents(doc, doc.body_sections), LIMIT_CUES, 3, seen=seen)
+    limit_secs = _sents(doc, _sections_like(doc, "limitation", "threats", "discussion", "conclusion", "future"))
+    limitations = (_pick(limit_secs, LIMIT_CUES, 3, seen=seen)
+                   or _pick(_sents(doc, doc.body_sections), STRONG_LIMIT_CUES, 3, seen=seen))
     open_questions = _pick(concl + _sents(doc, doc.body_sections), OPEN_CUES, 3, seen=seen)
     urls = []
     for u in URL.findall(doc.text):
@@ -267,7 +286,8 @@ def extract_note(task: Task) -> dict[str, Any]:
         "method_details": _claims(method_details),
         "datasets": _names_by_pattern(doc),
         "metrics": _metrics(doc),
-        "baselines": _baselines(doc),
+        "baselines": _baselines(doc, " ".join([doc.title, str(task.inputs.get("meta", {}).get("title") or ""),
+                                               method_sent.text if method_sent else ""])),
         "key_results": _key_results(doc),
         "results": _claims(results),
         "limitations": _claims(limitations),

@@ -92,6 +92,27 @@ class PaperDoc:
         return [s for s in self.sections if s.level >= 2 and not s.title.lower().startswith(skip)]
 
 
+COMMON_SECTIONS = re.compile(r"^(?:introduction|background|motivation|related work|conclusions?|discussion|evaluation|"
+                             r"experiments?|results|limitations|future work|appendix|summary|acknowledg\w*)", re.I)
+
+
+def top_sections(doc: PaperDoc) -> list[DocSection]:
+    """The paper's top-level sections, the unit of coverage (sub-sections count with their parent).
+
+    When the paper numbers its sections, those numbered without a dot (and the usual unnumbered ones such
+    as "Conclusion"); otherwise every section at the shallowest heading level below the title. The
+    numbered rule also drops stray headings a parser made of author names or affiliations.
+    """
+    body = doc.body_sections
+    numbered = [s for s in body if s.number and "." not in s.number]
+    if len(numbered) >= 2:
+        return [s for s in body if (s.number and "." not in s.number) or (not s.number and COMMON_SECTIONS.match(s.title))]
+    if not body:
+        return []
+    level = min(s.level for s in body)
+    return [s for s in body if s.level == level]
+
+
 def normalise(text: str) -> str:
     """Collapse whitespace and undo line-break hyphenation, for comparing quotations with the paper."""
     text = text.replace("\u00ad", "")
@@ -116,7 +137,8 @@ def sentences(text: str) -> list[str]:
     text = normalise(_clean_inline(text))
     if not text:
         return []
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\[(“\"])", text)
+    # inline bullets ("... are: • ASAP, the first ... • Three optimizations ...") end a sentence too
+    parts = [p for chunk in re.split(r"\s*[•●▪]\s+", text) for p in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\[(“\"])", chunk)]
     out: list[str] = []
     for part in parts:
         if out and (_ABBREV.search(out[-1]) or re.search(r"\b[A-Z]\.$", out[-1])):

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import jinja2
 
 from papervault.agents.base import Backend, Task, Usage
-from papervault.agents.paperdoc import PaperDoc, normalise, read_paper
+from papervault.agents.paperdoc import PaperDoc, normalise, read_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.models import PaperMeta
 from papervault.vault.store import Vault
@@ -62,7 +62,8 @@ def _cell(value: Any) -> str:
 
 
 def _alt(value: Any) -> str:
-    return re.sub(r"\s+", " ", str(value or "")).replace("]", ")").replace("[", "(").strip()[:200]
+    text = re.sub(r"\s+", " ", str(value or "")).replace("]", ")").replace("[", "(").strip()
+    return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0]
 
 
 @dataclass
@@ -148,8 +149,8 @@ def compute_coverage(doc: PaperDoc, answer: dict[str, Any]) -> dict[str, Any]:
     """Which figures, tables and sections of the paper the note does not cover yet.
 
     A figure or table is covered when the note names it (main figures, result sources, or "Figure N" in a
-    statement). A section is covered when a statement names it or quotes text from it, or when the note
-    covers a figure or table printed in it.
+    statement). A top-level section is covered when a statement names it or one of its sub-sections,
+    quotes text from them, or when the note covers a figure or table printed in them.
     """
     text = json.dumps(answer, ensure_ascii=False, default=str)
     figs_named = {m.upper() for m in FIG_REF.findall(text)}
@@ -166,19 +167,26 @@ def compute_coverage(doc: PaperDoc, answer: dict[str, Any]) -> dict[str, Any]:
     quotes = [normalise(str(c["text"]))[:60] for c in statements if c.get("text")]
     covered_by_items = {f.section for f in doc.figures if f.number and f.number.upper() in figs_named}
     covered_by_items |= {t.section for t in doc.tables if t.number and t.number.upper() in tabs_named}
-    sections_missing = []
+    # a sub-section's quotations and figures count for its top-level section
+    owner: dict[str, str] = {}
+    tops = top_sections(doc)
+    top_labels = {t.label for t in tops}
+    current = ""
+    for s in doc.body_sections:
+        current = s.label if s.label in top_labels else current
+        owner[s.label] = current
+    covered: set[str] = set()
     for s in doc.body_sections:
         keys = {s.label.lower(), s.title.lower()}
-        if named & keys or any(n.endswith(s.title.lower()) for n in named) or s.label in covered_by_items:
-            continue
-        if any(q and q in s.text for q in quotes):
-            continue
-        sections_missing.append(s.label)
+        if (named & keys or any(n.endswith(s.title.lower()) for n in named) or s.label in covered_by_items
+                or any(q and q in s.text for q in quotes)):
+            covered.add(owner.get(s.label) or s.label)
+    sections_missing = [t.label for t in tops if t.label not in covered]
     missing_f = [f"Figure {n}" for n in figures if n.upper() not in figs_named]
     missing_t = [f"Table {n}" for n in tables if n.upper() not in tabs_named]
     return {
         "figures": missing_f, "tables": missing_t, "sections": sections_missing,
-        "totals": {"figures": len(figures), "tables": len(tables), "sections": len(doc.body_sections)},
+        "totals": {"figures": len(figures), "tables": len(tables), "sections": len(tops)},
         "complete": not (missing_f or missing_t or sections_missing),
     }
 
