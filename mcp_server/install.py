@@ -1,0 +1,120 @@
+"""Register the server with MCP clients: `.mcp.json` for Claude Code, `~/.codex/config.toml` for Codex.
+
+Both files belong to the user and may hold other servers: only the `papervault` entry is replaced, the rest of
+the file is kept as it was (for TOML, byte for byte outside our table), and a file we cannot read is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from papervault.errors import PapervaultError
+from papervault.vault.store import atomic_write
+from papervault.workspace import Workspace
+
+NAME = "papervault"
+CLIENTS = ("claude-code", "codex")
+
+
+class InstallError(PapervaultError):
+    """A client configuration file could not be updated."""
+
+
+def server_command(ws: Workspace, *, allow_write: bool = False) -> tuple[str, list[str]]:
+    """The command a client runs to start this workspace's server: this installation's own `papervault`."""
+    script = Path(sys.executable).parent / "papervault"
+    # the console script of the same environment; else the interpreter itself (works without the script)
+    command, args = (str(script), []) if script.is_file() else (sys.executable, ["-m", "papervault"])
+    args += ["mcp", "serve", "--workspace", str(ws.root)]
+    if allow_write:
+        args.append("--allow-write")
+    return command, args
+
+
+def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str = NAME) -> dict[str, Any]:
+    """Write or merge `<workspace>/.mcp.json` (Claude Code's project-scoped servers)."""
+    path = ws.root / ".mcp.json"
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InstallError(f"{path} is not valid JSON ({exc})", fix="fix or remove the file, then run again") from None
+        if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
+            raise InstallError(f"{path} has no mcpServers object", fix="fix the file, then run again")
+    command, args = server_command(ws, allow_write=allow_write)
+    entry = {"type": "stdio", "command": command, "args": args, "env": {}}
+    servers = data.setdefault("mcpServers", {})
+    replaced = name in servers
+    servers[name] = entry
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return {"client": "claude-code", "path": str(path), "name": name, "server": entry, "replaced": replaced}
+
+
+def codex_config_path() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+
+
+def _toml_str(value: str) -> str:
+    # JSON's string escapes are valid TOML basic-string escapes
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _drop_table(text: str, name: str) -> str:
+    """Remove `[mcp_servers.<name>]` and its sub-tables from TOML text, leaving every other line as it was."""
+    own = re.compile(r"^\s*\[\s*mcp_servers\s*\.\s*(?:\"%s\"|%s)\s*(?:\..*)?\]\s*(?:#.*)?$" % (re.escape(name), re.escape(name)))
+    header = re.compile(r"^\s*\[")
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if header.match(line):
+            skipping = bool(own.match(line))
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def install_codex(ws: Workspace, *, allow_write: bool = False, name: str = NAME,
+                  path: Path | None = None) -> dict[str, Any]:
+    """Write or merge the `[mcp_servers.<name>]` table of Codex's config.toml."""
+    path = path or codex_config_path()
+    text = ""
+    before: dict[str, Any] = {}
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        try:
+            before = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InstallError(f"{path} is not valid TOML ({exc})", fix="fix the file, then run again") from None
+    replaced = name in (before.get("mcp_servers") or {})
+    kept = _drop_table(text, name)
+    command, args = server_command(ws, allow_write=allow_write)
+    block = (f"[mcp_servers.{name}]\n"
+             f"command = {_toml_str(command)}\n"
+             f"args = [{', '.join(_toml_str(a) for a in args)}]\n")
+    new = kept.rstrip("\n") + ("\n\n" if kept.strip() else "") + block
+    after = tomllib.loads(new)
+    # what was there for other servers and settings must be exactly what is there now
+    expect = {k: v for k, v in before.items() if k != "mcp_servers"}
+    expect_servers = {k: v for k, v in (before.get("mcp_servers") or {}).items() if k != name}
+    got = {k: v for k, v in after.items() if k != "mcp_servers"}
+    got_servers = {k: v for k, v in after["mcp_servers"].items() if k != name}
+    if got != expect or got_servers != expect_servers:
+        raise InstallError(f"{path} defines mcp_servers.{name} in a form papervault cannot replace safely",
+                           fix=f"remove the {name} entry by hand, then run again")
+    atomic_write(path, new)
+    return {"client": "codex", "path": str(path), "name": name,
+            "server": {"command": command, "args": args}, "replaced": replaced}
+
+
+def install(client: str, ws: Workspace, *, allow_write: bool = False) -> dict[str, Any]:
+    if client == "claude-code":
+        return install_claude_code(ws, allow_write=allow_write)
+    if client == "codex":
+        return install_codex(ws, allow_write=allow_write)
+    raise InstallError(f"unknown client {client!r}", fix=f"use one of {', '.join(CLIENTS)}")

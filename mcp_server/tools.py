@@ -1,0 +1,496 @@
+"""What the MCP tools do, as plain functions over a workspace: checked inputs in, bounded JSON-ready dicts out.
+
+The server module only wraps these with descriptions and transports, so every tool can be tested (and
+benchmarked) without an MCP session. Every id goes through `check_id`, every file through `resolve_inside`,
+and every answer is cut to a size an agent's context can hold, saying so (`truncated`, `next_offset`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from papervault.chunking.paper import FIGURE_NUM_RE, FIGURE_RE, HEADING_RE, PAGE_RE
+from papervault.errors import NotFoundError, PapervaultError
+from papervault.vault.store import check_id
+from papervault.workspace import Workspace
+
+# Limits an agent cannot raise: they keep one answer well inside a model's context window.
+MAX_LIMIT = 50
+MAX_BUDGET = 20_000              # tokens of context around search hits
+MAX_HIT_CHARS = 4_000            # one hit's text
+MAX_RESULT_CHARS = 120_000       # one search answer, all hits together
+MAX_READ_CHARS = 50_000
+DEFAULT_READ_CHARS = 12_000
+MAX_PAGES = 20                   # pages in one `read`
+MAX_NEIGHBOURS = 5
+MAX_NOTE_CHARS = 20_000
+MAX_LIST = 200
+MAX_FIGURE_BYTES = 8 * 1024 * 1024
+MAX_QUERY_CHARS = 2_000
+LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
+YEAR_RE = re.compile(r"^\s*(\d{4})\s*(?:-\s*(\d{4})\s*)?$")
+PAGES_RE = re.compile(r"^\s*(\d{1,5})\s*(?:-\s*(\d{1,5})\s*)?$")
+
+Progress = Callable[[str, int, int | None], None]
+
+
+class ToolInputError(PapervaultError):
+    """An argument an agent passed is out of range or malformed."""
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[:limit].rstrip() + " …", True
+
+
+def _year_range(year: str | int | None) -> tuple[int, int] | None:
+    if year is None or year == "":
+        return None
+    m = YEAR_RE.match(str(year))
+    if not m:
+        raise ToolInputError(f"invalid year {year!r}", fix="give a year like 2019 or a range like 2015-2020")
+    lo = int(m.group(1))
+    hi = int(m.group(2) or lo)
+    return (min(lo, hi), max(lo, hi))
+
+
+def _check_limit(value: int, name: str, high: int, low: int = 1) -> int:
+    if not isinstance(value, int) or value < low or value > high:
+        raise ToolInputError(f"{name} must be between {low} and {high}, not {value!r}", fix=f"pass {name} <= {high}")
+    return value
+
+
+# --- the structure of paper.md -------------------------------------------------------------------
+
+@dataclass
+class Section:
+    title: str
+    level: int
+    path: str
+    page: int | None
+    start: int          # line index of the heading
+    end: int            # line index after the section (subsections included)
+
+
+@dataclass
+class FigureRef:
+    number: str
+    caption: str
+    page: int | None
+    path: str           # relative to the paper folder: "figures/fig-3.png"
+
+
+def outline(fulltext: str) -> tuple[list[Section], list[FigureRef]]:
+    """Sections (with their pages and line spans) and figures of a paper.md, in reading order."""
+    lines = fulltext.splitlines()
+    sections: list[Section] = []
+    figures: list[FigureRef] = []
+    stack: list[tuple[int, str]] = []
+    page: int | None = None
+    seen_title = False
+    for i, raw in enumerate(lines):
+        m = PAGE_RE.search(raw)
+        if m:
+            page = int(m.group(1))
+        stripped = PAGE_RE.sub("", raw).strip()
+        h = HEADING_RE.match(stripped)
+        if h:
+            level, name = len(h.group(1)), h.group(2).strip().strip("*").strip()
+            if level == 1 and not seen_title:
+                seen_title = True     # the paper title, not a section
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, name))
+            sections.append(Section(name, level, " > ".join(n for _, n in stack), page, i, len(lines)))
+            continue
+        f = FIGURE_RE.match(stripped)
+        if f:
+            alt = f.group("alt").strip()
+            num = FIGURE_NUM_RE.match(alt)
+            figures.append(FigureRef(num.group(1) if num else "", alt, page, f.group("path")))
+    # a section ends where the next heading of the same or a higher level starts
+    for k, s in enumerate(sections):
+        for nxt in sections[k + 1:]:
+            if nxt.level <= s.level:
+                s.end = nxt.start
+                break
+    return sections, figures
+
+
+def page_spans(fulltext: str) -> dict[int, tuple[int, int]]:
+    """Character span of every page (from its anchor to the next one) in paper.md."""
+    marks = [(int(m.group(1)), m.start()) for m in PAGE_RE.finditer(fulltext)]
+    spans: dict[int, tuple[int, int]] = {}
+    for k, (page, start) in enumerate(marks):
+        end = marks[k + 1][1] if k + 1 < len(marks) else len(fulltext)
+        if page not in spans:
+            spans[page] = (start, end)
+        else:
+            spans[page] = (spans[page][0], end)
+    return spans
+
+
+def _pages_in(text: str, first: int | None) -> tuple[int | None, int | None]:
+    pages = [int(p) for p in PAGE_RE.findall(text)]
+    start = first if first is not None else (pages[0] if pages else None)
+    end = max([p for p in [start, *pages] if p is not None], default=None)
+    return start, end
+
+
+# --- the tools -----------------------------------------------------------------------------------
+
+class VaultTools:
+    """The MCP tools of one workspace; methods take plain arguments and return JSON-ready dicts."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws.require()
+        self.vault = ws.vault
+        self._searcher = None
+
+    @property
+    def searcher(self):
+        """One Searcher for the server's life: the embedding model loads once, not per call."""
+        if self._searcher is None:
+            from papervault.index.search import Searcher
+
+            self._searcher = Searcher(self.ws)
+        return self._searcher
+
+    # search ----------------------------------------------------------------------------------
+
+    def search(self, query: str, *, level: str | None = None, paper: str | None = None, year: str | None = None,
+               venue: str | None = None, tag: str | None = None, limit: int = 10,
+               budget: int | None = None) -> dict[str, Any]:
+        query = (query or "").strip()
+        if not query:
+            raise ToolInputError("empty query", fix="pass the words or question to search for")
+        query = query[:MAX_QUERY_CHARS]
+        _check_limit(limit, "limit", MAX_LIMIT)
+        if budget is not None:
+            _check_limit(budget, "budget", MAX_BUDGET, low=0)
+        if level is not None and level not in LEVELS:
+            raise ToolInputError(f"unknown level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
+        if paper:
+            check_id(paper)
+        if year:
+            _year_range(year)
+        filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
+        hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
+        out, used, truncated = [], 0, False
+        for h in hits:
+            d = h.model_dump()
+            d["text"], cut = _cut(d.get("text") or "", MAX_HIT_CHARS)
+            truncated |= cut
+            size = len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or [])
+            if out and used + size > MAX_RESULT_CHARS:
+                truncated = True
+                break
+            used += size
+            out.append(d)
+        result: dict[str, Any] = {"query": query, "count": len(out), "hits": out}
+        if truncated:
+            result["truncated"] = True
+        if not out:
+            result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
+                              "indexed: `papervault index`)")
+        return result
+
+    def search_code(self, query: str, *, repo: str | None = None, language: str | None = None, limit: int = 10,
+                    budget: int | None = None) -> dict[str, Any]:
+        try:
+            from papervault.index.code import search_code as run_search_code
+        except ImportError:
+            raise ToolInputError("code search is not available in this installation",
+                                 fix="upgrade papervault; papers are searchable with `search`") from None
+        query = (query or "").strip()[:MAX_QUERY_CHARS]
+        if not query:
+            raise ToolInputError("empty query", fix="pass the words, identifiers or question to search for")
+        _check_limit(limit, "limit", MAX_LIMIT)
+        if budget is not None:
+            _check_limit(budget, "budget", MAX_BUDGET, low=0)
+        if repo:
+            check_id(repo)
+        hits = run_search_code(self.ws, query, limit=limit, repo=repo, language=language, budget=budget or None)
+        out, used, truncated = [], 0, False
+        for h in hits:
+            d = dict(h)
+            if isinstance(d.get("text"), str):
+                d["text"], cut = _cut(d["text"], MAX_HIT_CHARS)
+                truncated |= cut
+            size = len(str(d))
+            if out and used + size > MAX_RESULT_CHARS:
+                truncated = True
+                break
+            used += size
+            out.append(d)
+        result: dict[str, Any] = {"query": query, "count": len(out), "hits": out}
+        if truncated:
+            result["truncated"] = True
+        return result
+
+    # papers ----------------------------------------------------------------------------------
+
+    def list_papers(self, *, tag: str | None = None, year: str | None = None, venue: str | None = None,
+                    author: str | None = None, status: str | None = None, title: str | None = None,
+                    offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        _check_limit(limit, "limit", MAX_LIST)
+        _check_limit(offset, "offset", 10**9, low=0)
+        years = _year_range(year)
+        rows = []
+        for m in self.vault.iter_meta():
+            if tag and tag not in m.tags:
+                continue
+            if years and (m.year is None or not years[0] <= m.year <= years[1]):
+                continue
+            if venue and venue.lower() not in (m.venue or "").lower():
+                continue
+            if author and not any(author.lower() in a.lower() for a in m.authors):
+                continue
+            if status and m.status != status:
+                continue
+            if title and title.lower() not in (m.title or "").lower():
+                continue
+            rows.append(m)
+        page = rows[offset:offset + limit]
+        papers = [{"id": m.id, "title": m.title, "authors": m.authors[:6] + (["et al."] if len(m.authors) > 6 else []),
+                   "year": m.year, "venue": m.venue, "status": m.status, "pages": m.pages, "tags": m.tags,
+                   "doi": m.doi, "arxiv": m.arxiv} for m in page]
+        nxt = offset + len(page)
+        return {"total": len(rows), "offset": offset, "count": len(papers), "papers": papers,
+                "next_offset": nxt if nxt < len(rows) else None}
+
+    def get_paper(self, paper_id: str) -> dict[str, Any]:
+        check_id(paper_id)
+        meta, body = self.vault.read_note(paper_id)
+        fulltext = self.vault.read_fulltext(paper_id)
+        sections, figures = outline(fulltext)
+        note, cut = _cut(body, MAX_NOTE_CHARS)
+        keep = ("id", "title", "authors", "year", "venue", "doi", "arxiv", "url", "abstract", "pages", "tags",
+                "collections", "status", "analyser", "method", "datasets", "metrics", "baselines", "key_results",
+                "code", "ocr_pages", "updated")
+        data = meta.model_dump(exclude_none=True)
+        out = {
+            "id": paper_id,
+            "meta": {k: data[k] for k in keep if k in data and data[k] not in ([], {}, "")},
+            "sections": [{"path": s.path, "title": s.title, "level": s.level, "page": s.page} for s in sections],
+            "figures": [{"number": f.number, "caption": f.caption, "page": f.page, "path": f.path} for f in figures],
+            "note": note,
+            "has_fulltext": bool(fulltext),
+            "fulltext": f"papers/{paper_id}/paper.md",
+            "cite": f"[@{paper_id}]",
+        }
+        if cut:
+            out["note_truncated"] = True
+        return out
+
+    def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,
+             chunk_id: str | None = None, neighbours: int = 1, offset: int = 0,
+             max_chars: int = DEFAULT_READ_CHARS) -> dict[str, Any]:
+        check_id(paper_id)
+        if not self.vault.has_paper(paper_id):
+            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers` or `search`")
+        _check_limit(max_chars, "max_chars", MAX_READ_CHARS, low=200)
+        _check_limit(offset, "offset", 10**9, low=0)
+        given = [n for n, v in (("section", section), ("pages", pages), ("chunk_id", chunk_id)) if v]
+        if len(given) > 1:
+            raise ToolInputError(f"give only one of section, pages, chunk_id (got {', '.join(given)})")
+        if chunk_id:
+            return self._read_chunk(paper_id, chunk_id, neighbours)
+        fulltext = self.vault.read_fulltext(paper_id)
+        if not fulltext:
+            raise NotFoundError(f"paper {paper_id!r} has no full text (metadata only)",
+                                fix="read its note with `get_paper`, or add its PDF")
+        where: dict[str, Any] = {}
+        first_page = None
+        if section:
+            sections, _ = outline(fulltext)
+            s = self._find_section(sections, section)
+            lines = fulltext.splitlines()
+            text = "\n".join(lines[s.start:s.end])
+            # the page of a section is the one open where it starts, even if its anchor came earlier
+            first_page = s.page
+            where = {"section": s.path}
+        elif pages:
+            m = PAGES_RE.match(str(pages))
+            if not m:
+                raise ToolInputError(f"invalid pages {pages!r}", fix="give a page like 3 or a range like 3-5")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                lo, hi = hi, lo
+            if hi - lo + 1 > MAX_PAGES:
+                raise ToolInputError(f"{hi - lo + 1} pages asked for", fix=f"read at most {MAX_PAGES} pages at a time")
+            spans = page_spans(fulltext)
+            have = [p for p in range(lo, hi + 1) if p in spans]
+            if not have:
+                last = max(spans) if spans else 0
+                raise NotFoundError(f"paper {paper_id!r} has no page {lo}" + (f"-{hi}" if hi != lo else ""),
+                                    fix=f"its pages are 1-{last}" if last else "it has no page anchors")
+            text = fulltext[spans[have[0]][0]:spans[have[-1]][1]]
+            first_page = have[0]
+            where = {"pages": f"{have[0]}-{have[-1]}" if len(have) > 1 else str(have[0])}
+        else:
+            text = fulltext
+            where = {"whole": True}
+        if offset:
+            # the page open at the cut is the last anchor before it
+            before = PAGE_RE.findall(text[:offset])
+            if before:
+                first_page = int(before[-1])
+        window = text[offset:offset + max_chars]
+        page_start, page_end = _pages_in(window, first_page)
+        nxt = offset + len(window)
+        anchor = f"papers/{paper_id}/paper.md" + (f"#page-{page_start}" if page_start else "")
+        return {"paper_id": paper_id, **where, "page_start": page_start, "page_end": page_end,
+                "anchor": anchor, "offset": offset, "text": window, "total_chars": len(text),
+                "next_offset": nxt if nxt < len(text) else None}
+
+    @staticmethod
+    def _find_section(sections: list[Section], wanted: str) -> Section:
+        w = " ".join(wanted.split()).lower()
+        for pick in (lambda s: s.path.lower() == w, lambda s: s.title.lower() == w,
+                     lambda s: re.sub(r"^[\d.]+\s*", "", s.title).lower() == re.sub(r"^[\d.]+\s*", "", w),
+                     lambda s: w in s.path.lower()):
+            found = [s for s in sections if pick(s)]
+            if found:
+                return found[0]
+        names = ", ".join(s.path for s in sections[:30])
+        raise NotFoundError(f"no section {wanted!r}", fix=f"sections are: {names}" if names else "this paper has no headings; read by pages")
+
+    def _read_chunk(self, paper_id: str, chunk_id: str, neighbours: int) -> dict[str, Any]:
+        from papervault.chunking.paper import chunk_paper
+
+        _check_limit(neighbours, "neighbours", MAX_NEIGHBOURS, low=0)
+        if not re.fullmatch(r"[0-9a-f]{8,64}(?:-\d+)?", chunk_id or ""):
+            raise ToolInputError(f"invalid chunk id {chunk_id!r}", fix="pass the chunk_id of a search hit")
+        meta, body = self.vault.read_note(paper_id)
+        chunks = chunk_paper(meta, self.vault.read_fulltext(paper_id), body, self.ws.settings.index)
+        pos = next((i for i, c in enumerate(chunks) if c.id == chunk_id), None)
+        if pos is None:
+            raise NotFoundError(f"no chunk {chunk_id!r} in paper {paper_id!r}",
+                                fix="the paper changed since it was indexed; search again or read by section/pages")
+        target = chunks[pos]
+        # neighbours are the passages around it in reading order; section summaries would repeat them
+        body_levels = {"paragraph", "figure", "table"} if target.level in {"paragraph", "figure", "table"} else {target.level}
+        around = [c for c in chunks if c.level in body_levels]
+        k = next(i for i, c in enumerate(around) if c.id == chunk_id)
+        picked = around[max(0, k - neighbours):k + neighbours + 1]
+        out = []
+        for c in picked:
+            text, _ = _cut(c.text, MAX_HIT_CHARS)
+            out.append({"chunk_id": c.id, "level": c.level, "section": c.section_path, "page": c.page_start,
+                        "page_end": c.page_end, "text": text, "target": c.id == chunk_id,
+                        **({"figure": c.extra["figure"]} if c.extra.get("figure") else {})})
+        return {"paper_id": paper_id, "chunk_id": chunk_id, "section": target.section_path,
+                "page_start": min((c["page"] for c in out if c["page"]), default=None),
+                "page_end": max((c["page_end"] or c["page"] for c in out if c["page"]), default=None),
+                "anchor": f"papers/{paper_id}/paper.md" + (f"#page-{target.page_start}" if target.page_start else ""),
+                "chunks": out}
+
+    def figure(self, paper_id: str, figure: str) -> tuple[bytes, dict[str, Any]]:
+        """The PNG bytes of a figure and what to say about it (caption, page, path)."""
+        check_id(paper_id)
+        if not self.vault.has_paper(paper_id):
+            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers` or `search`")
+        wanted = (figure or "").strip()
+        if not wanted:
+            raise ToolInputError("no figure given", fix="pass a figure number like 3 or a path from `get_paper`")
+        _, figures = outline(self.vault.read_fulltext(paper_id))
+        num = FIGURE_NUM_RE.match(wanted)
+        number = num.group(1) if num else wanted
+        ref = next((f for f in figures if f.number and f.number.lower() == number.lower()), None)
+        if ref is None:
+            ref = next((f for f in figures if f.path == wanted or Path(f.path).name == Path(wanted).name), None)
+        if ref is None:
+            known = ", ".join(f.number or f.path for f in figures[:40])
+            raise NotFoundError(f"no figure {figure!r} in {paper_id}",
+                                fix=f"its figures are: {known}" if known else "this paper has no extracted figures")
+        pdir = self.vault.paper_dir(paper_id).resolve()
+        path = self.vault.resolve_inside(f"papers/{paper_id}/{ref.path}")
+        if pdir not in path.parents:
+            raise NotFoundError(f"figure path {ref.path!r} is outside the paper's folder")
+        if path.suffix.lower() not in (".png", ".jpg", ".jpeg") or not path.is_file():
+            raise NotFoundError(f"figure file {ref.path!r} is missing", fix="run `papervault add` again for this paper")
+        size = path.stat().st_size
+        if size > MAX_FIGURE_BYTES:
+            raise ToolInputError(f"figure {ref.path} is {size // 1024} KB, over the {MAX_FIGURE_BYTES // 1024} KB limit")
+        info = {"paper_id": paper_id, "number": ref.number, "caption": ref.caption, "page": ref.page,
+                "path": f"papers/{paper_id}/{ref.path}", "bytes": size,
+                "anchor": f"papers/{paper_id}/paper.md" + (f"#page-{ref.page}" if ref.page else "")}
+        return path.read_bytes(), info
+
+    def status(self) -> dict[str, Any]:
+        from papervault.status import workspace_status
+
+        return workspace_status(self.ws)
+
+    # writes (only with --allow-write) --------------------------------------------------------
+
+    def add_paper(self, inputs: list[str], *, backend: str | None = None, index: bool = True,
+                  progress: Progress | None = None) -> dict[str, Any]:
+        from papervault.ingest import add as run_add
+
+        inputs = [s.strip() for s in inputs or [] if s and s.strip()]
+        if not inputs:
+            raise ToolInputError("nothing to add", fix="pass PDF paths, arXiv ids, DOIs or URLs")
+        if len(inputs) > 100:
+            raise ToolInputError(f"{len(inputs)} inputs", fix="add at most 100 at a time")
+        report = run_add(self.ws, inputs, backend=backend or self.ws.settings.agents.backend, progress=progress)
+        out = report.as_dict()
+        if index and (report.added or report.merged):
+            out["index"] = self._sync_index(progress)
+        return out
+
+    def add_repo(self, source: str, *, paper: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
+        try:
+            from papervault.sources import repo as repo_source
+        except ImportError:
+            raise ToolInputError("adding code repositories is not available in this installation",
+                                 fix="upgrade papervault") from None
+        if paper:
+            check_id(paper)
+        source = (source or "").strip()
+        if not source:
+            raise ToolInputError("no repository given", fix="pass a local path or a git URL")
+        fn = getattr(repo_source, "add_repo")
+        kwargs: dict[str, Any] = {}
+        import inspect
+
+        params = inspect.signature(fn).parameters
+        if paper and "paper" in params:
+            kwargs["paper"] = paper
+        elif paper and "papers" in params:
+            kwargs["papers"] = [paper]
+        if progress and "progress" in params:
+            kwargs["progress"] = progress
+        result = fn(self.ws, source, **kwargs)
+        if hasattr(result, "as_dict"):
+            return result.as_dict()
+        if hasattr(result, "model_dump"):
+            return result.model_dump()
+        return dict(result) if isinstance(result, dict) else {"result": result}
+
+    def delete_paper(self, paper_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
+        check_id(paper_id)
+        with self.ws.write_lock("delete"):
+            if not self.vault.has_paper(paper_id):
+                raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers`")
+            pdir = self.vault.paper_dir(paper_id)
+            self.vault.delete_paper(paper_id)
+            sha = self.vault.commit(f"delete: {paper_id} (requested over MCP)", [pdir])
+        out: dict[str, Any] = {"deleted": paper_id, "commit": sha}
+        out["index"] = self._sync_index(progress)
+        return out
+
+    def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
+        try:
+            from papervault.index.store import PaperIndex
+        except ImportError:
+            return "not updated: the index is not available; run `papervault index`"
+        with self.ws.write_lock("index", wait=30):
+            report = PaperIndex(self.ws).sync(progress=(lambda d, t: progress("index", d, t)) if progress else None)
+        return dict(report or {})

@@ -1,0 +1,81 @@
+"""`mcp`: serve the vault to agents over MCP (stdio or HTTP), and register it with Claude Code or Codex."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+
+
+def serve_options(f):
+    for opt in reversed([
+        click.option("--allow-write", is_flag=True, help="Also offer add_paper, add_repo and delete_paper."),
+        click.option("--http", "http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
+        click.option("--port", type=int, default=8765, show_default=True, help="With --http: the port."),
+        click.option("--token", envvar="PAPERVAULT_MCP_TOKEN", metavar="TOKEN",
+                     help="With --http: the bearer token clients must send (default: $PAPERVAULT_MCP_TOKEN, "
+                          "else a new one, printed)."),
+        workspace_option,
+    ]):
+        f = opt(f)
+    return f
+
+
+def _serve(workspace, allow_write, http, port, token) -> None:
+    # the MCP server is imported only here: the library and the other commands never need it
+    from mcp_server.server import build_server
+
+    ws = open_workspace(workspace)
+    server = build_server(ws, allow_write=allow_write)
+    if not http:
+        server.run("stdio")
+        return
+    from mcp_server.http import eprint, new_token, serve_http
+
+    generated = not token
+    token = token or new_token()
+    # stdout stays clean for scripts; the address and a generated token go to stderr
+    def announce(url: str) -> None:
+        eprint(f"papervault MCP server for {ws.root} at {url}" + (" (write tools on)" if allow_write else ""))
+        if generated:
+            eprint(f"bearer token: {token}")
+
+    serve_http(server, token=token, port=port, announce=announce)
+
+
+@click.group(invoke_without_command=True)
+@serve_options
+@click.pass_context
+def mcp(ctx, workspace, allow_write, http, port, token):
+    """Serve the vault to agents over MCP (stdio by default; `mcp install` registers it with a client)."""
+    if ctx.invoked_subcommand is None:
+        _serve(workspace, allow_write, http, port, token)
+
+
+@mcp.command()
+@serve_options
+def serve(workspace, allow_write, http, port, token):
+    """Run the MCP server: search, read and browse the vault; writes only with --allow-write."""
+    _serve(workspace, allow_write, http, port, token)
+
+
+@mcp.command()
+@click.argument("client", type=click.Choice(["claude-code", "codex"]))
+@click.option("--allow-write", is_flag=True, help="Register the server with its write tools.")
+@workspace_option
+@json_option
+def install(client, allow_write, workspace, as_json):
+    """Register this workspace's server with Claude Code (.mcp.json) or Codex (~/.codex/config.toml)."""
+    from mcp_server.install import install as run_install
+
+    ws = open_workspace(workspace)
+    result = run_install(client, ws, allow_write=allow_write)
+    if as_json:
+        emit_json(result)
+        return
+    verb = "Updated" if result["replaced"] else "Added"
+    click.echo(f"{verb} MCP server '{result['name']}' in {result['path']}")
+    if client == "claude-code":
+        click.echo("Claude Code loads it when started in the workspace folder (approve it when asked).")
+    else:
+        click.echo("Codex loads it on its next start.")

@@ -1,0 +1,74 @@
+"""Helpers for the MCP tests: an indexed workspace built once per session from real corpus PDFs, server launch
+parameters, and free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAPERS = {
+    # id: corpus file (paxos has five extracted figures; harvest is short)
+    "vanrenesse2015paxos": "distributed_systems_paxos-made-moderately-complex.pdf",
+    "fox1999harvest": "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
+}
+
+
+def build_workspace(root: Path, corpus: Path) -> Path:
+    """Parse the PAPERS with the project's parser, write them through the Vault, commit, index. Idempotent."""
+    from papervault.index.store import PaperIndex
+    from papervault.models import PaperMeta
+    from papervault.parse.pdf import parse_pdf
+    from papervault.workspace import Workspace
+
+    done = root / ".built"
+    if done.exists():
+        return root
+    ws, _ = Workspace.init(root)
+    years = {"vanrenesse2015paxos": 2015, "fox1999harvest": 1999}
+    for pid, name in PAPERS.items():
+        parsed = parse_pdf(corpus / name)
+        ws.vault.write_fulltext(pid, parsed)
+        meta = PaperMeta(id=pid, title=parsed.title or pid, authors=parsed.authors, year=years[pid],
+                         abstract=parsed.abstract or None, pages=parsed.pages, sha256=parsed.sha256,
+                         parser=parsed.parser, tags=["distributed-systems"], sources=[str(corpus / name)],
+                         venue="ACM Computing Surveys" if pid.endswith("paxos") else "HotOS")
+        ws.vault.write_note(meta, f"# {meta.title}\n\n## Summary\n\n{(parsed.abstract or meta.title)[:800]}\n")
+    ws.vault.commit("add: test papers")
+    PaperIndex(ws).sync()
+    done.write_text("ok")
+    return root
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment a server subprocess needs: the local model, offline, and the test's HOME."""
+    env = {k: os.environ[k] for k in ("PAPERVAULT_EMBED_MODEL", "PAPERVAULT_EMBED_MODEL_PATH", "HF_HUB_OFFLINE",
+                                      "HOME", "PATH", "DO_NOT_TRACK") if k in os.environ}
+    env.update(extra)
+    return env
+
+
+def papervault_cmd() -> list[str]:
+    return [sys.executable, "-m", "papervault"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc=None, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout} s")
