@@ -161,8 +161,8 @@ def _metrics(doc: PaperDoc) -> list[str]:
 def _baselines(doc: PaperDoc, own_text: str = "") -> list[str]:
     """Systems the paper compares against; names from its own title or method sentence are its own, not baselines."""
     found: Counter[str] = Counter()
-    pat = re.compile(r"\b(?:compared? (?:to|with|against)|outperforms?|versus|vs\.|baselines?(?: such as| including|:)?|"
-                     r"than)\s+((?:[A-Z][\w.+-]*[A-Za-z0-9+])(?:[ -][A-Z0-9][\w.+-]*){0,2})")
+    pat = re.compile(r"\b(?i:compared (?:to|with|against)|against|outperforms?|versus|vs\.|than|over|"
+                     r"baselines?(?: such as| including|:)?)\s+((?:[A-Z][\w.+-]*[A-Za-z0-9+])(?:[ -][A-Z0-9][\w.+-]*){0,2})")
     own = set(re.findall(r"[A-Z][\w+-]+", own_text))
     for m in pat.finditer(doc.text):
         name = m.group(1).strip()
@@ -212,12 +212,15 @@ def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
 
 
 def _main_figures(doc: PaperDoc, limit: int = 4) -> list[dict[str, Any]]:
-    """The figures the text refers to most, in paper order, captions quoted."""
+    """The figures the text refers to most (then the first ones), in paper order, captions quoted."""
     numbered = [f for f in doc.figures if f.number]
     refs = Counter()
     for f in numbered:
         refs[f.number] = len(re.findall(r"\b(?:Figure|Fig\.?)\s*" + re.escape(f.number) + r"\b", doc.text))
-    chosen = sorted(numbered, key=lambda f: -refs[f.number])[:limit]
+    # the figures the text discusses, at least two when the paper has them: not every figure is a main one
+    cited = [f for f in numbered if refs[f.number]]
+    want = min(limit, max(2, len(cited)))
+    chosen = sorted(numbered, key=lambda f: -refs[f.number])[:want]
     chosen = [f for f in numbered if f in chosen]
     seen, out = set(), []
     for f in chosen:
