@@ -67,6 +67,14 @@ def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: P
     return paper
 
 
+def _init_worker() -> None:
+    """Keep PyMuPDF from loading its optional ONNX layout model (seconds per process, never used here)."""
+    import sys
+
+    if "pymupdf" not in sys.modules:
+        sys.modules.setdefault("pymupdf.layout", None)  # `import pymupdf.layout` then fails fast; PyMuPDF allows that
+
+
 def _worker(path: str, settings_dict: dict, cache_dir: str | None):
     # Exceptions cross the process boundary as plain tuples: ParseError's constructor does not match its
     # `args`, so pickling it back would fail and look like a crashed worker.
@@ -129,7 +137,7 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
         solo = not queue
         batch = [suspects.pop(0)] if solo else queue
         width = 1 if solo else min(workers, len(queue))
-        pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx, initializer=_init_worker)
         running: dict = {}
         broken = False
         try:

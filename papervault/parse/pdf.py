@@ -1,33 +1,415 @@
-"""parse_pdf: one PDF file in, one `ParsedPaper` (paper.md body plus structure) out."""
+"""parse_pdf: one PDF file in, one `ParsedPaper` (the paper.md body plus its structure) out."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pymupdf
+
 from papervault.config import ParseSettings
-from papervault.models import ParsedPaper, page_anchor
+from papervault.models import Figure, Heading, ParsedPaper, Reference, Table, page_anchor
+from papervault.parse import equations, figures, tables
+from papervault.parse.captions import caption_of
 from papervault.parse.document import file_sha256, open_pdf
+from papervault.parse.layout import Block, Line, extract_lines, find_running_lines, group_blocks, inside, reading_order
+from papervault.parse.metadata import pdf_metadata
+from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_references
+from papervault.parse.structure import KNOWN_SECTIONS, assign_levels, body_size, heading_candidate, parse_authors
+from papervault.parse.text import garbage_score, hyphenated_words, join_lines
 from papervault.parse.version import PARSER
+
+GARBAGE_THRESHOLD = 0.5
 
 
 def parse_pdf(path: Path, settings: ParseSettings | None = None, *, password: str | None = None) -> ParsedPaper:
-    """Parse the PDF at `path`; raises `ParseError` when the file cannot be read at all."""
+    """Parse the PDF at `path`; raises `ParseError` when the file cannot be read at all.
+
+    Problems that leave the rest readable (a page that fails, OCR off for a scan) become `warnings`.
+    """
     settings = settings or ParseSettings()
     path = Path(path)
     doc = open_pdf(path, password=password, max_pages=settings.max_pages)
     try:
-        parts: list[str] = []
-        meta = doc.metadata or {}
-        title = (meta.get("title") or "").strip()
-        for pno, page in enumerate(doc, start=1):
-            parts.append(page_anchor(pno))
-            for block in page.get_text("blocks", sort=True):
-                if block[6] == 0 and block[4].strip():
-                    parts.append(" ".join(block[4].split()))
-        if not title and len(parts) > 1:
-            title = parts[1][:200]
-        markdown = f"# {title}\n\n" + "\n\n".join(parts) + "\n"
-        return ParsedPaper(markdown=markdown, pages=doc.page_count, title=title,
-                           parser=PARSER, sha256=file_sha256(path))
+        paper = _parse(doc, settings)
     finally:
         doc.close()
+    paper.sha256 = file_sha256(path)
+    paper.parser = PARSER
+    return paper
+
+
+def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
+    warnings: list[str] = []
+    if getattr(doc, "is_repaired", False):
+        warnings.append("the PDF was damaged and repaired while opening; some pages may be missing or empty")
+    n = doc.page_count
+    page_lines: list[list[Line]] = []
+    rotated: list[str] = []
+    ocr_pages: list[int] = []
+    sizes: list[tuple[float, float]] = []
+    for pno in range(1, n + 1):
+        try:
+            page = doc[pno - 1]
+            sizes.append((page.rect.width, page.rect.height))
+            lines, rot = extract_lines(page)
+        except Exception as exc:
+            warnings.append(f"page {pno}: could not be read ({type(exc).__name__}); left empty")
+            page_lines.append([])
+            if len(sizes) < pno:
+                sizes.append((612.0, 792.0))
+            continue
+        rotated.extend(ln.text for ln in rot)
+        if _needs_ocr(page, lines):
+            if settings.ocr:
+                try:
+                    from papervault.parse.ocr import ocr_page
+
+                    lines = ocr_page(page, settings.ocr_dpi)
+                    ocr_pages.append(pno)
+                except Exception as exc:
+                    warnings.append(f"page {pno}: OCR failed ({type(exc).__name__}: {str(exc)[:80]})")
+            else:
+                warnings.append(f"page {pno}: no usable text layer and OCR is off ([parse] ocr = false)")
+        page_lines.append(lines)
+
+    drop = find_running_lines(page_lines, [h for _, h in sizes])
+    hyph = hyphenated_words([ln.text for lines in page_lines for ln in lines])
+    pages: list[list[Block]] = []
+    for pi, lines in enumerate(page_lines):
+        kept = [ln for li, ln in enumerate(lines) if (pi, li) not in drop]
+        blocks = group_blocks(kept, pi + 1)
+        for b in blocks:
+            b.text = join_lines([ln.text for ln in b.lines], hyph)
+        pages.append(blocks)
+    body = body_size([b for bl in pages for b in bl])
+
+    figs: list[Figure] = []
+    tabs: list[Table] = []
+    used_names: set[str] = set()
+    for pi, blocks in enumerate(pages):
+        if not blocks:
+            continue
+        try:
+            pages[pi] = _page_objects(doc[pi], pi + 1, blocks, body, figs, tabs, used_names, warnings,
+                                      scanned=(pi + 1) in ocr_pages)
+        except Exception as exc:  # one page's figures must not cost the paper its text
+            warnings.append(f"page {pi + 1}: figures/tables skipped ({type(exc).__name__}: {str(exc)[:80]})")
+            pages[pi] = reading_order(blocks, sizes[pi][0])
+
+    meta = pdf_metadata(doc, pages, rotated)
+    title_blocks = _title_blocks(pages[0] if pages else [], body, sizes[0][1] if sizes else 792)
+    title = " ".join(b.text for b in title_blocks).strip() or meta.get("title") or ""
+    for b in title_blocks:
+        b.kind = "title"
+
+    heads = []
+    for blocks in pages:
+        for b in blocks:
+            hc = heading_candidate(b, body)
+            if hc:
+                heads.append((b, *hc))
+    heads = _drop_front_matter(heads, title_blocks)
+    assign_levels(heads)
+    for b, num, ttl in heads:
+        b.kind, b.number, b.data["title"] = "heading", num, ttl
+
+    authors = _authors(pages[0] if pages else [], title_blocks)
+    abstract = _abstract(pages)
+    refs, ref_blocks = _references(pages)
+    for b in ref_blocks:
+        b.kind = "reference"
+
+    md = _markdown(title, pages, refs, figs, tabs)
+    headings = [Heading(title=b.data["title"], level=b.level, page=b.page, number=b.number)
+                for blocks in pages for b in blocks if b.kind == "heading"]
+    return ParsedPaper(markdown=md, pages=n, title=_clip(title, 300), authors=authors or meta.get("authors", []),
+                       year=meta.get("year"), abstract=abstract, doi=meta.get("doi"), arxiv=meta.get("arxiv"),
+                       keywords=meta.get("keywords", []), headings=headings, figures=figs, tables=tabs,
+                       references=refs, ocr_pages=ocr_pages, warnings=warnings)
+
+
+def _drop_front_matter(heads, title_blocks):
+    """Author names and affiliations under the title are often bold or large: they are not sections.
+
+    On page 1, a heading candidate above the first real section (numbered, or a known name such as
+    Abstract) is dropped."""
+    if not title_blocks:
+        return heads
+    first = [b for b, num, t in heads if b.page == 1 and (num or t.lower() in KNOWN_SECTIONS)]
+    if not first:
+        return heads
+    limit = min(b.bbox[1] for b in first)
+    return [(b, num, t) for b, num, t in heads
+            if not (b.page == 1 and b.bbox[1] < limit and not num and t.lower() not in KNOWN_SECTIONS)]
+
+
+def _needs_ocr(page: pymupdf.Page, lines: list[Line]) -> bool:
+    """A page needs OCR when it has (almost) no text but carries a picture, or when its text is garbage."""
+    chars = sum(len(ln.text) for ln in lines)
+    if chars < 40:
+        try:
+            imgs = page.get_image_info()
+        except Exception:
+            return False
+        area = page.rect.width * page.rect.height
+        covered = sum(max(0.0, (i["bbox"][2] - i["bbox"][0]) * (i["bbox"][3] - i["bbox"][1])) for i in imgs)
+        return covered > 0.3 * area
+    return garbage_score([ln.text for ln in lines]) >= GARBAGE_THRESHOLD
+
+
+def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, scanned=False) -> list[Block]:
+    """Captions, figures, tables, equations and code on one page; returns its blocks in reading order."""
+    width = page.rect.width
+    text_left = min(b.bbox[0] for b in blocks)
+    text_right = max(b.bbox[2] for b in blocks)
+    captions = []
+    for b in blocks:
+        cap = caption_of(b)
+        if cap:
+            b.kind = cap[0] + "_caption"
+            b.number, b.data["caption"] = cap[1], cap[2]
+            captions.append(b)
+    # Tables first: their ruling lines would otherwise be taken for vector figures.
+    table_rects = []
+    tcaps = [b for b in captions if b.kind == "table_caption"]
+    if tcaps:
+        found = tables.find_tables(page)
+        used: set[int] = set()
+        for cb in tcaps:
+            col = figures.column_span(cb.bbox, width, text_left, text_right)
+            i = tables.nearest_table(cb, found, col, used)
+            tab = None
+            if i is not None:
+                used.add(i)
+                tab = found[i]
+            else:
+                below = (col[0], cb.bbox[3], col[1], min(page.rect.height, cb.bbox[3] + 300))
+                alt = tables.find_tables(page, clip=below, strategy="text")
+                j = tables.nearest_table(cb, alt, col, set())
+                tab = alt[j] if j is not None else None
+            md = tables.table_text(tab) if tab is not None else ""
+            if not md:
+                warnings.append(f"page {pno}: Table {cb.number} has a caption but no grid was recognised; "
+                                f"its text is kept as paragraphs")
+                continue
+            rect = tuple(tab.bbox)
+            table_rects.append(rect)
+            cb.data["table"] = md
+            tabs.append(Table(number=cb.number, page=pno, caption=cb.data["caption"], markdown=md))
+            for b in blocks:
+                if b.kind == "text" and inside(b.bbox, rect, tol=3):
+                    b.kind = "consumed"
+    fcaps = [b for b in captions if b.kind == "figure_caption"]
+    # Drawings are only looked at when a figure caption asks for them (they are the costly part); images
+    # are looked at when the page has any, since a large uncaptioned picture is still a figure.
+    regions = [] if scanned else figures.graphic_regions(page, warnings, pno, drawings=bool(fcaps))
+    regions = [(r, k) for r, k in regions if not any(inside(r, t, tol=6) for t in table_rects)]
+    taken: list = []
+    for cb in fcaps:
+        col = figures.column_span(cb.bbox, width, text_left, text_right)
+        found = figures.figure_region(cb, regions, blocks, col)
+        if found is None:
+            # No picture next to the caption: a figure drawn with text (pseudo-code, listings). Its text
+            # stays in the Markdown; the PNG is a crop of the column above the caption.
+            rect = _text_figure_rect(cb, blocks, col)
+            kind = "page" if rect is None else "vector"
+            rect = rect or tuple(page.rect)
+        else:
+            rect, kind = found
+            for b in figures.blocks_inside(rect, blocks):
+                b.kind = "consumed"
+        taken.append(rect)
+        name = _unique(f"fig-{_slug(cb.number)}", used_names)
+        try:
+            png = figures.crop_png(page, rect, dpi=72 if kind == "page" else figures.CROP_DPI)
+        except Exception as exc:
+            warnings.append(f"page {pno}: Figure {cb.number} could not be rendered ({type(exc).__name__})")
+            continue
+        fig = Figure(number=cb.number, page=pno, caption=cb.data["caption"], filename=name, png=png, kind=kind,
+                     bbox=tuple(round(v, 1) for v in rect))
+        figs.append(fig)
+        cb.data["figure"] = fig
+    # Large pictures that no caption claimed are figures too (uncaptioned), embedded where they stand.
+    parea = page.rect.width * page.rect.height
+    for r, k in regions:
+        if k != "raster" or (r[2] - r[0]) * (r[3] - r[1]) < 0.04 * parea or any(inside(r, t, tol=8) for t in taken):
+            continue
+        name = _unique(f"fig-p{pno}", used_names)
+        try:
+            png = figures.crop_png(page, r)
+        except Exception:
+            continue
+        fig = Figure(number="", page=pno, caption="", filename=name, png=png, kind="raster",
+                     bbox=tuple(round(v, 1) for v in r))
+        figs.append(fig)
+        for b in figures.blocks_inside(r, blocks):
+            b.kind = "consumed"
+        blocks.append(Block(lines=[], page=pno, kind="figure", box=r, data={"figure": fig}))
+        taken.append(r)
+    for b in blocks:
+        if b.kind != "text":
+            continue
+        col = figures.column_span(b.bbox, width, text_left, text_right)
+        if equations.is_display_equation(b, body, col):
+            b.kind = "equation"
+            b.data["latex"], b.number = equations.to_latex(b)
+        elif len(b.lines) >= 2 and b.mono_share > 0.7:
+            b.kind = "code"
+    return reading_order([b for b in blocks if b.kind != "consumed"], width)
+
+
+def _text_figure_rect(cb: Block, blocks: list[Block], col) -> tuple | None:
+    """The area between the caption and the nearest long paragraph above it in its column, if it is tall."""
+    top = 0.0
+    for b in blocks:
+        if b is cb or b.bbox[3] > cb.bbox[1] + 1 or b.bbox[2] < col[0] or b.bbox[0] > col[1]:
+            continue
+        if b.kind in ("text", "heading") and len(b.text) > 200 and b.mono_share < 0.5 or b.kind.endswith("caption"):
+            top = max(top, b.bbox[3])
+    if cb.bbox[1] - top < 40 or top == 0.0:
+        return None
+    return (col[0], top + 2, col[1], cb.bbox[1] - 2)
+
+
+def _slug(number: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", number).strip("-").lower() or "x"
+
+
+def _unique(stem: str, used: set[str]) -> str:
+    name, i = f"{stem}.png", 1
+    while name in used:
+        i += 1
+        name = f"{stem}-{i}.png"
+    used.add(name)
+    return name
+
+
+def _title_blocks(blocks: list[Block], body: float, height: float) -> list[Block]:
+    """The title: the largest text in the top half of page 1 (continued by blocks of the same size below)."""
+    cands = [b for b in blocks if b.kind == "text" and b.bbox[1] < 0.5 * height and len(b.text) >= 8
+             and not b.text.lower().startswith(("arxiv", "proceedings", "appears in", "copyright", "to appear"))]
+    if not cands:
+        return []
+    top = max(cands, key=lambda b: (b.size, -b.bbox[1]))
+    if top.size < body + 1.5 and len(cands) > 1:
+        # No larger font: a memo or typewritten scan; its first block is the best guess.
+        top = min(cands, key=lambda b: b.bbox[1])
+        return [top] if len(top.text) < 200 else []
+    out = [top]
+    for b in sorted(cands, key=lambda b: b.bbox[1]):
+        if b is not top and abs(b.size - top.size) < 0.6 and 0 < b.bbox[1] - out[-1].bbox[3] < 2 * top.size:
+            out.append(b)
+    return out
+
+
+def _authors(blocks: list[Block], title_blocks: list[Block]) -> list[str]:
+    if not title_blocks:
+        return []
+    bottom = max(b.bbox[3] for b in title_blocks)
+    texts = []
+    for b in sorted(blocks, key=lambda b: b.bbox[1]):
+        if b.bbox[1] < bottom - 1 or b in title_blocks:
+            continue
+        if b.kind != "text" or b.text.lower().startswith("abstract") or len(b.text) > 400:
+            break
+        texts.append(b.text)
+        if len(texts) > 12:
+            break
+    return parse_authors(texts)
+
+
+_ABSTRACT_INLINE = re.compile(r"^\s*abstract\s*[.:\u2014\u2013-]?\s*", re.I)
+
+
+def _abstract(pages: list[list[Block]]) -> str:
+    """The abstract: the text under an "Abstract" heading, or a paragraph that starts with "Abstract"."""
+    flat = [b for bl in pages[:2] for b in bl]
+    for i, b in enumerate(flat):
+        if b.kind == "heading" and b.data.get("title", "").lower() == "abstract":
+            parts = []
+            for nb in flat[i + 1:]:
+                if nb.kind == "heading" or len(parts) >= 4:
+                    break
+                if nb.kind == "text":
+                    parts.append(nb.text)
+            return _clip("\n\n".join(parts), 3000)
+        if b.kind == "text" and _ABSTRACT_INLINE.match(b.text) and len(b.text) > 100:
+            return _clip(_ABSTRACT_INLINE.sub("", b.text, count=1), 3000)
+    return ""
+
+
+def _references(pages: list[list[Block]]) -> tuple[list[Reference], list[Block]]:
+    """The entries under the last "References" heading, up to the next top-level heading (an appendix)."""
+    flat = [b for bl in pages for b in bl]
+    start = None
+    for i, b in enumerate(flat):
+        if b.kind in ("heading", "text") and REFERENCES_HEADING.match(b.text.strip()):
+            start = i
+    if start is None:
+        return [], []
+    flat[start].kind, flat[start].level = "heading", 1
+    flat[start].data["title"], flat[start].number = "References", ""
+    body: list[Block] = []
+    for b in flat[start + 1:]:
+        if b.kind == "heading" and b.level <= 1 and (b.number[:1].isalpha() or "appendix" in b.text.lower()):
+            break
+        if b.kind in ("text", "heading", "code", "equation"):
+            body.append(b)
+    raws = split_references([ln for b in body for ln in b.lines])
+    return [parse_reference(r) for r in raws], body
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def _alt(text: str) -> str:
+    return " ".join(text.split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def _para(text: str) -> str:
+    # A paragraph that starts like Markdown syntax (a heading, a list, a quote) must stay a paragraph.
+    if re.match(r"^(#|>|[-+*]\s|\d+[.)]\s|={3,}|-{3,})", text):
+        text = "\\" + text
+    return text
+
+
+def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs, tabs) -> str:
+    out: list[str] = [f"# {_alt(title) if title else 'Untitled'}"]
+    refs_written = False
+    for pno, blocks in enumerate(pages, start=1):
+        out.append(page_anchor(pno))
+        for b in blocks:
+            k = b.kind
+            if k == "title":
+                continue
+            if k == "heading":
+                hashes = "#" * min(6, b.level + 1)
+                label = f"{b.number} {b.data['title']}" if b.number else b.data["title"]
+                out.append(f"{hashes} {label}")
+                if b.data["title"] == "References" and refs and not refs_written:
+                    out.append("\n".join(f"- {' '.join(r.raw.split())}" for r in refs))
+                    refs_written = True
+            elif k == "reference":
+                continue
+            elif k == "figure_caption" and "figure" in b.data:
+                f = b.data["figure"]
+                out.append(f"![Figure {f.number}: {_alt(f.caption)}](figures/{f.filename})")
+            elif k == "figure":
+                f = b.data["figure"]
+                out.append(f"![Figure](figures/{f.filename})")
+            elif k == "table_caption":
+                label = f"Table {b.number}: {b.data['caption']}".strip()
+                out.append(_para(" ".join(label.split())))
+                if "table" in b.data:
+                    out.append(b.data["table"])
+            elif k == "equation":
+                tag = f" \\tag{{{b.number}}}" if b.number else ""
+                out.append(f"$$\n{b.data['latex']}{tag}\n$$")
+            elif k == "code":
+                body = "\n".join(ln.text for ln in b.lines).replace("```", "`\u200b``")
+                out.append(f"```\n{body}\n```")
+            elif b.text:
+                out.append(_para(b.text))
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,104 @@
+"""Text clean-up: ligatures, spacing accents, de-hyphenation, and detecting text layers that are garbage."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
+             "\ufb06": "st", "\u2010": "-", "\u2011": "-", "\u00ad": "", "\u200b": "", "\ufeff": ""}
+# LaTeX's non-combining accents that pdfTeX emits before (or after) the letter: "L´eon" -> "Léon".
+SPACING_ACCENTS = {"\u00b4": "\u0301", "`": "\u0300", "\u00a8": "\u0308", "\u02c6": "\u0302", "\u02dc": "\u0303",
+                   "\u02c7": "\u030c", "\u00b8": "\u0327", "\u02da": "\u030a"}
+_ACCENT_RE = re.compile("([" + "".join(k for k in SPACING_ACCENTS if k != "`") + "])\\s?([A-Za-z])")
+_LIG_RE = re.compile("|".join(LIGATURES))
+
+
+def clean(text: str) -> str:
+    """Expand ligatures, fold spacing accents into letters, drop soft hyphens and zero-width characters."""
+    if not text:
+        return text
+    text = _LIG_RE.sub(lambda m: LIGATURES[m.group(0)], text)
+    if any(a in text for a in SPACING_ACCENTS if a != "`"):
+        text = _ACCENT_RE.sub(lambda m: unicodedata.normalize("NFC", m.group(2) + SPACING_ACCENTS[m.group(1)]), text)
+    return text.replace("\u00a0", " ")
+
+
+_HYPHEN_END = re.compile(r"(\w)[-\u2010]$")
+_WORD_START = re.compile(r"^[a-z]")
+
+
+def join_lines(lines: list[str], hyphenated: set[str] | None = None) -> str:
+    """Join the lines of a paragraph, removing line-break hyphens ("infor-" + "mation" -> "information").
+
+    A hyphen is kept when the joined word appears hyphenated elsewhere in the document (`hyphenated`, lower
+    case), so "state-of-the-" + "art" stays "state-of-the-art"; it is also kept before a capital or digit.
+    """
+    out = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+            continue
+        if _HYPHEN_END.search(out) and _WORD_START.match(line):
+            head = out.rsplit(None, 1)[-1][:-1]
+            tail = re.match(r"[\w-]+", line).group(0)
+            if hyphenated and f"{head}-{tail}".lower().strip(".,;:()[]") in hyphenated:
+                out = out + line
+            else:
+                out = out[:-1] + line
+        else:
+            out = out + " " + line
+    return re.sub(r"[ \t]{2,}", " ", out)
+
+
+_HYPHEN_WORD = re.compile(r"\b[A-Za-z]+(?:-[A-Za-z]+)+\b")
+
+
+def hyphenated_words(texts: list[str]) -> set[str]:
+    """Words written with a hyphen inside a line somewhere in the document (evidence the hyphen is real)."""
+    found: set[str] = set()
+    for t in texts:
+        for m in _HYPHEN_WORD.finditer(t):
+            if not m.group(0).endswith("-"):
+                found.add(m.group(0).lower())
+    return found
+
+
+def garbage_score(texts: list[str]) -> float:
+    """How broken a page's text layer looks, 0 (fine) to 1 (unreadable).
+
+    Counts the tell-tales of a font without a Unicode map (U+FFFD, private-use or control characters, runs of
+    symbols), one glyph per line, and letters spaced out ("T h i s  i s").
+    """
+    chars = sum(len(t) for t in texts)
+    if chars == 0:
+        return 1.0
+    bad = 0
+    for t in texts:
+        for ch in t:
+            cat = unicodedata.category(ch)
+            if ch == "\ufffd" or cat in ("Co", "Cc", "Cn") and ch not in "\t\n":
+                bad += 1
+    bad_ratio = bad / chars
+    words = [w for t in texts for w in t.split()]
+    if not words:
+        return 1.0
+    single = sum(1 for w in words if len(w) == 1 and w.isalpha() and w not in ("a", "A", "I"))
+    single_ratio = single / len(words)
+    short_lines = sum(1 for t in texts if len(t.strip()) <= 2)
+    short_line_ratio = short_lines / max(1, len(texts))
+    # Letters that never form words: few vowels among letters is typical of shifted or remapped glyphs.
+    letters = [c for t in texts for c in t if c.isalpha() and c.isascii()]
+    vowel_ratio = sum(1 for c in letters if c.lower() in "aeiouy") / max(1, len(letters))
+    vowel_bad = 1.0 if len(letters) > 200 and not (0.22 <= vowel_ratio <= 0.55) else 0.0
+    return max(min(1.0, bad_ratio * 4), min(1.0, (single_ratio - 0.15) * 2.5) if single_ratio > 0.15 else 0.0,
+               min(1.0, (short_line_ratio - 0.5) * 2) if short_line_ratio > 0.5 and len(texts) > 20 else 0.0,
+               vowel_bad)
+
+
+def norm_key(text: str) -> str:
+    """A key for repeated running headers and footers: digits and case do not matter."""
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.strip().lower()))
