@@ -1,0 +1,294 @@
+"""The static site: generated pages, citations, offline assets, Chinese search, and a real browser on top."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from papervault.site.citations import cited_keys, render_citations
+from papervault.site.stage import anchor, md_escape, plan_site, read_vault
+from support_site import (ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, HARVEST, StaticServer, make_vault)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus_dir):
+    """One vault (with a real corpus paper) built once for the whole module."""
+    from papervault.site.build import build_site
+
+    ws = make_vault(tmp_path_factory.mktemp("site") / "ws", real_pdf=corpus_dir / HARVEST)
+    result = build_site(ws)
+    return ws, result
+
+
+def html(ws, rel: str) -> str:
+    return (ws.site_dir / rel).read_text(encoding="utf-8")
+
+
+# --- citations (pure) ----------------------------------------------------------------------------------
+
+def test_citations_render_as_links_with_page_locators():
+    known = {"lamport2001paxos": "Lamport 2001", "fox1999harvest": "Fox and Brewer 1999"}
+    text = ("Quorums intersect [@lamport2001paxos, p. 4]. Both [@lamport2001paxos; @fox1999harvest]. "
+            "Unknown [@nobody1900none]. Mail me at a@lamport2001paxos.org. `[@lamport2001paxos]` in code. "
+            "@fox1999harvest argue so.")
+    out, report = render_citations(text, known.get, lambda k, p: f"papers/{k}/" + (f"paper.md#page-{p}" if p else "note.md"))
+    assert "([Lamport 2001](papers/lamport2001paxos/note.md), [p. 4](papers/lamport2001paxos/paper.md#page-4))" in out
+    assert "([Lamport 2001](papers/lamport2001paxos/note.md); [Fox and Brewer 1999](papers/fox1999harvest/note.md))" in out
+    assert 'class="pv-cite-missing"' in out and "@nobody1900none" in out
+    assert "a@lamport2001paxos.org" in out and "`[@lamport2001paxos]`" in out
+    assert "[Fox and Brewer](papers/fox1999harvest/note.md) (1999) argue so" in out
+    assert report.cited == ["lamport2001paxos", "fox1999harvest"] and report.missing == ["nobody1900none"]
+    assert cited_keys("[see @a, pp. 3-4; -@b] and [a link](x.md) and [@a]") == ["a", "b"]
+
+
+def test_markdown_escaping_and_anchors_keep_titles_and_chinese():
+    assert md_escape("A [draft] *of* <T>") == r"A \[draft\] \*of\* \<T\>"
+    assert anchor("注意力", "tag") == "tag-注意力"
+    assert anchor("Deep Learning", "tag") == "tag-deep-learning"
+    assert anchor("!!!", "venue").startswith("venue-") and len(anchor("!!!", "venue")) > 6
+
+
+def test_plan_generates_every_page_without_touching_disk(tmp_path):
+    ws = make_vault(tmp_path / "ws")
+    plan = plan_site(read_vault(ws.vault_dir), site_name="Lab vault")
+    assert {"index.md", "papers/index.md", "papers/venues.md", "tags.md", "surveys/index.md", "code/index.md",
+            "papers/lamport2001paxos/note.md", "papers/lamport2001paxos/paper.md",
+            "papers/chen2020attention/note.md", "surveys/consensus-attention/survey.md",
+            "surveys/consensus-attention/outline.md", "code/paxos-impl.md", "ideas.md", "about.md"} <= set(plan.pages)
+    note = plan.pages["papers/lamport2001paxos/note.md"]
+    # a metadata card, the note without its duplicated H1, the figure with its page, back-links
+    assert "**Links:** [Full text](paper.md) · [DOI 10.1145/568425.568433](https://doi.org/10.1145/568425.568433)" in note
+    assert "[code: paxos-impl](../../code/paxos-impl.md)" in note
+    assert note.count("# Paxos Made Simple") == 1
+    assert "![Figure 1: Message flow between proposers and acceptors](figures/fig-1.png)" in note
+    assert "[p. 1](paper.md#page-1)" in note
+    assert "Survey: [Consensus and attention: a survey](../../surveys/consensus-attention/survey.md)" in note
+    assert "[注意力机制综述](../chen2020attention/note.md)" in note          # cited by another paper's note
+    assert "template:" not in note.split("---")[1]                       # note frontmatter never reaches mkdocs
+    survey = plan.pages["surveys/consensus-attention/survey.md"]
+    assert "[p. 2](../../papers/lamport2001paxos/paper.md#page-2)" in survey
+    assert "## References {#references}" in survey and "Not in the vault: `@fox1999harvest`, `@nobody1900none`" in survey
+    assert any("@nobody1900none" in w for w in plan.warnings)
+    assert "[Lab vault]" not in plan.pages["index.md"] and "# Lab vault" in plan.pages["index.md"]
+    assert "**2** papers" in plan.pages["index.md"]
+    assert "## 注意力 {#tag-注意力}" in plan.pages["tags.md"]
+    # generated navigation: indexes and surveys, not one entry per paper
+    assert {"Home": "index.md"} in plan.nav
+    assert not any("papers/lamport2001paxos" in json.dumps(n) for n in plan.nav)
+    assert {"Notes": [{"Vault": "about.md"}, {"My reading ideas": "ideas.md"}]} in plan.nav
+
+
+# --- the built site ------------------------------------------------------------------------------------
+
+def test_build_writes_a_page_per_paper_and_survey_and_leaves_the_vault_clean(built):
+    ws, result = built
+    assert result["papers"] == 3 and result["surveys"] == 1 and result["site_dir"] == str(ws.site_dir)
+    for rel in ("index.html", "papers/lamport2001paxos/note/index.html", "papers/lamport2001paxos/paper/index.html",
+                "papers/fox1999harvest/note/index.html", "papers/fox1999harvest/paper/index.html",
+                "papers/fox1999harvest/paper.pdf", "papers/lamport2001paxos/figures/fig-1.png",
+                "surveys/consensus-attention/survey/index.html", "surveys/consensus-attention/references.bib",
+                "code/paxos-impl/index.html", "ideas/index.html", "tags/index.html", "search/search_index.json"):
+        assert (ws.site_dir / rel).is_file(), rel
+    assert ws.vault.is_clean()                       # nothing generated lands in the user's repository
+    assert not list(ws.vault_dir.rglob("index.md"))
+    assert any("@nobody1900none" in w for w in result["warnings"])
+
+
+def test_real_paper_full_text_keeps_page_anchors(built):
+    ws, _ = built
+    page = html(ws, "papers/fox1999harvest/paper/index.html")
+    assert 'id="page-1"' in page and 'id="page-5"' in page
+    assert "Harvest, Yield, and Scalable Tolerant Systems" in page
+    assert '<a href="paper.pdf">PDF</a>' in html(ws, "papers/fox1999harvest/note/index.html").replace("../", "")
+
+
+def test_site_loads_nothing_from_outside(built):
+    """No CDN, no web fonts: every script, stylesheet, image and font comes from the site itself."""
+    ws, _ = built
+    external = re.compile(r"""(?:src|srcset)\s*=\s*["']\s*(?:https?:)?//|<link[^>]+href\s*=\s*["']\s*(?:https?:)?//""", re.I)
+    pages = list(ws.site_dir.rglob("*.html"))
+    assert len(pages) >= 12
+    for p in pages:
+        assert not external.findall(p.read_text(encoding="utf-8")), p
+    for css in ws.site_dir.rglob("*.css"):
+        assert not re.search(r"url\(\s*['\"]?(?:https?:)?//|@import\s+['\"]?(?:url\()?\s*['\"]?https?:", css.read_text(encoding="utf-8")), css
+    home = html(ws, "index.html")
+    assert "fonts.googleapis" not in home and "fonts.gstatic" not in home
+    assert (ws.site_dir / "assets/mathjax/tex-chtml.js").is_file()
+    assert list((ws.site_dir / "assets/mathjax/output/chtml/fonts/woff-v2").glob("*.woff"))
+
+
+def test_math_is_marked_for_mathjax(built):
+    ws, _ = built
+    page = html(ws, "papers/lamport2001paxos/paper/index.html")
+    assert '<div class="arithmatex">\\[\\sum_{i=1}^{n} q_i &gt; \\frac{n}{2}\\]</div>' in page
+    assert 'src="../../../assets/mathjax/tex-chtml.js"' in page
+
+
+def test_search_index_segments_chinese(built):
+    """jieba cuts Chinese into words at build time (zero-width spaces), so a Chinese word is a search term."""
+    ws, _ = built
+    index = json.loads((ws.site_dir / "search/search_index.json").read_text(encoding="utf-8"))
+    sep = re.compile(index["config"]["separator"])
+    docs = [d for d in index["docs"] if d["location"].startswith("papers/chen2020attention/note/")]
+    tokens = {t for d in docs for t in sep.split(d["text"] + " " + d["title"]) if t}
+    assert "注意力" in tokens and "机制" in tokens
+    assert any("quorumology" in d["text"] for d in index["docs"] if "lamport2001paxos/note" in d["location"])
+
+
+def test_cli_build_json_and_strict(built, tmp_path):
+    ws, _ = built
+    from papervault.cli import main
+
+    out = subprocess.run([sys.executable, "-m", "papervault", "site", "build", "--workspace", str(ws.root), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["papers"] == 3 and data["pages"] >= 15 and data["seconds"] > 0
+    # --strict turns a broken link into a one-line error, without a traceback
+    broken = tmp_path / "ws2"
+    ws2 = make_vault(broken)
+    (ws2.vault_dir / "ideas.md").write_text("# Ideas\n\n[gone](papers/nobody/note.md)\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "papervault", "site", "build", "--strict", "-w", str(broken)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: site build failed in strict mode") and "Traceback" not in out.stderr
+    assert "build without --strict" in out.stderr
+    assert callable(main)
+
+
+# --- live preview --------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read().decode("utf-8")
+
+
+def test_serve_previews_and_rebuilds_when_the_vault_changes(tmp_path):
+    ws = make_vault(tmp_path / "ws")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "papervault", "site", "serve", "--port", str(port), "-w", str(ws.root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/ideas/"
+    try:
+        deadline = time.monotonic() + 90
+        page = ""
+        while time.monotonic() < deadline:
+            try:
+                page = _get(url)
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert "My reading ideas" in page
+        (ws.vault_dir / "ideas.md").write_text("# Revised ideas\n\nCompare Byzantine quorums.\n", encoding="utf-8")
+        while time.monotonic() < deadline:
+            page = _get(url)
+            if "Revised ideas" in page:
+                break
+            time.sleep(0.5)
+        assert "Revised ideas" in page
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# --- in a real browser ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh "
+                    "(apt-get update && apt-get install -y chromium)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    profile = tmp_path_factory.mktemp("chromium-profile")   # a fresh --user-data-dir
+    with playwright.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900}, service_workers="block")
+        yield context
+        context.close()
+
+
+def test_browser_search_follow_figure_math_and_citation(built, browser):
+    ws, _ = built
+    ARTIFACTS.mkdir(exist_ok=True)
+    with StaticServer(ws.site_dir) as server:
+        requests: list[str] = []
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        failed: list[str] = []
+        page.on("requestfailed", lambda r: failed.append(r.url))
+
+        page.goto(server.url)
+        assert "papervault" in page.title()
+        assert page.locator("text=Paxos Made Simple").first.is_visible()
+        page.screenshot(path=str(ARTIFACTS / "site-home.png"), full_page=True)
+
+        # search a word that only this paper's note has, then follow the first result
+        # typed key by key: Material's search listens to keyboard events, not to a programmatic fill
+        page.locator("input.md-search__input").click()
+        page.keyboard.type("quorumology")
+        first = page.locator(".md-search-result__item a").first
+        first.wait_for(timeout=20000)
+        first.click()
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note/"), timeout=20000)
+        assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
+
+        # the figure is served and decodes (naturalWidth > 0)
+        img = page.locator(".pv-figure img").first
+        img.scroll_into_view_if_needed()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle(), timeout=10000)
+        assert img.evaluate("img => img.naturalWidth") == 160
+
+        # MathJax, served by the site itself, typesets the note's inline formula
+        page.wait_for_selector("mjx-container", timeout=20000)
+        page.screenshot(path=str(ARTIFACTS / "site-paper.png"), full_page=True)
+
+        # a page link of the note jumps to the anchor of that page in the full text
+        page.locator("a[href='../paper/#page-2']").first.click()
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper/#page-2$"))
+        assert page.locator("#page-2").count() == 1
+
+        # a survey's citation leads to the cited paper's page
+        page.goto(server.url + "surveys/consensus-attention/survey/")
+        page.locator("article a", has_text="Lamport 2001").first.click()
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note/$"))
+        assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
+        page.goto(server.url + "surveys/consensus-attention/survey/")
+        page.locator("article a", has_text="p. 2").first.click()
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper/#page-2$"))
+
+        # a Chinese word finds the Chinese paper
+        page.goto(server.url)
+        page.locator("input.md-search__input").click()
+        page.keyboard.type("注意力")
+        page.keyboard.press("End")
+        first = page.locator(".md-search-result__item a").first
+        first.wait_for(timeout=20000)
+        page.screenshot(path=str(ARTIFACTS / "site-search-chinese.png"))
+        first.click()
+        page.wait_for_url(re.compile(r"/papers/chen2020attention/"))
+
+        # everything the browser asked for came from the site itself
+        outside = [u for u in requests if not u.startswith(server.url) and not u.startswith("data:")]
+        assert outside == [] and failed == []
+        page.close()
