@@ -1,0 +1,352 @@
+"""Dedup before anything is stored: one paper once, whichever sources it arrives from.
+
+A record matches a known paper by arXiv id (without version), then normalised DOI, then exact normalised title,
+then a near-duplicate title (typos, OCR slips, hyphenation, British spelling) whose similarity reaches
+`TITLE_THRESHOLD`. The threshold was measured on labelled title pairs (`python bench/import_bench.py --titles`,
+see docs/sources.md): hard negatives (Paxos Made Simple / Live, Part I / II, "is not") stay apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable
+from urllib.parse import unquote
+
+from papervault.ids import SKIP_WORDS, fold, last_name, make_key, normalize_title, sanitize_key, unique_key
+from papervault.models import PaperMeta, SourceRecord
+
+# Measured on bench/title_pairs.tsv (python bench/import_bench.py --titles): every spelling, typo, OCR and
+# hyphenation variant scores 1.0; the closest pair of different papers ("Dynamo ..." / "Dynamo ... Revisited")
+# scores 0.93. 0.95 lets a long title (20+ content words) keep one garbled word and nothing more.
+TITLE_THRESHOLD = 0.95
+
+# --- identifiers ---------------------------------------------------------------------------------
+
+_DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/|(?:dx\.)?doi\.org/)", re.I)
+_DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
+_ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(?:v\d+)?$")
+_ARXIV_OLD = re.compile(r"^([a-z][a-z\-]*)(?:\.[A-Za-z\-]+)?/(\d{7})(?:v\d+)?$", re.I)
+_ARXIV_URL = re.compile(r"^(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/(.+?)(?:\.pdf)?/?(?:[?#].*)?$", re.I)
+_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.I)
+
+
+def normalize_doi(value: str | None) -> str | None:
+    """`https://doi.org/10.1145/ABC.` -> `10.1145/abc`; None when `value` is not a DOI. DOIs are case-insensitive."""
+    if not value:
+        return None
+    doi = unquote(str(value).strip())
+    doi = _DOI_PREFIX.sub("", doi).strip()
+    doi = doi.rstrip(".,;)]}>'\"").lower()
+    return doi if _DOI_SHAPE.match(doi) else None
+
+
+def normalize_arxiv(value: str | None) -> str | None:
+    """An arXiv id without version (`2604.06170`, `hep-th/9901001`) from an id, `arxiv:` id, abs/pdf URL or arXiv DOI.
+
+    Old-style ids lose their subject class (`math.GT/0309136` -> `math/0309136`), as arXiv itself files them.
+    Returns None when `value` is not an arXiv identifier.
+    """
+    if not value:
+        return None
+    s = str(value).strip()
+    m = _ARXIV_URL.match(s)
+    if m:
+        s = m.group(1)
+    else:
+        m = _ARXIV_DOI.match(_DOI_PREFIX.sub("", s))
+        if m:
+            s = m.group(1)
+    s = re.sub(r"^arxiv\s*:\s*", "", s, flags=re.I).strip()
+    m = _ARXIV_NEW.match(s)
+    if m:
+        return m.group(1)
+    m = _ARXIV_OLD.match(s)
+    if m:
+        return f"{m.group(1).lower()}/{m.group(2)}"
+    return None
+
+
+# --- titles --------------------------------------------------------------------------------------
+
+_ROMAN = frozenset("i ii iii iv v vi vii viii ix x xi xii".split())
+_NEGATION = frozenset("not no non without".split())
+# Words that mark a version of the same text, not another paper: "(extended version)", "preprint".
+_NOISE = frozenset("extended version abridged preprint draft".split())
+_BRITISH = ((re.compile(r"isation"), "ization"), (re.compile(r"is(e|es|ed|ing)$"), r"iz\1"),
+            (re.compile(r"yse$"), "yze"), (re.compile(r"our$"), "or"), (re.compile(r"ll(ed|ing)$"), r"l\1"))
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """A light, symmetric stem: American spelling, no plural s (so `optimisations` == `optimization`)."""
+    if "is" in word or "ys" in word or word.endswith(("our", "lled", "lling")):
+        for pat, rep in _BRITISH:
+            word = pat.sub(rep, word)
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word
+
+
+def _content_words(norm: str) -> list[str]:
+    return [w for w in norm.split() if w not in SKIP_WORDS and w not in _NOISE]
+
+
+def _typo(a: str, b: str) -> bool:
+    """One slip apart (two for long words): insertion, deletion, substitution or swap, with first and last letter kept.
+
+    Keeping the first letter stops `cooperative` / `uncooperative`; keeping the last stops `sparse` / `sparser`.
+    """
+    if a[0] != b[0] or a[-1] != b[-1] or min(len(a), len(b)) < 3:
+        return False
+    limit = 2 if min(len(a), len(b)) >= 9 else 1
+    if abs(len(a) - len(b)) > limit:
+        return False
+    # Damerau-Levenshtein (optimal string alignment), banded by `limit`
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return False
+        prev2, prev = prev, cur
+    return prev[-1] <= limit
+
+
+def title_similarity(a: str, b: str) -> float:
+    """How alike two *normalised* titles are, 0..1: the share of content words that pair up (Dice over words).
+
+    Words pair when their light stems are equal (`optimisation` / `optimization`, `model` / `models`), when one
+    is two adjacent words of the other joined (`multi dimensional` / `multidimensional`), or when they are one
+    typing or OCR slip apart. Skip words (`a`, `the`, `of`) and version marks (`extended version`) do not count.
+    """
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    wa, wb = _content_words(a), _content_words(b)
+    if not wa or not wb:
+        return 1.0 if a.replace(" ", "") == b.replace(" ", "") else 0.0
+    if "".join(wa) == "".join(wb):
+        return 1.0
+    sa, sb = [_stem(w) for w in wa], [_stem(w) for w in wb]
+    left_a = list(range(len(wa)))
+    left_b = list(range(len(wb)))
+    matched = 0
+    # exact stems first
+    for i in list(left_a):
+        for j in left_b:
+            if sa[i] == sb[j]:
+                left_a.remove(i)
+                left_b.remove(j)
+                matched += 2
+                break
+
+    def joins(left_x, wx, full_y, wy, left_y):
+        # hyphenation: a word of one title is two adjacent words of the other (skip words included: over-fitting)
+        nonlocal matched
+        for i in list(left_x):
+            for j in range(len(full_y) - 1):
+                pair = full_y[j] + full_y[j + 1]
+                if pair == wx[i] or _stem(pair) == _stem(wx[i]):
+                    left_x.remove(i)
+                    matched += 1
+                    for w in (full_y[j], full_y[j + 1]):
+                        k = next((k for k in left_y if wy[k] == w), None)
+                        if k is not None:
+                            left_y.remove(k)
+                            matched += 1
+                    break
+
+    joins(left_a, wa, b.split(), wb, left_b)
+    joins(left_b, wb, a.split(), wa, left_a)
+    for i in list(left_a):
+        for j in left_b:
+            if _typo(wa[i], wb[j]):
+                left_a.remove(i)
+                left_b.remove(j)
+                matched += 2
+                break
+    return min(1.0, matched / (len(wa) + len(wb)))
+
+
+def _guard_tokens(norm: str) -> tuple[str, ...]:
+    """Words that make two otherwise similar titles different papers: numbers, part numerals, negations."""
+    return tuple(sorted(w for w in norm.split() if w.isdigit() or w in _ROMAN or w in _NEGATION))
+
+
+def near_duplicate(a: str, b: str, threshold: float = TITLE_THRESHOLD) -> float:
+    """The similarity of two normalised titles if they count as the same title, else 0.0."""
+    if _guard_tokens(a) != _guard_tokens(b):
+        return 0.0
+    sim = title_similarity(a, b)
+    return sim if sim >= threshold else 0.0
+
+
+# --- the index -----------------------------------------------------------------------------------
+
+@dataclass
+class Match:
+    """Why a record is a paper already known: `reason` is arxiv | doi | title | near-title."""
+
+    paper_id: str
+    reason: str
+    score: float = 1.0
+
+    def describe(self) -> str:
+        return self.reason if self.reason != "near-title" else f"near-title {self.score:.2f}"
+
+
+@dataclass
+class _Entry:
+    id: str
+    title: str                      # normalised
+    names: frozenset[str]           # folded last names of the first three authors
+    year: int | None
+    stems: frozenset[str] = frozenset()   # stems of the title's content words, for a cheap pre-filter
+    dois: set[str] = field(default_factory=set)
+    arxiv: str | None = None
+
+
+def _names(authors: list[str]) -> frozenset[str]:
+    out = set()
+    for a in authors[:3]:
+        n = re.sub(r"[^a-z]", "", fold(last_name(a)).lower())
+        if n:
+            out.add(n)
+    return frozenset(out)
+
+
+def _ids_of(doi: str | None, arxiv: str | None) -> tuple[str | None, str | None]:
+    """(normalised DOI, arXiv id); an arXiv DOI (10.48550/arXiv.X) counts as the arXiv id X."""
+    ndoi = normalize_doi(doi)
+    ax = normalize_arxiv(arxiv)
+    if ndoi and ndoi.startswith("10.48550/"):
+        ax = ax or normalize_arxiv(ndoi)
+        ndoi = None
+    return ndoi, ax
+
+
+class DedupIndex:
+    """Finds the paper a record already is, among the vault's papers and the records of the same batch."""
+
+    def __init__(self, metas: Iterable[PaperMeta] = (), *, threshold: float = TITLE_THRESHOLD):
+        self.threshold = threshold
+        self.ids: set[str] = set()
+        self._entries: dict[str, _Entry] = {}
+        self._by_arxiv: dict[str, str] = {}
+        self._by_doi: dict[str, str] = {}
+        self._by_title: dict[str, list[str]] = defaultdict(list)
+        self._by_word: dict[str, list[str]] = defaultdict(list)
+        for meta in metas:
+            self.add(meta, meta.id)
+
+    @classmethod
+    def from_vault(cls, vault, **kw) -> "DedupIndex":
+        """Built from every note in `vault` (a `papervault.vault.store.Vault`)."""
+        return cls(vault.iter_meta(), **kw)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, item: SourceRecord | PaperMeta, paper_id: str) -> None:
+        """Remember `item` as (part of) paper `paper_id`: later records with its ids or title match it."""
+        doi, ax = _ids_of(item.doi, item.arxiv)
+        entry = self._entries.get(paper_id)
+        if entry is None:
+            entry = _Entry(paper_id, normalize_title(item.title), _names(item.authors), item.year)
+            self._entries[paper_id] = entry
+            self.ids.add(paper_id)
+            self._index_title(entry)
+        else:   # a second source of a known paper may bring identifiers or a title it lacked
+            if not entry.title and item.title:
+                entry.title = normalize_title(item.title)
+                self._index_title(entry)
+            entry.names = entry.names or _names(item.authors)
+            entry.year = entry.year or item.year
+        if doi:
+            entry.dois.add(doi)
+            self._by_doi.setdefault(doi, paper_id)
+        if ax:
+            entry.arxiv = entry.arxiv or ax
+            self._by_arxiv.setdefault(ax, paper_id)
+
+    def _index_title(self, entry: _Entry) -> None:
+        if not entry.title:
+            return
+        entry.stems = frozenset(_stem(w) for w in _content_words(entry.title))
+        self._by_title[entry.title].append(entry.id)
+        for w in set(entry.title.split()):
+            if len(w) > 2 and w not in SKIP_WORDS:
+                self._by_word[w].append(entry.id)
+
+    def find(self, record: SourceRecord | PaperMeta) -> Match | None:
+        """The known paper `record` is, or None: by arXiv id, then DOI, then exact title, then near-duplicate title."""
+        doi, ax = _ids_of(record.doi, record.arxiv)
+        if ax and ax in self._by_arxiv:
+            return Match(self._by_arxiv[ax], "arxiv")
+        if doi and doi in self._by_doi:
+            return Match(self._by_doi[doi], "doi")
+        title = normalize_title(record.title)
+        if len(title) < 8:      # "Introduction", "Editorial": too generic to identify a paper
+            return None
+        names = _names(record.authors)
+        for pid in self._by_title.get(title, ()):
+            if self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True):
+                return Match(pid, "title")
+        best: Match | None = None
+        stems = frozenset(_stem(w) for w in _content_words(title))
+        # Cheap pre-filter: a near-duplicate shares all but a few of its words exactly (typos, hyphenation).
+        slack = 2 + len(stems) // 10
+        for pid in self._candidates(title):
+            entry = self._entries[pid]
+            if len(stems - entry.stems) > slack or len(entry.stems - stems) > slack:
+                continue
+            score = near_duplicate(title, entry.title, self.threshold)
+            if score and (best is None or score > best.score) and \
+                    self._compatible(entry, names, record.year, doi, ax, exact=False):
+                best = Match(pid, "near-title", score)
+        return best
+
+    @staticmethod
+    def _compatible(entry: _Entry, names: frozenset[str], year: int | None, doi: str | None, ax: str | None,
+                    *, exact: bool) -> bool:
+        """Same title, but is it the same paper? Different DOIs, arXiv ids or first authors say no."""
+        if doi and entry.dois and doi not in entry.dois:
+            return False
+        if ax and entry.arxiv and ax != entry.arxiv:
+            return False
+        if names and entry.names and not (names & entry.names):
+            return False
+        if not exact and year and entry.year and abs(year - entry.year) > 2:
+            return False
+        return True
+
+    def _candidates(self, title: str, rarest: int = 3, cap: int = 2000) -> set[str]:
+        """Papers sharing one of the title's rarest words: a near-duplicate keeps most of its words intact."""
+        words = {w for w in title.split() if len(w) > 2 and w not in SKIP_WORDS}
+        posting = sorted((self._by_word[w] for w in words if w in self._by_word), key=len)
+        out: set[str] = set()
+        for ids in posting[:rarest]:
+            out.update(ids[:cap])
+        return out
+
+    def new_id(self, record: SourceRecord | PaperMeta) -> str:
+        """An id for a record that matched nothing: the user's own key if it is free, else a generated one."""
+        own = sanitize_key(getattr(record, "key", None))
+        if own:
+            return unique_key(own, self.ids)
+        return make_key(record.authors, record.year, record.title or "", self.ids)
+
+    def assign(self, record: SourceRecord) -> tuple[str, Match | None]:
+        """Find `record`'s paper or give it a new id, and remember it either way: (paper id, match or None)."""
+        match = self.find(record)
+        pid = match.paper_id if match else self.new_id(record)
+        self.add(record, pid)
+        return pid, match
