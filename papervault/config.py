@@ -119,6 +119,17 @@ class ZoteroSettings(Section):
     base_dir: str | None = Field(None, description="linked-attachment base directory (default: from Zotero's prefs)")
 
 
+class SourcesSettings(Section):
+    section: ClassVar[str] = "sources"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SOURCES_", extra="forbid")
+
+    doi_url: str = Field("https://doi.org/", description="DOI resolver asked for CSL-JSON by content negotiation")
+    timeout: float = Field(30.0, description="seconds per request for DOIs and PDF URLs")
+    retries: int = Field(3, description="attempts per request")
+    max_pdf_mb: float = Field(100.0, description="largest PDF downloaded from a URL, in MB")
+    user_agent: str = Field("papervault/0.1 (mailto:papervault@localhost)", description="User-Agent of requests")
+
+
 class SiteSettings(Section):
     section: ClassVar[str] = "site"
     model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SITE_", extra="forbid")
@@ -130,7 +141,7 @@ class SiteSettings(Section):
 SECTIONS: dict[str, type[Section]] = {
     cls.section: cls
     for cls in (EmbedSettings, IndexSettings, ParseSettings, AgentSettings, ClaudeSettings, OpenAISettings,
-                ArxivSettings, ZoteroSettings, SiteSettings)
+                ArxivSettings, ZoteroSettings, SourcesSettings, SiteSettings)
 }
 
 
@@ -161,6 +172,7 @@ class Settings:
     openai: OpenAISettings
     arxiv: ArxivSettings
     zotero: ZoteroSettings
+    sources: SourcesSettings
     site: SiteSettings
 
     @classmethod
