@@ -200,3 +200,4 @@ class SourceRecord(BaseModel):
     pdf_url: str | None = None                          # to download when no local PDF
     reader_notes: list[str] = Field(default_factory=list)  # Markdown: the reader's own notes/annotations
     warnings: list[str] = Field(default_factory=list)
+    reason: str | None = None                           # why a search chose this record (arXiv search)
