@@ -66,7 +66,7 @@ extra_css:
   - assets/papervault/papervault.css
 extra_javascript:
   - assets/papervault/mathjax-config.js
-  - assets/mathjax/tex-chtml.js
+  - assets/mathjax/tex-svg.js
 extra:
   generator: false
 """

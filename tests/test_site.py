@@ -124,15 +124,15 @@ def test_site_loads_nothing_from_outside(built):
         assert not re.search(r"url\(\s*['\"]?(?:https?:)?//|@import\s+['\"]?(?:url\()?\s*['\"]?https?:", css.read_text(encoding="utf-8")), css
     home = html(ws, "index.html")
     assert "fonts.googleapis" not in home and "fonts.gstatic" not in home
-    assert (ws.site_dir / "assets/mathjax/tex-chtml.js").is_file()
-    assert list((ws.site_dir / "assets/mathjax/output/chtml/fonts/woff-v2").glob("*.woff"))
+    assert (ws.site_dir / "assets/mathjax/tex-svg.js").is_file()
+    assert list((ws.site_dir / "assets/mathjax/input/tex/extensions").glob("*.js"))
 
 
 def test_math_is_marked_for_mathjax(built):
     ws, _ = built
     page = html(ws, "papers/lamport2001paxos/paper/index.html")
     assert '<div class="arithmatex">\\[\\sum_{i=1}^{n} q_i &gt; \\frac{n}{2}\\]</div>' in page
-    assert 'src="../../../assets/mathjax/tex-chtml.js"' in page
+    assert 'src="../../../assets/mathjax/tex-svg.js"' in page
 
 
 def test_search_index_segments_chinese(built):
@@ -260,7 +260,9 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         assert img.evaluate("img => img.naturalWidth") == 160
 
         # MathJax, served by the site itself, typesets the note's inline formula
-        page.wait_for_selector("mjx-container", timeout=20000)
+        page.wait_for_selector("mjx-container svg path", state="attached", timeout=20000)
+        box = page.locator("mjx-container").first.bounding_box()
+        assert box and box["width"] > 5 and box["height"] > 5
         page.screenshot(path=str(ARTIFACTS / "site-paper.png"), full_page=True)
 
         # a page link of the note jumps to the anchor of that page in the full text

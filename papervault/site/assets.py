@@ -7,9 +7,10 @@ from pathlib import Path
 
 from papervault.errors import SiteError
 
-# The parts of MathJax's es5 build that a page typesetting TeX into CommonHTML loads: the combined component,
-# the TeX extensions it autoloads (\boldsymbol, \require ...), its web fonts, and the menu.
-MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui", "a11y/assistive-mml.js")
+# The parts of MathJax's es5 build that a page typesetting TeX into SVG loads: the combined component,
+# the TeX extensions it autoloads (\boldsymbol, \require ...) and the menu. SVG draws glyphs as paths, so no web
+# fonts load (CommonHTML output left glyphs blank in headless Chromium here: its per-glyph CSS never applied).
+MATHJAX_PARTS = ("tex-svg.js", "input/tex/extensions", "ui", "a11y/assistive-mml.js")
 
 
 def mathjax_root() -> Path:
@@ -18,7 +19,7 @@ def mathjax_root() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SiteError("MathJax files not found", fix="pip install django-static-mathjax (a papervault dependency)")
     root = Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax" / "es5"
-    if not (root / "tex-chtml.js").is_file():
+    if not (root / "tex-svg.js").is_file():
         raise SiteError(f"MathJax files incomplete at {root}", fix="pip install --force-reinstall django-static-mathjax")
     return root
 
