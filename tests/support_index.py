@@ -57,3 +57,27 @@ def add_paper(vault, paper_id: str, *, title: str, fulltext: str = "", body: str
     if fulltext:
         atomic_write(vault.fulltext_path(paper_id), fulltext)
     return m
+
+
+TOPICS = ["consensus", "replication", "garbage collection", "type inference", "compression", "sketching",
+          "scheduling", "caching", "isolation", "visualisation", "memory safety", "time series"]
+
+
+def synthetic_paper(i: int, *, pages: int = 3, paragraphs: int = 4) -> tuple[str, str]:
+    """(title, paper.md) of a generated paper in the parser's format: anchors, sections, a figure, a table."""
+    topic = TOPICS[i % len(TOPICS)]
+    title = f"On {topic} in system {i}"
+    out = [page_anchor(1), "", f"# {title}", "", "## Abstract", "",
+           f"We study {topic} for workload {i} and report a {i % 7 + 2}x improvement over the baseline.", ""]
+    for p in range(1, pages + 1):
+        if p > 1:
+            out += [page_anchor(p), ""]
+        out += [f"## {p} Section {p} of paper {i}", ""]
+        for q in range(paragraphs):
+            out += [f"Paragraph {q} on page {p} of paper {i} discusses {topic} with parameter {i * 31 + p * 7 + q}. "
+                    + " ".join(f"token{(i + p + q + k) % 97}" for k in range(60)), ""]
+        out += [f"![Figure {p}: {topic} latency for paper {i}, page {p}](figures/fig-{p}.png)", "",
+                f"Table {p}: results of paper {i}", "", "| system | score |", "|---|---|",
+                f"| ours | {i + p} |", ""]
+    out += ["## References", "", "[1] Someone. A cited paper. 1999.", ""]
+    return title, "\n".join(out)

@@ -257,7 +257,9 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
         head.append(", ".join(meta.authors[:8]))
     if abstract:
         head.append(_truncate(abstract, ceiling))
-    keywords = list(dict.fromkeys([*(meta.tags or []), *(getattr(meta, "keywords", None) or [])]))
+    # Author keywords (an extra frontmatter field) describe the paper; tags are the reader's filing labels
+    # ("to-read"), kept out of the embedded text so re-tagging never costs an embedding: they are filters.
+    keywords = [str(k) for k in (getattr(meta, "keywords", None) or [])]
     if keywords:
         head.append("Keywords: " + ", ".join(keywords))
     first_page = next((b.page_start for s in sections for b in s.blocks if b.page_start), None)

@@ -87,7 +87,7 @@ def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> li
     if where:
         q = q.where(where, prefilter=True)
     try:
-        return q.select(columns).limit(n).to_list()
+        return q.select([*columns, "_score"]).limit(n).to_list()
     except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
@@ -103,7 +103,7 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     q = table.search(vec, vector_column_name="vector").distance_type("cosine")
     if where:
         q = q.where(where, prefilter=True)
-    return q.select(columns).limit(n).to_list()
+    return q.select([*columns, "_distance"]).limit(n).to_list()
 
 
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
@@ -131,8 +131,8 @@ class Searcher:
             return None, None
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
         if not self._checked:
-            check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION,
-                                "dim": str(self.embedder.dim)})
+            check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION})
+            check_meta(chunks, {"dim": str(self.embedder.dim)})
             self._checked = True
         return papers, chunks
 

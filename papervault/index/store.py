@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text
-from papervault.errors import IndexMismatchError, PapervaultError
+from papervault.errors import IndexMismatchError
 from papervault.index.embed import Embedder
 from papervault.models import Chunk, PaperMeta
 
@@ -141,9 +141,9 @@ class PaperIndex:
         names = set(table_names(self.db))
         if PAPERS in names and CHUNKS in names:
             papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
-            expected = self._expected()
-            check_meta(chunks, expected)
-            check_meta(papers, expected)
+            for table in (chunks, papers):
+                check_meta(table, self._expected_cheap())   # names first: a wrong model is never loaded
+                check_meta(table, self._expected())
             return papers, chunks
         if not create:
             return None, None
@@ -191,7 +191,7 @@ class PaperIndex:
                 fulltext = ft_raw.decode("utf-8", errors="replace")
                 todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
-            except (PapervaultError, OSError, ValueError) as exc:   # one bad note never stops the batch
+            except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
                 report["errors"][pid] = str(exc)
                 log.warning("index: skipped %s: %s", pid, exc)
 

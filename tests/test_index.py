@@ -1,0 +1,332 @@
+"""The paper index: chunking, incremental LanceDB sync, model-mismatch errors, hybrid search, filters, budgets."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import pytest
+
+from papervault.chunking.paper import chunk_paper, count_tokens
+from papervault.config import IndexSettings
+from papervault.errors import IndexMismatchError
+from papervault.index.search import SearchError, Searcher, search
+from papervault.index.store import PaperIndex
+from papervault.models import PaperMeta
+from papervault.workspace import Workspace
+from support_index import add_paper, pdf_markdown, synthetic_paper
+
+HARVEST = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
+PAXOS = "distributed_systems_paxos-made-moderately-complex.pdf"
+
+
+# --- chunking ------------------------------------------------------------------------------------
+
+PAPER_MD = """<a id="page-1"></a>
+
+# Sparse Sketches
+
+## Abstract
+
+We make sketches sparse.
+
+## 1 Introduction
+
+Short one.
+
+Short two, see Figure 2 and Table 1.
+
+![Figure 2: Error against sparsity](figures/fig-2.png)
+
+<a id="page-2"></a>
+
+### 1.1 Background
+
+{long}
+
+Table 1: Running times
+
+| n | time |
+|---|---|
+| 10 | 3 |
+
+## References
+
+[1] A. Person. Something cited. 2001.
+"""
+
+
+def _chunks(long_words: int = 30, **meta):
+    md = PAPER_MD.format(long=" ".join(f"Sentence {i} is here." for i in range(long_words)))
+    return chunk_paper(PaperMeta(id="p1", title="Sparse Sketches", **meta), md, "## Summary\n\nA summary.\n",
+                       IndexSettings(chunk_tokens=60, max_chunk_tokens=120))
+
+
+def test_chunker_levels_pages_and_sections():
+    chunks = _chunks()
+    levels = [c.level for c in chunks]
+    assert levels[0] == "paper" and "We make sketches sparse." in chunks[0].text
+    assert {"section", "paragraph", "figure", "table", "note"} <= set(levels)
+    fig = next(c for c in chunks if c.level == "figure")
+    assert fig.extra == {"figure": "figures/fig-2.png", "number": "2"} and fig.page_start == 1
+    table = next(c for c in chunks if c.level == "table")
+    assert table.extra["number"] == "1" and table.page_start == 2 and "| 10 | 3 |" in table.text
+    # the two short paragraphs merge into one chunk, which records what it mentions
+    intro = [c for c in chunks if c.level == "paragraph" and c.section_path == "1 Introduction"]
+    assert len(intro) == 1 and "Short one." in intro[0].text and "Short two" in intro[0].text
+    assert intro[0].extra["mentions"] == ["figure:2", "table:1"]
+    background = [c for c in chunks if c.level == "paragraph" and c.section_path == "1 Introduction > 1.1 Background"]
+    assert background and all(c.page_start == 2 for c in background)
+    assert all(c.parent_id for c in background)
+    assert not any("Something cited" in c.text for c in chunks), "references are not indexed"
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert chunks[-1].level == "note" and chunks[-1].section_path == "Note > Summary"
+
+
+def test_chunker_sizes_and_stable_ids():
+    chunks = _chunks(long_words=200)
+    paragraphs = [c for c in chunks if c.level == "paragraph"]
+    assert len(paragraphs) > 3
+    assert all(count_tokens(c.text) <= 120 for c in paragraphs)
+    again = _chunks(long_words=200)
+    assert [c.id for c in again] == [c.id for c in chunks]
+    assert len({c.id for c in chunks}) == len(chunks)
+    # a change in one place changes only the ids of what it touches
+    changed = chunk_paper(PaperMeta(id="p1", title="Sparse Sketches"),
+                          PAPER_MD.replace("Short one.", "Short uno.").format(
+                              long=" ".join(f"Sentence {i} is here." for i in range(200))),
+                          "## Summary\n\nA summary.\n", IndexSettings(chunk_tokens=60, max_chunk_tokens=120))
+    assert 0 < len({c.id for c in chunks} - {c.id for c in changed}) <= 2
+
+
+def test_metadata_only_paper_has_a_paper_chunk():
+    chunks = chunk_paper(PaperMeta(id="m1", title="A Title", abstract="An abstract.", keywords=["x"]), "", "")
+    assert [c.level for c in chunks] == ["paper"]
+    assert "An abstract." in chunks[0].text and "Keywords: x" in chunks[0].text
+
+
+# --- the real corpus, indexed once ---------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def corpus_ws(tmp_path_factory, corpus_dir, model_dir):
+    """A workspace with two real papers (parsed from the shared PDFs) and one metadata-only paper, indexed."""
+    ws, _ = Workspace.init(tmp_path_factory.mktemp("corpus") / "ws")
+    for name, pid, year, venue, tags in [(HARVEST, "fox1999harvest", 1999, "HotOS", ["availability"]),
+                                         (PAXOS, "vanrenesse2015paxos", 2015, "ACM Computing Surveys", ["consensus"])]:
+        title, md = pdf_markdown(corpus_dir / name)
+        add_paper(ws.vault, pid, title=title, fulltext=md, year=year, venue=venue, tags=tags,
+                  sources=[str(corpus_dir / name)])
+    add_paper(ws.vault, "lamport1998parttime", title="The Part-Time Parliament", year=1998, venue="TOCS",
+              abstract="Recent archaeological discoveries on the island of Paxos reveal that the parliament "
+                       "functioned despite the peripatetic propensity of its part-time legislators.",
+              tags=["consensus"], sources=["https://doi.org/10.1145/279227.279229"])
+    report = PaperIndex(ws).sync()
+    assert not report["errors"]
+    return ws
+
+
+def test_sync_reports_and_stats(corpus_ws):
+    stats = PaperIndex(corpus_ws).stats()
+    assert stats["papers"] == 3 and stats["chunks"] > 50
+    assert stats["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2" and stats["dim"] == 384
+    assert stats["chunker_version"] and stats["health"] == "ok"
+    assert stats["levels"]["paper"] == 3
+
+
+def test_unchanged_sync_embeds_nothing(corpus_ws):
+    report = PaperIndex(corpus_ws).sync()
+    assert report["chunks_embedded"] == 0 and report["unchanged"] == 3
+    assert not report["added"] and not report["updated"] and not report["removed"]
+    assert report["seconds"] < 2
+
+
+def test_hybrid_finds_known_facts(corpus_ws):
+    hits = search(corpus_ws, "probability of completing a request versus fraction of data in the answer", limit=5)
+    assert hits[0].paper_id == "fox1999harvest"
+    top = next(h for h in hits if "probability of completing a request" in h.text)
+    assert top.page == 2 and top.anchor == "papers/fox1999harvest/paper.md#page-2"
+    assert top.source.endswith(HARVEST) and top.title.startswith("Harvest")
+
+    hits = search(corpus_ws, "scout collects phase 1 responses from a majority of acceptors", limit=5)
+    assert hits[0].paper_id == "vanrenesse2015paxos"
+    assert any(h.page in (6, 7) and "scout" in h.text.lower() for h in hits[:3])
+
+
+def test_metadata_only_paper_is_searchable(corpus_ws):
+    hits = search(corpus_ws, "legislators on a Greek island", limit=3)
+    assert hits[0].paper_id == "lamport1998parttime" and hits[0].level == "paper"
+    assert hits[0].page is None and hits[0].anchor == "papers/lamport1998parttime/note.md"
+    assert hits[0].source == "https://doi.org/10.1145/279227.279229"
+
+
+def test_modes_and_levels(corpus_ws):
+    s = Searcher(corpus_ws)
+    for mode in ("fts", "vector", "hybrid"):
+        hits = s.search("harvest yield availability", limit=5, mode=mode)
+        assert hits and hits[0].paper_id == "fox1999harvest", mode
+    assert {h.level for h in s.search("harvest", level="paper", limit=10)} == {"paper"}
+    assert {h.level for h in s.search("harvest", level=["note", "paper"], limit=10)} <= {"note", "paper"}
+
+
+def test_filters(corpus_ws):
+    s = Searcher(corpus_ws)
+    q = "consensus replicas agree on a sequence of commands"
+    assert {h.paper_id for h in s.search(q, filters={"year": 1999}, limit=20)} == {"fox1999harvest"}
+    assert {h.paper_id for h in s.search(q, filters={"year": "..2000"}, limit=20)} == {"fox1999harvest",
+                                                                                       "lamport1998parttime"}
+    assert {h.paper_id for h in s.search(q, filters={"year": [2000, 2020]}, limit=20)} == {"vanrenesse2015paxos"}
+    assert {h.paper_id for h in s.search(q, filters={"tag": "consensus"}, limit=200)} == {"vanrenesse2015paxos",
+                                                                                        "lamport1998parttime"}
+    assert {h.paper_id for h in s.search(q, filters={"venue": "computing surveys"}, limit=20)} == {"vanrenesse2015paxos"}
+    assert {h.paper_id for h in s.search(q, filters={"paper": "fox1999harvest"}, limit=20)} == {"fox1999harvest"}
+    assert s.search(q, filters={"year": 1990}) == []
+    with pytest.raises(SearchError, match="unknown search filter"):
+        s.search(q, filters={"colour": "red"})
+    with pytest.raises(SearchError, match="use paper, section"):
+        s.search(q, level="chapter")
+
+
+def test_budget_expansion(corpus_ws):
+    s = Searcher(corpus_ws)
+    q = "pseudo code for a replica and the variables it maintains"
+    plain = s.search(q, limit=5)
+    assert all(not h.context for h in plain)
+    hits = s.search(q, limit=5, budget=1200)
+    assert hits and hits[0].paper_id == "vanrenesse2015paxos"
+    used = sum(count_tokens(h.text) + sum(count_tokens(c["text"]) for c in h.context) for h in hits)
+    assert used <= 1200
+    context = [c for h in hits for c in h.context]
+    assert context, "the best hits come with neighbouring paragraphs"
+    assert {c["relation"] for c in context} & {"next", "previous"}
+    shown = [h.chunk_id for h in hits] + [c["chunk_id"] for c in context]
+    assert len(shown) == len(set(shown)), "nothing is shown twice"
+    tiny = s.search(q, limit=5, budget=30)
+    assert len(tiny) == 1 and count_tokens(tiny[0].text) <= 31
+
+
+def test_search_without_index_is_empty(tmp_path):
+    ws, _ = Workspace.init(tmp_path / "empty")
+    assert search(ws, "anything") == []
+    assert PaperIndex(ws).stats()["health"] == "empty"
+
+
+# --- incremental sync on small generated papers --------------------------------------------------
+
+@pytest.fixture(scope="session")
+def small_template(tmp_path_factory, model_dir):
+    """Three generated papers, indexed once; each test works on its own copy."""
+    ws, _ = Workspace.init(tmp_path_factory.mktemp("small") / "ws")
+    for i in range(3):
+        title, md = synthetic_paper(i, pages=2, paragraphs=2)
+        add_paper(ws.vault, f"paper{i}", title=title, fulltext=md, year=2000 + i)
+    report = PaperIndex(ws).sync()
+    return ws, report
+
+
+@pytest.fixture
+def small_ws(small_template, tmp_path):
+    shutil.copytree(small_template[0].root, tmp_path / "small", symlinks=True)
+    return Workspace(tmp_path / "small")
+
+
+def test_first_sync_embeds_everything(small_template):
+    ws, report = small_template
+    assert report["chunks_embedded"] == report["chunks"] > 0 and report["chunks_reused"] == 0
+    assert sorted(report["added"]) == ["paper0", "paper1", "paper2"]
+
+
+def test_changed_paper_reembeds_only_changed_chunks(small_ws):
+    ix = PaperIndex(small_ws)
+    first = ix.sync()
+    assert first["chunks_embedded"] == 0 and first["unchanged"] == 3
+    path = small_ws.vault.fulltext_path("paper1")
+    text = path.read_text()
+    path.write_text(text.replace("Paragraph 0 on page 2 of paper 1", "A rewritten paragraph on page 2 of paper 1"))
+    seen = []
+    second = ix.sync(progress=lambda done, total: seen.append((done, total)))
+    assert second["updated"] == ["paper1"] and second["unchanged"] == 2
+    assert 1 <= second["chunks_embedded"] <= 2 and second["chunks_reused"] > 5   # the paragraph (+ its section)
+    assert seen[-1] == (second["chunks_embedded"], second["chunks_embedded"])
+    assert second["chunks"] == first["chunks"]
+    hits = search(small_ws, "A rewritten paragraph", filters={"paper": "paper1"}, mode="fts", limit=3)
+    assert "rewritten" in hits[0].text
+    old = search(small_ws, "Paragraph 0 on page 2 of paper 1", mode="fts", filters={"paper": "paper1"}, limit=50)
+    assert all("Paragraph 0 on page 2 of paper 1" not in h.text for h in old)
+    assert ix.sync()["chunks_embedded"] == 0
+
+
+def test_metadata_change_updates_rows_without_embedding(small_ws):
+    ix = PaperIndex(small_ws)
+    ix.sync()
+    small_ws.vault.update_meta("paper0", tags=["new-tag"], venue="SOSP")
+    report = ix.sync()
+    assert report["updated"] == ["paper0"] and report["chunks_embedded"] == 0
+    hits = search(small_ws, "consensus", filters={"tag": "new-tag", "venue": "sosp"}, limit=50)
+    assert hits and {h.paper_id for h in hits} == {"paper0"}
+
+
+def test_deleted_papers_leave_the_index(small_ws):
+    ix = PaperIndex(small_ws)
+    ix.sync()
+    small_ws.vault.delete_paper("paper2")
+    report = ix.sync()
+    assert report["removed"] == ["paper2"] and report["chunks_embedded"] == 0
+    assert ix.stats()["papers"] == 2
+    assert not search(small_ws, "paper 2", filters={"paper": "paper2"}, limit=5)
+    assert ix.delete_paper("paper1") > 0
+    assert {h.paper_id for h in search(small_ws, "paragraph", limit=50)} == {"paper0"}
+    assert ix.stats()["health"].startswith("stale")   # paper1 is still in the vault
+
+
+def test_bad_note_does_not_stop_the_batch(small_ws):
+    small_ws.vault.note_path("paper1").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    report = PaperIndex(small_ws).sync()
+    assert report["errors"].get("paper1")
+    assert report["unchanged"] == 2 and not report["removed"]
+    # the last good version of the broken paper stays searchable until its note is repaired
+    assert search(small_ws, "paragraph", filters={"paper": "paper1"}, limit=3)
+
+
+def test_model_mismatch_names_the_rebuild(small_ws, monkeypatch):
+    monkeypatch.setenv("PAPERVAULT_EMBED_MODEL", "BAAI/bge-small-en-v1.5")
+    monkeypatch.setenv("PAPERVAULT_EMBED_MODEL_PATH", str(small_ws.root / "nowhere"))   # never loaded
+    ws = Workspace(small_ws.root)
+    with pytest.raises(IndexMismatchError, match="papervault index --rebuild") as err:
+        PaperIndex(ws).sync()
+    assert "BAAI/bge-small-en-v1.5" in str(err.value) and "all-MiniLM-L6-v2" in str(err.value)
+    with pytest.raises(IndexMismatchError, match="papervault index --rebuild"):
+        search(ws, "anything")
+    assert PaperIndex(ws).stats()["health"].startswith("mismatch")
+
+
+def test_chunker_version_mismatch(small_ws, monkeypatch):
+    ix = PaperIndex(small_ws)
+    ix.sync()
+    import papervault.index.store as store
+
+    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
+    with pytest.raises(IndexMismatchError, match="chunker_version"):
+        PaperIndex(small_ws).sync()
+    report = PaperIndex(small_ws).rebuild()
+    assert report["chunks_embedded"] == report["chunks"] > 0
+    assert PaperIndex(small_ws).stats()["chunker_version"] == "paper-999"
+
+
+def test_readers_work_while_a_writer_runs(small_ws):
+    ix = PaperIndex(small_ws)
+    ix.sync()
+    for i in range(3, 6):
+        title, md = synthetic_paper(i, pages=2, paragraphs=2)
+        add_paper(small_ws.vault, f"paper{i}", title=title, fulltext=md)
+    reader = Searcher(small_ws)
+    errors, counts = [], []
+    writer = threading.Thread(target=lambda: ix.sync())
+    writer.start()
+    while writer.is_alive():
+        try:
+            counts.append(len(reader.search("paragraph on page", limit=5)))
+        except Exception as exc:   # pragma: no cover - a failure is what this test looks for
+            errors.append(exc)
+    writer.join()
+    assert not errors and counts and all(c > 0 for c in counts)
+    assert {h.paper_id for h in reader.search("paper 5", filters={"paper": "paper5"})} == {"paper5"}
