@@ -79,6 +79,22 @@ def test_extractive_quotes_only(vault, extractive):
         assert q in paper, q
 
 
+def test_honesty_check_catches_invented_text(vault, extractive):
+    from papervault.agents.extractive import unfaithful
+
+    analyse_paper(vault, PID, extractive)
+    _, body = vault.read_note(PID)
+    assert unfaithful(body, SAMPLE_PAPER) == []
+    bad = body.replace("“Gizmo does not support heterogeneous widgets.”", "“Gizmo supports every widget.”")
+    assert unfaithful(bad, SAMPLE_PAPER) == ["quotation not in the paper: Gizmo supports every widget."]
+    bad = body.replace("## Limitations\n", "## Limitations\n\n- Gizmo is the best scheduler.\n")
+    assert unfaithful(bad, SAMPLE_PAPER) == ["statement that is not a quotation: - Gizmo is the best scheduler."]
+    bad = body.replace("| Gizmo | Latency (ms) | 1.2 |", "| Gizmo | Latency (ms) | 0.7 |")
+    assert "table cell not in the paper: 0.7" in unfaithful(bad, SAMPLE_PAPER)
+    bad = body.replace("**Datasets:** WidgetBench", "**Datasets:** ImageNet")
+    assert unfaithful(bad, SAMPLE_PAPER) == ["datasets name not in the paper: ImageNet"]
+
+
 def test_analyse_once_then_force_and_source_change(vault, extractive):
     first = analyse_paper(vault, PID, extractive)
     vault.commit("analyse")

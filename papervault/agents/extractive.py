@@ -306,3 +306,63 @@ def extract_note(task: Task) -> dict[str, Any]:
             types = spec.get("type", "array" if "$ref" in spec else "string")
             answer[name] = [] if ("array" in types or "$ref" in spec) else None
     return {k: v for k, v in answer.items() if k in props} if props else answer
+
+
+# --- the honesty check ---------------------------------------------------------------------------
+
+_LINK = re.compile(r"\[p\. \d+\]\(paper\.md#page-\d+\)")
+_NUM = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def unfaithful(body: str, markdown: str) -> list[str]:
+    """What in an extractive note is not in the paper: quotations, names, table cells, numbers. Empty = honest.
+
+    The template's own words (headings, labels such as "Datasets:", page links) are not checked; every
+    statement is a quotation, so every bullet of a statement section must be one.
+    """
+    from papervault.agents.paperdoc import _clean_inline, normalise
+
+    paper = normalise(_clean_inline(markdown))
+    paper_raw = normalise(markdown)
+    problems: list[str] = []
+
+    def missing(text: str) -> bool:
+        t = normalise(text)
+        return bool(t) and t not in paper and t not in paper_raw
+
+    section = ""
+    for line in body.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+            continue
+        if section in ("", "Coverage") or line.startswith(("**Full text:**", "**Analysed by:**", "# ")):
+            continue
+        text = _LINK.sub("", line)
+        for img in re.finditer(r"!\[Figure [^:\]]+: ([^\]]*)\]\(([^)]+)\)", text):
+            if missing(img.group(1)):
+                problems.append(f"caption not in the paper: {img.group(1)[:80]}")
+        text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
+        quotes = re.findall(r"“([^”]+)”", text)
+        problems += [f"quotation not in the paper: {q[:80]}" for q in quotes if missing(q)]
+        rest = re.sub(r"“[^”]+”", "", text)
+        if line.startswith("- ") and not quotes and section not in ("Coverage",):
+            problems.append(f"statement that is not a quotation: {line[:80]}")
+        for label in ("**Datasets:**", "**Metrics:**", "**Baselines:**"):
+            if rest.startswith(label) and "_none named_" not in rest:
+                for name in rest[len(label):].strip().split(", "):
+                    if missing(name.strip()):
+                        problems.append(f"{label.strip('*:').lower()} name not in the paper: {name}")
+        if rest.startswith("| ") and not rest.startswith(("| Setting", "|---")):
+            cells = [c.strip().replace("\\|", "|") for c in rest.strip().strip("|").split(" | ")]
+            for cell in cells[:3]:
+                if missing(cell):
+                    problems.append(f"table cell not in the paper: {cell}")
+            rest = ""
+        for num in _NUM.findall(re.sub(r"\*\*Figure [^*]+\*\*", "", rest)):
+            if num not in paper_raw:
+                problems.append(f"number not in the paper: {num}")
+        if rest.startswith("**Code:**"):
+            for url in re.findall(r"<([^>]+)>", rest):
+                if url not in paper_raw:
+                    problems.append(f"link not in the paper: {url}")
+    return problems
