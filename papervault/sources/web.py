@@ -1,0 +1,144 @@
+"""HTTP for sources: polite rate limits, retries with backoff, timeouts, a size cap, and PDFs checked to be PDFs.
+
+Every failure a user can hit (timeout, HTML instead of a PDF, too large, 404) is a `SourceError` with one line
+that says what happened and what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from papervault.errors import SourceError
+
+_last_request: dict[str, float] = {}
+_lock = threading.Lock()
+
+
+@dataclass
+class HttpPolicy:
+    """How to talk to one service: seconds between requests, per-request timeout, attempts, size cap."""
+
+    delay: float = 0.0
+    timeout: float = 30.0
+    retries: int = 3
+    max_bytes: int = 100 * 2**20
+    user_agent: str = "papervault/0.1"
+    backoff: float = 1.0
+
+
+def _wait_turn(host: str, delay: float) -> None:
+    """Block until `delay` seconds have passed since the last request to `host` (arXiv asks for 3 s)."""
+    if delay <= 0:
+        return
+    with _lock:
+        now = time.monotonic()
+        ready = _last_request.get(host, 0.0) + delay
+        _last_request[host] = max(now, ready)
+    if ready > now:
+        time.sleep(ready - now)
+
+
+def get(url: str, policy: HttpPolicy, *, accept: str | None = None, params: dict | None = None,
+        stream_to: Path | None = None, expect_pdf: bool = False) -> tuple[bytes, str]:
+    """GET `url` with retries; returns (body, content type). With `stream_to`, the body goes to that file instead.
+
+    Server errors (5xx, 429) and timeouts are retried with exponential backoff; 4xx are not.
+    """
+    host = urlsplit(url).netloc
+    headers = {"User-Agent": policy.user_agent}
+    if accept:
+        headers["Accept"] = accept
+    last = ""
+    for attempt in range(max(1, policy.retries)):
+        if attempt:
+            time.sleep(policy.backoff * 2 ** (attempt - 1))
+        _wait_turn(host, policy.delay)
+        try:
+            with httpx.Client(timeout=policy.timeout, follow_redirects=True, headers=headers) as client:
+                with client.stream("GET", url, params=params) as resp:
+                    if resp.status_code == 429 or resp.status_code >= 500:
+                        last = f"HTTP {resp.status_code}"
+                        continue
+                    if resp.status_code >= 400:
+                        raise SourceError(f"{url}: HTTP {resp.status_code}", fix="check the address")
+                    ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+                    length = int(resp.headers.get("content-length") or 0)
+                    if length > policy.max_bytes:
+                        raise SourceError(f"{url}: {length / 2**20:.0f} MB is over the {policy.max_bytes / 2**20:.0f} MB limit",
+                                          fix="download it yourself and add the file, or raise max_pdf_mb")
+                    return _body(resp, url, ctype, policy, stream_to, expect_pdf), ctype
+        except httpx.TimeoutException:
+            last = f"timed out after {policy.timeout:g} s"
+        except httpx.TransportError as exc:
+            last = f"connection failed ({type(exc).__name__})"
+    raise SourceError(f"{url}: {last} ({max(1, policy.retries)} attempts)",
+                      fix="check the address and your connection, or download the file and add it")
+
+
+def _body(resp: httpx.Response, url: str, ctype: str, policy: HttpPolicy, stream_to: Path | None,
+          expect_pdf: bool) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    out = None
+    first = b""
+    try:
+        if stream_to is not None:
+            stream_to.parent.mkdir(parents=True, exist_ok=True)
+            out = open(stream_to.with_suffix(".part"), "wb")
+        for chunk in resp.iter_bytes(1 << 16):
+            if not first:
+                first = chunk[:1024]
+                if expect_pdf and b"%PDF-" not in first:
+                    kind = "an HTML page" if (b"<html" in first.lower() or b"<!doctype" in first.lower()
+                                             or "html" in ctype) else f"{ctype or 'something'}"
+                    raise SourceError(f"{url}: returned {kind}, not a PDF",
+                                      fix="use the PDF's own link (or download it in a browser and add the file)")
+            total += len(chunk)
+            if total > policy.max_bytes:
+                raise SourceError(f"{url}: more than {policy.max_bytes / 2**20:.0f} MB",
+                                  fix="download it yourself and add the file, or raise max_pdf_mb")
+            if out is not None:
+                out.write(chunk)
+            else:
+                chunks.append(chunk)
+        if expect_pdf and not first:
+            raise SourceError(f"{url}: returned an empty body, not a PDF", fix="try again later")
+    except BaseException:
+        if out is not None:
+            out.close()
+            stream_to.with_suffix(".part").unlink(missing_ok=True)
+        raise
+    if out is not None:
+        out.close()
+        stream_to.with_suffix(".part").replace(stream_to)
+    return b"".join(chunks)
+
+
+def download_pdf(url: str, dest_dir: Path, policy: HttpPolicy, name: str | None = None) -> Path:
+    """Download a PDF into `dest_dir` (named by `name` or a hash of the URL); reuses an earlier download."""
+    dest_dir = Path(dest_dir)
+    stem = name or hashlib.sha256(url.encode()).hexdigest()[:16]
+    target = dest_dir / f"{stem.replace('/', '_')}.pdf"
+    if target.is_file() and target.stat().st_size > 0:
+        return target
+    get(url, policy, accept="application/pdf", stream_to=target, expect_pdf=True)
+    return target
+
+
+def sources_policy(settings) -> HttpPolicy:
+    s = settings.sources
+    return HttpPolicy(delay=0.0, timeout=s.timeout, retries=s.retries, max_bytes=int(s.max_pdf_mb * 2**20),
+                      user_agent=s.user_agent)
+
+
+def arxiv_policy(settings) -> HttpPolicy:
+    s = settings.arxiv
+    return HttpPolicy(delay=s.delay, timeout=s.timeout, retries=s.retries, max_bytes=int(s.max_pdf_mb * 2**20),
+                      user_agent=settings.sources.user_agent, backoff=max(s.delay, 0.05))

@@ -1,0 +1,416 @@
+"""Zotero: every regular item of a library, its PDFs (stored, linked, missing), notes and annotations. Read-only.
+
+A running Zotero holds `zotero.sqlite` locked (and in WAL mode), so the database and its `-wal` file are copied
+to a temporary folder and the copy is read; the user's files are never opened for writing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Iterator
+
+from papervault.errors import SourceError
+from papervault.models import SourceRecord
+from papervault.sources.dedup import normalize_arxiv, normalize_doi
+from papervault.sources.files import order_main_first
+from papervault.sources.problems import SourceProblem
+
+REQUIRED_TABLES = ("items", "itemTypes", "fields", "itemData", "itemDataValues", "creators", "itemCreators",
+                   "itemAttachments", "libraries")
+NON_REGULAR = ("attachment", "note", "annotation")
+TITLE_FIELDS = ("title", "caseName", "nameOfAct", "subject")
+VENUE_FIELDS = ("publicationTitle", "proceedingsTitle", "bookTitle", "conferenceName", "websiteTitle", "blogTitle",
+                "forumTitle", "programTitle", "encyclopediaTitle", "dictionaryTitle", "university", "institution",
+                "repository", "publisher")
+ANNOTATION_TYPES = {1: "highlight", 2: "note", 3: "image", 4: "ink", 5: "underline", 6: "text"}
+CHUNK = 500   # items read per round of queries: bounded memory on big libraries, few queries on small ones
+
+
+def default_data_dir() -> Path:
+    return Path.home() / "Zotero"
+
+
+# --- HTML notes to Markdown ----------------------------------------------------------------------
+
+class _ToMarkdown(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.href: str | None = None
+        self.list_depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("p", "div", "blockquote", "pre", "table", "tr"):
+            self.out.append("\n\n")
+            if tag == "blockquote":
+                self.out.append("> ")
+        elif tag == "br":
+            self.out.append("\n")
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.out.append("\n\n" + "#" * min(6, int(tag[1]) + 2) + " ")
+        elif tag in ("ul", "ol"):
+            self.list_depth += 1
+        elif tag == "li":
+            self.out.append("\n" + "  " * (self.list_depth - 1) + "- ")
+        elif tag in ("strong", "b"):
+            self.out.append("**")
+        elif tag in ("em", "i"):
+            self.out.append("*")
+        elif tag == "code":
+            self.out.append("`")
+        elif tag == "a":
+            self.href = a.get("href")
+            self.out.append("[")
+
+    def handle_endtag(self, tag):
+        if tag in ("strong", "b"):
+            self.out.append("**")
+        elif tag in ("em", "i"):
+            self.out.append("*")
+        elif tag == "code":
+            self.out.append("`")
+        elif tag in ("ul", "ol"):
+            self.list_depth = max(0, self.list_depth - 1)
+            self.out.append("\n")
+        elif tag == "a":
+            self.out.append(f"]({self.href})" if self.href else "]")
+            self.href = None
+        elif tag in ("p", "div", "blockquote", "pre") or re.fullmatch(r"h[1-6]", tag):
+            self.out.append("\n\n")
+        elif tag in ("td", "th"):
+            self.out.append(" | ")
+
+    def handle_data(self, data):
+        self.out.append(data)
+
+
+def html_to_markdown(note: str) -> str:
+    """A Zotero note (HTML) as Markdown: paragraphs, headings, lists, emphasis and links kept."""
+    if "<" not in note:
+        return html.unescape(note).strip()
+    p = _ToMarkdown()
+    p.feed(note)
+    p.close()
+    text = "".join(p.out)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+# --- the database copy ---------------------------------------------------------------------------
+
+def _copy_database(data_dir: Path, tmp: Path) -> Path:
+    db = data_dir / "zotero.sqlite"
+    if not db.is_file():
+        raise SourceError(f"no zotero.sqlite in {data_dir}",
+                          fix="pass the Zotero data directory (Zotero: Settings > Advanced > Files and Folders)")
+    target = tmp / "zotero.sqlite"
+    try:
+        shutil.copyfile(db, target)
+        wal = data_dir / "zotero.sqlite-wal"
+        if wal.is_file():   # changes Zotero has not checkpointed yet live only here
+            shutil.copyfile(wal, tmp / "zotero.sqlite-wal")
+    except OSError as exc:
+        raise SourceError(f"cannot copy {db}: {exc.strerror or exc}", fix="check the file's permissions") from None
+    return target
+
+
+def _connect(copy: Path, original: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(str(copy))
+        conn.row_factory = sqlite3.Row
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    except sqlite3.DatabaseError as exc:
+        raise SourceError(f"{original}: not a readable SQLite database ({exc})",
+                          fix="point --zotero at the Zotero data directory that holds zotero.sqlite") from None
+    missing = [t for t in REQUIRED_TABLES if t not in names]
+    if missing:
+        raise SourceError(f"{original}: not a Zotero database (missing tables: {', '.join(missing)})",
+                          fix="point --zotero at the Zotero data directory that holds zotero.sqlite")
+    return conn
+
+
+def base_attachment_dir(data_dir: Path) -> Path | None:
+    """Zotero's "linked attachment base directory", from `extensions.zotero.baseAttachmentPath` in prefs.js."""
+    home = Path.home()
+    candidates = [data_dir / "prefs.js"]
+    for profiles in (home / ".zotero" / "zotero", home / "Library" / "Application Support" / "Zotero" / "Profiles",
+                     Path(os.environ.get("APPDATA", home)) / "Zotero" / "Zotero" / "Profiles"):
+        if profiles.is_dir():
+            candidates += sorted(profiles.glob("*/prefs.js"))
+    pat = re.compile(r'user_pref\("extensions\.zotero\.baseAttachmentPath",\s*"((?:[^"\\]|\\.)*)"\)')
+    for prefs in candidates:
+        try:
+            m = pat.search(prefs.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return Path(m.group(1).encode().decode("unicode_escape"))
+    return None
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+def _ids_in(rows: list[int]) -> str:
+    return ",".join(str(int(i)) for i in rows) or "NULL"
+
+
+def _since(value) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat(sep=" ") if isinstance(value, _dt.datetime) else value.isoformat()
+    try:
+        return _dt.date.fromisoformat(str(value)[:10]).isoformat()
+    except ValueError:
+        raise SourceError(f"--since {value!r} is not a date", fix="use YYYY-MM-DD") from None
+
+
+def _collection_ids(conn: sqlite3.Connection, name: str) -> list[int]:
+    """The collection named `name` (case-insensitive; or a path "Parent/Child") and all its sub-collections."""
+    rows = conn.execute("SELECT collectionID, collectionName, parentCollectionID FROM collections").fetchall()
+    by_id = {r["collectionID"]: r for r in rows}
+
+    def path(cid):
+        parts = []
+        while cid is not None and cid in by_id and len(parts) < 64:
+            parts.append(by_id[cid]["collectionName"])
+            cid = by_id[cid]["parentCollectionID"]
+        return "/".join(reversed(parts))
+
+    want = name.strip().lower()
+    roots = [r["collectionID"] for r in rows
+             if r["collectionName"].lower() == want or path(r["collectionID"]).lower() == want]
+    if not roots:
+        known = ", ".join(sorted({r["collectionName"] for r in rows})[:8]) or "none"
+        raise SourceError(f"no Zotero collection named {name!r}", fix=f"use one of: {known}")
+    out, todo = set(), list(roots)
+    while todo:
+        cid = todo.pop()
+        if cid in out:
+            continue
+        out.add(cid)
+        todo += [r["collectionID"] for r in rows if r["parentCollectionID"] == cid]
+    return sorted(out)
+
+
+def _year(date: str | None) -> int | None:
+    m = re.match(r"\s*(\d{4})", date or "") or re.search(r"\b(1[5-9]\d\d|20\d\d)\b", date or "")
+    y = int(m.group(1)) if m else 0
+    return y if y > 0 else None
+
+
+def _extra_field(extra: str, name: str) -> str | None:
+    m = re.search(rf"^\s*{name}\s*:\s*(.+?)\s*$", extra or "", re.M | re.I)
+    return m.group(1) if m else None
+
+
+class _Library:
+    def __init__(self, conn: sqlite3.Connection, data_dir: Path, base_dir: Path | None):
+        self.conn, self.data_dir, self.base_dir = conn, data_dir, base_dir
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self.tables = tables
+        self.types = self._names("itemTypes", "itemTypeID", "typeName")
+        self.fields = self._names("fields", "fieldID", "fieldName")
+        self.creator_types = self._names("creatorTypes", "creatorTypeID", "creatorType") if "creatorTypes" in tables else {}
+        self.deleted = "deletedItems" in tables
+        self.groups = {}
+        if "groups" in tables:
+            self.groups = {r[0]: r[1] for r in conn.execute("SELECT libraryID, groupID FROM groups")}
+
+    def _names(self, table: str, idcol: str, namecol: str) -> dict[int, str]:
+        out = {r[0]: r[1] for r in self.conn.execute(f"SELECT {idcol}, {namecol} FROM {table}")}
+        combined = table + "Combined"
+        if combined in self.tables:
+            out.update({r[0]: r[1] for r in self.conn.execute(f"SELECT {idcol}, {namecol} FROM {combined}")})
+        return out
+
+    def _not_deleted(self, col: str) -> str:
+        return f"AND {col} NOT IN (SELECT itemID FROM deletedItems)" if self.deleted else ""
+
+    def item_ids(self, collection: str | None, since: str | None) -> list[tuple[int, str, int, str]]:
+        type_ids = [i for i, n in self.types.items() if n not in NON_REGULAR]
+        att_type = [i for i, n in self.types.items() if n == "attachment"]
+        sql = (f"SELECT i.itemID, i.key, i.libraryID, i.itemTypeID FROM items i JOIN libraries l USING (libraryID) "
+               f"WHERE l.type != 'feed' {self._not_deleted('i.itemID')} "
+               f"AND (i.itemTypeID IN ({_ids_in(type_ids)}) OR (i.itemTypeID IN ({_ids_in(att_type)}) AND i.itemID IN "
+               f"(SELECT itemID FROM itemAttachments WHERE parentItemID IS NULL)))")
+        args: list = []
+        if since:
+            sql += " AND (i.dateModified >= ? OR i.dateAdded >= ?)"
+            args += [since, since]
+        if collection:
+            cids = _collection_ids(self.conn, collection)
+            sql += f" AND i.itemID IN (SELECT itemID FROM collectionItems WHERE collectionID IN ({_ids_in(cids)}))"
+        sql += " ORDER BY i.itemID"
+        return [(r[0], r[1], r[2], self.types.get(r[3], "")) for r in self.conn.execute(sql, args)]
+
+    def _group_rows(self, sql: str, ids: list[int]) -> dict[int, list[sqlite3.Row]]:
+        out: dict[int, list[sqlite3.Row]] = {}
+        for r in self.conn.execute(sql.format(ids=_ids_in(ids))):
+            out.setdefault(r[0], []).append(r)
+        return out
+
+    def records(self, items: list[tuple[int, str, int, str]], source_dir: Path) -> Iterator[SourceRecord | SourceProblem]:
+        for start in range(0, len(items), CHUNK):
+            chunk = items[start:start + CHUNK]
+            ids = [i[0] for i in chunk]
+            data = self._group_rows("SELECT d.itemID, d.fieldID, v.value FROM itemData d "
+                                    "JOIN itemDataValues v USING (valueID) WHERE d.itemID IN ({ids})", ids)
+            creators = self._group_rows("SELECT ic.itemID, c.firstName, c.lastName, c.fieldMode, ic.creatorTypeID "
+                                        "FROM itemCreators ic JOIN creators c USING (creatorID) "
+                                        "WHERE ic.itemID IN ({ids}) ORDER BY ic.itemID, ic.orderIndex", ids)
+            atts = self._group_rows("SELECT a.parentItemID, a.itemID, a.linkMode, a.contentType, a.path, i.key "
+                                    "FROM itemAttachments a JOIN items i ON i.itemID = a.itemID "
+                                    f"WHERE a.parentItemID IN ({{ids}}) {self._not_deleted('a.itemID')}", ids)
+            # standalone attachments are their own parent
+            own = self._group_rows("SELECT a.itemID, a.itemID, a.linkMode, a.contentType, a.path, i.key "
+                                   "FROM itemAttachments a JOIN items i ON i.itemID = a.itemID "
+                                   "WHERE a.parentItemID IS NULL AND a.itemID IN ({ids})", ids)
+            for k, v in own.items():
+                atts.setdefault(k, []).extend(v)
+            att_ids = [r[1] for rows in atts.values() for r in rows]
+            att_data = self._group_rows("SELECT d.itemID, d.fieldID, v.value FROM itemData d "
+                                        "JOIN itemDataValues v USING (valueID) WHERE d.itemID IN ({ids})", att_ids)
+            notes = self._group_rows("SELECT n.parentItemID, n.note FROM itemNotes n WHERE n.parentItemID IN ({ids}) "
+                                     f"{self._not_deleted('n.itemID')} ORDER BY n.itemID", ids) \
+                if "itemNotes" in self.tables else {}
+            annots = self._group_rows("SELECT parentItemID, type, text, comment, pageLabel, sortIndex FROM itemAnnotations "
+                                      f"WHERE parentItemID IN ({{ids}}) {self._not_deleted('itemID')} "
+                                      "ORDER BY parentItemID, sortIndex", att_ids) \
+                if "itemAnnotations" in self.tables else {}
+            tags = self._group_rows("SELECT it.itemID, t.name FROM itemTags it JOIN tags t USING (tagID) "
+                                    "WHERE it.itemID IN ({ids}) ORDER BY t.name", ids) if "itemTags" in self.tables else {}
+            colls = self._group_rows("SELECT ci.itemID, c.collectionName FROM collectionItems ci "
+                                     "JOIN collections c USING (collectionID) WHERE ci.itemID IN ({ids}) "
+                                     "ORDER BY c.collectionName", ids) if "collectionItems" in self.tables else {}
+            for item_id, key, library_id, type_name in chunk:
+                try:
+                    yield self._record(item_id, key, library_id, type_name, data.get(item_id, []),
+                                       creators.get(item_id, []), atts.get(item_id, []), att_data,
+                                       notes.get(item_id, []), annots, tags.get(item_id, []), colls.get(item_id, []))
+                except Exception as exc:  # one odd item never stops the library
+                    yield SourceProblem(f"zotero item {key}", f"skipped: {type(exc).__name__}: {exc}")
+
+    def _uri(self, library_id: int, key: str) -> str:
+        if library_id in self.groups:
+            return f"zotero://select/groups/{self.groups[library_id]}/items/{key}"
+        return f"zotero://select/library/items/{key}"
+
+    def _attachment_path(self, link_mode: int | None, path: str | None, att_key: str) -> Path | None:
+        if not path:
+            return None
+        if path.startswith("storage:"):
+            return self.data_dir / "storage" / att_key / path[len("storage:"):]
+        if path.startswith("attachments:"):
+            if self.base_dir is None:
+                return Path("<linked attachment base directory not set>") / path[len("attachments:"):]
+            return self.base_dir / path[len("attachments:"):]
+        if link_mode == 3:   # a linked URL, not a file
+            return None
+        return Path(path)
+
+    def _record(self, item_id, key, library_id, type_name, data_rows, creator_rows, att_rows, att_data, note_rows,
+                annots, tag_rows, coll_rows) -> SourceRecord:
+        f = {self.fields.get(r[1], str(r[1])): r[2] for r in data_rows}
+        extra = str(f.get("extra") or "")
+        warnings: list[str] = []
+        authors = []
+        names = [(r[1], r[2], r[3], self.creator_types.get(r[4], "author")) for r in creator_rows]
+        primary = [n for n in names if n[3] == "author"] or names
+        for first, last, mode, _ in primary:
+            name = (last or "") if mode == 1 else f"{first or ''} {last or ''}".strip()
+            if name:
+                authors.append(name)
+        pdfs, missing, notes = [], [], []
+        for _, att_id, link_mode, ctype, path, att_key in att_rows:
+            is_pdf = (ctype or "").lower() == "application/pdf" or (path or "").lower().endswith(".pdf")
+            if not is_pdf:
+                continue
+            p = self._attachment_path(link_mode, path, att_key)
+            if p is None:
+                continue
+            (pdfs if p.is_file() else missing).append(str(p))
+            marks = annots.get(att_id, [])
+            if marks:
+                att_title = {self.fields.get(r[1]): r[2] for r in att_data.get(att_id, [])}.get("title") or Path(str(p)).name
+                notes.append(_annotations_markdown(att_title, marks))
+        if missing:
+            warnings.append("attachment file(s) missing, imported as metadata only: " + ", ".join(missing)
+                            if not pdfs else "attachment file(s) missing: " + ", ".join(missing))
+        notes = [html_to_markdown(r[1]) for r in note_rows if r[1] and r[1].strip()] + notes
+        title = next((f[t] for t in TITLE_FIELDS if f.get(t)), None)
+        if type_name == "attachment" and not title and pdfs:
+            title = Path(pdfs[0]).stem
+        doi_raw = f.get("DOI") or _extra_field(extra, "DOI")
+        arxiv = (normalize_arxiv(f.get("archiveID")) or normalize_arxiv(_extra_field(extra, "arXiv"))
+                 or normalize_arxiv(doi_raw) or normalize_arxiv(f.get("url")))
+        if not arxiv and (f.get("repository") or "").lower() == "arxiv":
+            arxiv = normalize_arxiv(f.get("number"))
+        ckey = f.get("citationKey") or _extra_field(extra, "Citation Key")
+        return SourceRecord(
+            origin="zotero", source=self._uri(library_id, key), key=ckey, title=title, authors=authors,
+            year=_year(f.get("date")), venue=next((f[v] for v in VENUE_FIELDS if f.get(v)), None),
+            doi=normalize_doi(doi_raw), arxiv=arxiv, url=f.get("url"), abstract=f.get("abstractNote"),
+            tags=[r[1] for r in tag_rows], collections=list(dict.fromkeys(r[1] for r in coll_rows)),
+            zotero_key=key, pdfs=order_main_first(pdfs), reader_notes=[n for n in notes if n], warnings=warnings,
+        )
+
+
+def _annotations_markdown(title: str, rows) -> str:
+    """A PDF's annotations as one Markdown note: quoted highlights, comments, page labels, in reading order."""
+    lines = [f"#### Annotations on {title}"]
+    for _, kind, text, comment, page, _sort in rows:
+        label = f" (p. {page})" if page else ""
+        kind = ANNOTATION_TYPES.get(kind, "note")
+        if text:
+            lines.append("> " + text.strip().replace("\n", "\n> ") + label)
+            if comment:
+                lines.append(comment.strip())
+        elif comment:
+            lines.append(f"{comment.strip()}{label}")
+        elif kind in ("image", "ink"):
+            lines.append(f"({kind} annotation{label})")
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+def read_library(data_dir: str | Path | None = None, *, collection: str | None = None, since=None,
+                 base_dir: str | Path | None = None) -> Iterator[SourceRecord | SourceProblem]:
+    """Every regular item of a Zotero library (not in the trash) as a record, read from a copy of the database.
+
+    Args:
+        data_dir: the Zotero data directory (holds zotero.sqlite and storage/); default ~/Zotero.
+        collection: only items in this collection (by name or "Parent/Child" path) or its sub-collections.
+        since: only items added or modified on or after this date (YYYY-MM-DD).
+        base_dir: where `attachments:` paths point; default Zotero's own setting from prefs.js.
+    """
+    data_dir = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
+    if not data_dir.is_dir():
+        raise SourceError(f"no Zotero data directory at {data_dir}",
+                          fix="pass --zotero DIR (Zotero: Settings > Advanced > Files and Folders)")
+    since_s = _since(since)
+    base = Path(base_dir).expanduser() if base_dir else base_attachment_dir(data_dir)
+    tmp = Path(tempfile.mkdtemp(prefix="papervault-zotero-"))
+    try:
+        copy = _copy_database(data_dir, tmp)
+        conn = _connect(copy, data_dir / "zotero.sqlite")
+        try:
+            lib = _Library(conn, data_dir, base)
+            items = lib.item_ids(collection, since_s)
+            yield from lib.records(items, data_dir)
+        except sqlite3.DatabaseError as exc:
+            raise SourceError(f"{data_dir / 'zotero.sqlite'}: unexpected database ({exc})",
+                              fix="update papervault, or export the library as Better BibTeX JSON and add that") from None
+        finally:
+            conn.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
