@@ -322,6 +322,8 @@ def unfaithful(body: str, markdown: str) -> list[str]:
     """
     from papervault.agents.paperdoc import _clean_inline, normalise
 
+    # a quotation may run across a page break: compare with the page anchors taken out
+    markdown = re.sub(r'(?m)^<a id="page-\d+"></a>\s*$', "", markdown)
     paper = normalise(_clean_inline(markdown))
     paper_raw = normalise(markdown)
     problems: list[str] = []
