@@ -1,0 +1,76 @@
+"""Benchmark: build the site for a vault of N synthetic paper notes (default 1,000) and print the time.
+
+    .venv/bin/python bench/site.py [N] [--fulltext]
+
+Notes carry realistic frontmatter, a few hundred words, citations between papers and a survey citing 50 of
+them; --fulltext adds a 3-page paper.md per paper. The first build also loads jieba's dictionary (~1-4 s).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from papervault.models import PaperMeta
+from papervault.site.build import build_site, stage
+from papervault.workspace import Workspace
+
+WORDS = ("consensus quorum replica latency throughput index vector embedding transformer attention storage "
+         "compaction garbage collector heap pointer type inference theorem proof benchmark dataset cache "
+         "scheduler kernel process thread lock transaction isolation snapshot 注意力 机制 分布式 系统").split()
+
+
+def make(root: Path, n: int, fulltext: bool) -> Workspace:
+    rnd = random.Random(7)
+    ws, _ = Workspace.init(root)
+    v = ws.vault
+    ids = [f"author{i:04d}{1990 + i % 35}{rnd.choice(WORDS[:20])}" for i in range(n)]
+    for i, pid in enumerate(ids):
+        body = [f"# Paper {i}\n", "## Summary\n"]
+        for _ in range(6):
+            body.append(" ".join(rnd.choice(WORDS) for _ in range(60)) + f" [p. {rnd.randint(1, 3)}](paper.md#page-1).\n")
+        body.append(f"\nRelated: [@{rnd.choice(ids)}] and $O(n \\log n)$.\n")
+        meta = PaperMeta(id=pid, title=f"On {rnd.choice(WORDS)} and {rnd.choice(WORDS)} ({i})",
+                         authors=[f"Ada Author{i}", "Bo Second", "Cy Third"][: 1 + i % 3], year=1990 + i % 35,
+                         venue=rnd.choice(["SOSP", "OSDI", "NeurIPS", "ICML", "VLDB", "PLDI"]),
+                         tags=rnd.sample(WORDS[:12], 2), doi=f"10.1000/{i}", status="analysed")
+        v.write_note(meta, "\n".join(body))
+        if fulltext:
+            pages = [f'<a id="page-{p}"></a>\n\n## Section {p}\n\n' + " ".join(rnd.choice(WORDS) for _ in range(400))
+                     for p in (1, 2, 3)]
+            (v.paper_dir(pid) / "paper.md").write_text("\n\n".join(pages), encoding="utf-8")
+    s = v.survey_dir("bench-survey")
+    s.mkdir(parents=True)
+    (s / "survey.md").write_text("# Bench survey\n\n" + "\n\n".join(f"Claim {k} [@{pid}, p. 2]." for k, pid in
+                                                                     enumerate(ids[:50])), encoding="utf-8")
+    v.commit("bench vault")
+    return ws
+
+
+def main() -> None:
+    n = int(next((a for a in sys.argv[1:] if a.isdigit()), 1000))
+    fulltext = "--fulltext" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        ws = make(Path(tmp) / "ws", n, fulltext)
+        print(f"vault: {n} notes{' + full texts' if fulltext else ''} written in {time.monotonic() - t0:.1f} s")
+        # CPU time beside wall time: on a shared machine the wall clock mostly measures the neighbours.
+        t0, c0 = time.monotonic(), time.process_time()
+        staged = stage(ws)
+        print(f"staging alone: {staged['pages']} pages in {time.monotonic() - t0:.1f} s "
+              f"(CPU {time.process_time() - c0:.1f} s)")
+        c0 = time.process_time()
+        r = build_site(ws)
+        print(f"site build ({n} notes): {r['pages']} pages in {r['seconds']:.1f} s wall "
+              f"(CPU {time.process_time() - c0:.1f} s); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        size = sum(f.stat().st_size for f in ws.site_dir.rglob("*") if f.is_file())
+        index = (ws.site_dir / "search" / "search_index.json").stat().st_size
+        print(f"site size {size / 1e6:.1f} MB, search index {index / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
