@@ -111,12 +111,13 @@ def record_from_csl(item: dict, source: str, base: Path) -> SourceRecord:
 
 
 def _bbt_names(value: Any, warnings: list[str]) -> list[str]:
+    """Authors of a Zotero-shaped item; editors (and other creators) only when it has no authors."""
     if not isinstance(value, list):
         return []
+    rows = [c for c in value if isinstance(c, dict)]
+    primary = [c for c in rows if c.get("creatorType", "author") == "author"] or rows
     out = []
-    for c in value:
-        if not isinstance(c, dict) or c.get("creatorType", "author") not in ("author", "editor", "inventor", "programmer"):
-            continue
+    for c in primary:
         name = c.get("name") or f"{c.get('firstName') or ''} {c.get('lastName') or ''}".strip()
         if name:
             out.append(str(name))
