@@ -180,6 +180,15 @@ def _silhouette(sim: np.ndarray, labels: list[int]) -> float:
     return float(np.mean(scores))
 
 
+# Words that say nothing about a theme (frequent in any paper's prose).
+GENERIC = frozenset("""
+allow allows also approach based case cases different even example first given however large made make makes
+many much need needs new number often order part present presents problem provide provides second several show
+since small still system systems takes time using well work works would year years describe describes paper
+result results important design simple general set sets approach approaches
+""".split())
+
+
 def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int = 6) -> list[Cluster]:
     """Themes: papers grouped by the similarity of their profiles, k chosen by silhouette, named by their terms."""
     if not papers:
@@ -198,7 +207,8 @@ def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int
         labels = best_labels
     else:
         labels = [0] * len(papers)
-    toks = [tokens(t) for t in texts]
+    # Title words count three times: they name what a paper is about better than its prose does.
+    toks = [tokens(f"{p.title} {p.title} {p.title}") + tokens(t) for p, t in zip(papers, texts)]
     df = Counter()
     for t in toks:
         df.update(set(t))
@@ -207,10 +217,13 @@ def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int
         members = [i for i, lab in enumerate(labels) if lab == c]
         tf = Counter()
         for i in members:
-            tf.update(set(toks[i]))
-        # distinctive terms: frequent inside the cluster, rare outside it
-        score = {w: n / len(members) - (df[w] - n) / max(1, len(papers) - len(members)) for w, n in tf.items()
-                 if not w.isdigit() and len(w) > 3}
+            tf.update({w: n for w, n in Counter(toks[i]).items()})
+        inside = Counter()
+        for i in members:
+            inside.update(set(toks[i]))
+        # distinctive terms: frequent in the cluster, shared by its members, rare outside it
+        score = {w: n * (inside[w] / len(members)) * math.log(1 + len(papers) / df[w])
+                 for w, n in tf.items() if not w.isdigit() and len(w) > 3 and w not in GENERIC}
         terms = [w for w, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:4]]
         label = ", ".join(terms[:3]) if terms else papers[members[0]].title
         clusters.append(Cluster(label=label, paper_ids=[papers[i].id for i in members], terms=terms))

@@ -231,8 +231,11 @@ def check_math(para: str, n: int, res: PolishResult) -> str:
     inline = re.sub(r"\$\$(.+?)\$\$", "", para, flags=re.S)
     singles = [m.start() for m in re.finditer(r"(?<![\\$])\$(?!\$)", inline)]
     if len(singles) % 2:
-        # the last unpaired dollar is most likely a currency sign or a broken formula: escape it
-        last = [m.start() for m in re.finditer(r"(?<![\\$])\$(?!\$)", para)][-1]
+        # the unpaired dollar is most likely a currency sign ("$5", which Pandoc never reads as math either),
+        # else the last one, a broken formula: escape it
+        where = [m.start() for m in re.finditer(r"(?<![\\$])\$(?!\$)", para)]
+        money = [i for i in where if re.match(r"\$\d", para[i:])]
+        last = money[0] if money else where[-1]
         res.changes.append(Change("latex", n, para[max(0, last - 20):last + 20], "\\$", "unpaired $ escaped"))
         para = para[:last] + "\\$" + para[last + 1:]
     for m in re.finditer(r"(?<![\\$])\$(?!\$)(.+?)(?<![\\$])\$(?!\$)", re.sub(r"\$\$(.+?)\$\$", "", para, flags=re.S)):
