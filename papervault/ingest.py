@@ -38,10 +38,13 @@ class AddReport:
     unchanged: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     commit: str | None = None
+    warnings: list[Problem] = field(default_factory=list)   # imported, but not all of it (a missing PDF)
+    chosen: list[dict] = field(default_factory=list)        # why a search picked each record
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
-                "problems": [p.as_dict() for p in self.problems], "commit": self.commit}
+                "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
+                "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen}
 
 
 def file_sha256(path: Path) -> str:
@@ -79,7 +82,13 @@ def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[Source
     except ImportError:  # only local PDFs are understood without the sources package
         yield from pdf_records(inputs)
         return
-    yield from records_from_inputs(inputs, ws.settings, workspace=ws, **options)
+    from papervault.sources.problems import SourceProblem
+
+    for item in records_from_inputs(inputs, ws.settings, workspace=ws, **options):
+        if isinstance(item, SourceProblem):
+            yield Problem(f"{item.source}:{item.line}" if item.line else item.source, item.message)
+        else:
+            yield item
 
 
 def _merge_parsed(rec: SourceRecord, parsed: ParsedPaper | None) -> SourceRecord:
@@ -179,7 +188,10 @@ class Ingest:
     def _run_batch(self, records: list[SourceRecord]) -> None:
         # Unchanged files (same content already in the vault) cost nothing.
         fresh: list[tuple[SourceRecord, str | None]] = []
-        for rec in records:
+        # Records with the user's own citation key first: when a bare PDF and its BibTeX entry arrive together,
+        # the paper is created under the user's key and the PDF merges into it.
+        for rec in sorted(records, key=lambda r: r.key is None):
+            rec = self._complete(rec)
             sha = None
             if rec.pdfs:
                 try:
@@ -208,6 +220,26 @@ class Ingest:
                 self.report.problems.append(Problem(rec.source, str(exc)))
             except Exception as exc:  # one bad paper never stops the batch; the report says what broke
                 self.report.problems.append(Problem(rec.source, f"internal error: {type(exc).__name__}: {exc}"))
+
+    def _complete(self, rec: SourceRecord) -> SourceRecord:
+        """Note the record's warnings and search reason; download its PDF (arXiv, DOI link, URL) unless the
+        paper it already is has one. A failed download leaves a metadata-only paper and a warning."""
+        for w in rec.warnings:
+            self.report.warnings.append(Problem(rec.source, w))
+        if rec.reason:
+            self.report.chosen.append({"source": rec.source, "title": rec.title, "reason": rec.reason})
+        if rec.pdfs or not (rec.pdf_url or (rec.arxiv and rec.origin == "arxiv")):
+            return rec
+        match = self.dedup.find(rec)
+        if match and self.vault.has_paper(match.paper_id) and self.vault.read_meta(match.paper_id).sha256:
+            return rec
+        from papervault.sources.resolve import fetch_pdf
+
+        try:
+            return fetch_pdf(rec, self.ws.settings, self.ws.cache_dir / "downloads")
+        except PapervaultError as exc:
+            self.report.warnings.append(Problem(rec.source, f"PDF not downloaded, imported as metadata only: {exc}"))
+            return rec
 
     def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
         rec = _merge_parsed(rec, parsed)
@@ -295,6 +327,8 @@ class Ingest:
             self.vault.update_meta(pid, **{k: getattr(meta, k) for k in (
                 "sha256", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
                 "doi", "arxiv", "abstract")})
+        if parsed is None and not self.vault.fulltext_path(pid).is_file():
+            return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
         analyse_paper(self.vault, pid, self.backend, force=self.reanalyse,
                       template_dir=self.ws.root / "templates")
 

@@ -95,7 +95,7 @@ _field_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), black
 @given(st.lists(st.tuples(st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True), _field_text,
                           st.lists(_field_text.filter(lambda s: s.strip() and " and " not in s and "," not in s), max_size=3),
                           st.one_of(st.none(), st.integers(1500, 2100))), max_size=6))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_bibtex_roundtrip_property(entries):
     text = ""
     for key, title, authors, year in entries:
@@ -188,24 +188,24 @@ def test_better_bibtex_json_export(tmp_path):
 
 def test_large_csl_streams_in_bounded_memory(tmp_path):
     path = tmp_path / "big.json"
-    n = 20000
+    n = 3000
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("[")
         for i in range(n):
             fh.write(("," if i else "") + json.dumps({"id": f"k{i}", "type": "article", "title": f"Title {i} " + "x" * 200,
                                                       "author": [{"family": f"F{i}", "given": "G"}],
-                                                      "issued": {"date-parts": [[2000 + i % 20]]}, "abstract": "a" * 500}))
+                                                      "issued": {"date-parts": [[2000 + i % 20]]}, "abstract": "a" * 6000}))
         fh.write("]")
     seen = []
     tracemalloc.start()
     count = 0
-    for r in read_csl(path, progress=lambda k, frac: seen.append((k, frac)), every=5000):
+    for r in read_csl(path, progress=lambda k, frac: seen.append((k, frac)), every=1000):
         count += 1
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert count == n
     assert path.stat().st_size > 15 * 2**20 and peak < 5 * 2**20     # far less than the file
-    assert [k for k, _ in seen] == [5000, 10000, 15000, 20000, 20000] and seen[-1][1] == 1.0
+    assert [k for k, _ in seen] == [1000, 2000, 3000, 3000] and seen[-1][1] == 1.0
 
 
 def test_folders_group_supplements_and_ignore_other_files(tmp_path):

@@ -60,6 +60,10 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         return
     for p in report.problems:
         click.echo(f"skipped {p.source}: {p.error}", err=True)
+    for w in report.warnings:
+        click.echo(f"warning {w.source}: {w.error}", err=True)
+    for c in report.chosen:
+        click.echo(f"chose {c['source']} ({c['title']}): {c['reason']}")
     for m in report.merged:
         click.echo(f"merged {m['source']} into {m['id']}" + (" (gained its PDF)" if m.get("gained_pdf") else ""))
     click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "

@@ -1,0 +1,93 @@
+"""One paper once: the same paper from a PDF, a BibTeX entry and a Zotero item is one paper with three sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from papervault.ingest import add
+from papervault.workspace import Workspace
+from support_arxiv import Catalog, LoopbackServer, Paper, make_pdf
+from support_zotero import SHARED_ZOTERO, ZoteroBuilder
+
+DOI = "10.1145/568425.568433"
+
+
+def _paxos_pdf() -> bytes:
+    return make_pdf("Paxos Made Simple", pages=2, authors="Leslie Lamport",
+                    body=f"DOI: {DOI}. The Paxos algorithm, when presented in plain English, is very simple.")
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return Workspace.init(tmp_path / "ws")[0]
+
+
+@pytest.mark.skipif(not (SHARED_ZOTERO / "userdata.sql").is_file(), reason="needs ../shared/zotero")
+def test_pdf_bibtex_and_zotero_merge_into_one_paper(ws, tmp_path):
+    pdf = tmp_path / "downloads" / "lamport-paxos.pdf"
+    pdf.parent.mkdir()
+    pdf.write_bytes(_paxos_pdf())
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{lamport2001paxos, author={Lamport, Leslie}, title={Paxos Made Simple}, year={2001},\n"
+                   f"  journal={{ACM SIGACT News}}, doi={{{DOI}}}}}\n"
+                   "@misc{other2020, title={Another Paper Entirely}, author={Other, Ann}, year={2020}}\n")
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    item, zkey = z.item("journalArticle", authors=[("Leslie", "Lamport")], title="Paxos made simple.",
+                        date="2001-12-01", tags=["consensus"], collections=["Classics"])
+    z.note(item, "<p>Read this first.</p>")
+    z.close()
+
+    report = add(ws, [str(pdf), str(bib)], options={"zotero": str(tmp_path / "Zotero")})
+    assert report.problems == []
+    assert sorted(report.added) == ["lamport2001paxos", "other2020"]
+    merged = {m["origin"]: m for m in report.merged}
+    assert set(merged) == {"pdf", "zotero"} or set(merged) == {"bibtex", "zotero"}
+    assert all(m["id"] == "lamport2001paxos" for m in report.merged)
+    meta = ws.vault.read_meta("lamport2001paxos")
+    assert len(meta.sources) == 3
+    assert str(pdf.resolve()) in meta.sources and f"{bib}#lamport2001paxos" in meta.sources
+    assert f"zotero://select/library/items/{zkey}" in meta.sources
+    assert meta.doi == DOI and meta.zotero_key == zkey and meta.sha256 and meta.status != "metadata"
+    assert "consensus" in meta.tags and "Classics" in meta.collections
+    assert "Read this first." in (ws.vault.paper_dir("lamport2001paxos") / "reader-notes.md").read_text()
+    assert sorted(ws.vault.paper_ids()) == ["lamport2001paxos", "other2020"]
+
+    # the same inputs again change nothing
+    again = add(ws, [str(pdf), str(bib)], options={"zotero": str(tmp_path / "Zotero")})
+    assert again.added == [] and sorted(ws.vault.paper_ids()) == ["lamport2001paxos", "other2020"]
+
+
+def test_metadata_only_paper_gains_its_pdf_later(ws, tmp_path):
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{lamport2001paxos, author={Lamport, Leslie}, title={Paxos Made Simple}, year={2001},"
+                   f" doi={{{DOI}}}}}\n@article{{bad, title={{Unclosed}}\n")
+    first = add(ws, [str(bib)])
+    assert first.added == ["lamport2001paxos"]
+    assert len(first.problems) == 1 and first.problems[0].source.endswith("refs.bib:2")
+    assert ws.vault.read_meta("lamport2001paxos").status == "metadata"
+    pdf = tmp_path / "paper.pdf"
+    pdf.write_bytes(_paxos_pdf())
+    second = add(ws, [str(pdf)])
+    assert second.added == [] and len(second.merged) == 1
+    assert second.merged[0]["id"] == "lamport2001paxos" and second.merged[0]["gained_pdf"]
+    meta = ws.vault.read_meta("lamport2001paxos")
+    assert meta.sha256 and meta.pages == 2 and meta.files == [str(pdf.resolve())]
+
+
+def test_arxiv_ids_are_downloaded_and_deduplicated(ws, tmp_path, monkeypatch):
+    cat = Catalog()
+    cat.add(Paper("2401.00001", "Paxos Made Moderately Complex", "Multi-decree Paxos explained.",
+                  ["Robbert van Renesse"], "2015-03-01T00:00:00Z"))
+    with LoopbackServer(cat) as srv:
+        srv.settings_env(monkeypatch)
+        ws = Workspace(ws.root)          # settings are read from the environment set just now
+        report = add(ws, ["arxiv:2401.00001", "https://arxiv.org/abs/2401.00001v2"])
+        assert report.added == ["vanrenesse2015paxos"] and len(report.merged) == 1
+        assert report.merged[0]["reason"] == "arxiv"
+        meta = ws.vault.read_meta("vanrenesse2015paxos")
+        assert meta.arxiv == "2401.00001" and meta.pages == 2 and meta.sha256
+        pdf_gets = [p for _, p in cat.requests if p.startswith("/pdf/")]
+        assert len(pdf_gets) == 1
+        # a paper already in the vault with its PDF is not downloaded again
+        add(ws, ["arxiv:2401.00001"])
+        assert len([p for _, p in cat.requests if p.startswith("/pdf/")]) == 1
