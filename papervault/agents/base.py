@@ -243,6 +243,7 @@ class Backend:
         self.log.check_ceiling()
         usage, attempts, started = Usage(), 0, time.monotonic()
         failures: list[tuple[str, str]] = []
+        fatal: BackendError | None = None
         for attempt in range(1, self.retries + 1):
             attempts = attempt
             try:
@@ -258,10 +259,10 @@ class Backend:
             except asyncio.TimeoutError:
                 failures.append((f"no answer within {self.timeout:g} s", ""))
             except BackendError as exc:
-                if not getattr(exc, "retryable", True):
-                    failures.append((str(exc), getattr(exc, "raw", "")))
-                    break
                 failures.append((str(exc), getattr(exc, "raw", "")))
+                if not getattr(exc, "retryable", True):
+                    fatal = exc          # a wrong key or a missing CLI: retrying cannot help
+                    break
             else:
                 self.breaker.success()
                 answer = Answer(data=data, backend=self.name, model=reply.model or self.model, usage=usage,
@@ -277,6 +278,8 @@ class Backend:
         self.log.record(kind=task.kind, key=task.key, backend=self.name, model=self.model, ok=False,
                         attempts=attempts, seconds=round(time.monotonic() - started, 3), usage=asdict(usage),
                         error=failures[-1][0] if failures else "", quarantine=str(where) if where else None)
+        if fatal is not None:
+            raise fatal
         reason = failures[-1][0] if failures else "no answer"
         raise BackendError(f"{self.label} gave no usable answer for {task.key or task.kind} after {attempts} attempt(s): {reason}",
                            fix=f"see the raw output in {where}" if where else "check the backend and run again")
