@@ -153,7 +153,7 @@ class Ingest:
         if self._backend is None:
             from papervault.agents import get_backend
 
-            self._backend = get_backend(self.backend_name, self.ws.settings)
+            self._backend = get_backend(self.backend_name, self.ws.settings, state_dir=self.ws.state_dir)
         return self._backend
 
     # --- stages ----------------------------------------------------------------------------------
