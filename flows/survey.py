@@ -323,6 +323,17 @@ def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) ->
 
 # --- the flow --------------------------------------------------------------------------------------
 
+def _gather(futures, ids: list[str]) -> list[dict[str, Any]]:
+    """Results of a per-paper map; a task that failed after its retries is one paper's problem, not the run's."""
+    out = []
+    for pid, f in zip(ids, futures):
+        try:
+            out.append(f.result())
+        except Exception as exc:
+            out.append({"id": pid, "status": "failed", "message": f"{type(exc).__name__}: {exc}"})
+    return out
+
+
 def _write(path: Path, text: str) -> None:
     from papervault.vault.store import atomic_write
 
@@ -372,20 +383,14 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
 
         # 2. parse, per paper
         t0 = time.perf_counter()
-        parsed = [f.result() for f in parse_paper.map(unmapped(root), ids)]
+        parsed = _gather(parse_paper.map(unmapped(root), ids), ids)
         newly = [p["id"] for p in parsed if p["status"] == "parsed"]
         stage_done("parse", t0, f"survey {slug}: parse {len(newly)} selected paper(s) lacking full text "
                    f"({', '.join(newly[:5])})" if newly else None, [ws.vault.papers_dir])
 
         # 3. analyse, per paper (skipped when the note is current)
         t0 = time.perf_counter()
-        futures = analyse.map(unmapped(root), ids, unmapped(backend))
-        analysed = []
-        for pid, f in zip(ids, futures):
-            try:
-                analysed.append(f.result())
-            except Exception as exc:  # a crashed task is one paper's problem, not the survey's
-                analysed.append({"id": pid, "status": "failed", "message": f"{type(exc).__name__}: {exc}"})
+        analysed = _gather(analyse.map(unmapped(root), ids, unmapped(backend)), ids)
         done = [a["id"] for a in analysed if a["status"] in ("analysed", "kept-edit")]
         current = [a["id"] for a in analysed if a["status"] == "skipped"]
         failed = [a for a in analysed if a["status"] == "failed"]
@@ -483,6 +488,23 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
     }
 
 
+def _api_for_workers():
+    """Dask workers are other processes and must reach the API the flow uses. With no server configured, start
+    Prefect's temporary local server here (it would otherwise be private to this process) and point the
+    workers at it through the environment they inherit. Returns the variables to restore afterwards."""
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")))
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = server.api_url
+    return server.api_url, previous
+
+
 def run_survey(topic: str, *, task_runner: str = "thread", workers: int | None = None, **params: Any) -> dict[str, Any]:
     """Run the flow in this process with the chosen task runner (`thread`, or `dask` for a local cluster)."""
     if task_runner == "dask":
@@ -490,9 +512,25 @@ def run_survey(topic: str, *, task_runner: str = "thread", workers: int | None =
             from prefect_dask import DaskTaskRunner
         except ImportError:
             raise PapervaultError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from None
+        import logging
+
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
         runner = DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2, "threads_per_worker": 2,
-                                                "processes": True, "dashboard_address": None})
-        return survey.with_options(task_runner=runner)(topic, **params)
+                                                "processes": True, "dashboard_address": None,
+                                                "silence_logs": logging.WARNING})
+        api = _api_for_workers()
+        if api is None:
+            return survey.with_options(task_runner=runner)(topic, **params)
+        url, previous = api
+        try:
+            with temporary_settings({PREFECT_API_URL: url}):
+                return survey.with_options(task_runner=runner)(topic, **params)
+        finally:
+            if previous is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = previous
     if workers:
         return survey.with_options(task_runner=ThreadPoolTaskRunner(max_workers=workers))(topic, **params)
     return survey(topic, **params)
