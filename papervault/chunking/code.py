@@ -758,7 +758,8 @@ def _config_chunks(repo: str, path: str, source: str, language: str) -> list[Cod
                            _cut(f"{header}\n" + ("top-level keys: " + ", ".join(map(str, data))
                                                 if isinstance(data, dict) else ""), 2000))
     if len(flat) <= CONFIG_LINES_PER_CHUNK or not isinstance(data, dict):
-        return [file_chunk, CodeChunk(repo, path, "config", stem, language, 1, nlines, _cut(f"{header}\n{text}"))]
+        return [file_chunk, CodeChunk(repo, path, "config", stem, language, 1, nlines, _cut(f"{header}\n{text}"),
+                                      doc=_settings_words(flat))]
     # A large file: one chunk per top-level key, so a hyperparameter is found with its neighbours.
     src_lines = source.splitlines()
     keys = list(data)
@@ -772,8 +773,15 @@ def _config_chunks(repo: str, path: str, source: str, language: str) -> list[Cod
         later = [x for x in starts[i + 1:] if x]
         e = (later[0] - 1) if (starts[i] and later) else (nlines if starts[i] else nlines)
         out.append(CodeChunk(repo, path, "config", str(key), language, s, max(s, e),
-                             _cut(f"# {path} [{key}]\n" + "\n".join(f"{k} = {v}" for k, v in part))))
+                             _cut(f"# {path} [{key}]\n" + "\n".join(f"{k} = {v}" for k, v in part)),
+                             doc=_settings_words(part)))
     return out
+
+
+def _settings_words(flat: list[tuple[str, str]], limit: int = 60) -> str:
+    """Setting names in words (`optimizer.warmup_steps` -> optimizer warmup steps): what a question says."""
+    names = dict.fromkeys(" ".join(split_identifier(re.sub(r"\[\d+\]", "", k))) for k, _ in flat)
+    return "configuration settings (hyperparameters): " + ", ".join(list(names)[:limit])
 
 
 # --- calls, callers and tests across a repository ---------------------------------------------------------
@@ -905,6 +913,7 @@ class RepoSummary:
 def readme_summary(text: str, max_chars: int = 1200) -> str:
     """The first paragraphs of a README that say something (no badges, no HTML, no tables of contents)."""
     keep: list[str] = []
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.S | re.M)    # code blocks say how, not what
     for para in re.split(r"\n\s*\n", text):
         p = para.strip()
         if re.match(r"#+\s*(install|installation|setup|requirements|dependencies|license|citation|cite|"

@@ -1,0 +1,234 @@
+"""add-repo end to end on real git repositories: index, incremental re-runs, paper links, code note, search."""
+
+from __future__ import annotations
+
+import shutil
+
+import git
+import pytest
+from click.testing import CliRunner
+
+from papervault.errors import IndexMismatchError, LockedError, NotFoundError, SourceError
+from papervault.index.code import CodeIndex, CodeSearchError, CodeSearcher, search_code
+from papervault.index.embed import Embedder
+from papervault.models import PaperMeta, ParsedPaper
+from papervault.sources.repo import add_repo
+from papervault.vault import frontmatter
+from papervault.workspace import Workspace
+from support_code import FILES, commit_all, make_repo
+
+REMOTE = "https://github.com/Example/sample.git"
+
+
+def _paper(ws: Workspace, pid: str, title: str, text: str) -> None:
+    ws.vault.write_note(PaperMeta(id=pid, title=title), f"# {title}\n")
+    ws.vault.write_fulltext(pid, ParsedPaper(markdown=f'<a id="page-1"></a>\n\n{text}\n', pages=1))
+    ws.vault.commit(f"add {pid}")
+
+
+@pytest.fixture(scope="module")
+def embedder(model_dir):
+    return Embedder(Workspace("/nonexistent").settings.embed)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, embedder):
+    """One workspace with the sample repository added once; tests here only read it."""
+    base = tmp_path_factory.mktemp("code")
+    repo = make_repo(base / "sample", remote=REMOTE)
+    ws, _ = Workspace.init(base / "ws")
+    _paper(ws, "doe2024sample", "Sample: fast training",
+           "Our code is available at https://github.com/example/sample. It reproduces every table.")
+    _paper(ws, "roe2023other", "Another paper", "Code at https://github.com/someone/else.")
+    _paper(ws, "poe2022manual", "A paper linked by hand", "No code link in this text.")
+    report = add_repo(ws, str(base / "sample"), papers=["poe2022manual"], embedder=embedder)
+    return ws, repo, report
+
+
+def test_add_repo_indexes_every_language_and_records_the_commit(indexed):
+    ws, repo, report = indexed
+    assert report.repo == "sample" and report.commit == repo.head.commit.hexsha
+    # README.md and the binary are not code files; the 10 others are
+    assert report.files == 10 and len(report.added) == 10 and report.embedded == report.chunks
+    rows = CodeIndex(ws).rows("sample")
+    langs = {r["language"] for r in rows}
+    assert {"python", "c", "go", "yaml", "toml", "make"} <= langs
+    kinds = {r["kind"] for r in rows}
+    assert {"repository", "file", "function", "class", "module", "test", "config", "target"} <= kinds
+    assert all(r["commit"] == report.commit for r in rows)
+    saxpy = next(r for r in rows if r["symbol"] == "saxpy" and r["kind"] == "function")
+    assert (saxpy["path"], saxpy["start_line"], saxpy["end_line"]) == ("kernels/saxpy.c", 6, 11)
+    assert saxpy["callers"] == ["kernels/saxpy.c::normalise"]
+
+
+def test_papers_are_linked_from_their_text_and_by_hand(indexed):
+    ws, _, report = indexed
+    got = {(p["paper_id"], p["how"]) for p in report.papers}
+    assert got == {("doe2024sample", "fulltext"), ("poe2022manual", "explicit")}
+    links = CodeIndex(ws).links(repo="sample")
+    assert {(l["paper_id"], l["how"]) for l in links} == got
+    assert next(l for l in links if l["how"] == "fulltext")["evidence"] == "https://github.com/example/sample"
+    assert ws.vault.read_meta("doe2024sample").code == ["sample"]
+    assert ws.vault.read_meta("poe2022manual").code == ["sample"]
+    assert ws.vault.read_meta("roe2023other").code == []
+
+
+def test_code_note_and_one_vault_commit(indexed):
+    ws, repo, report = indexed
+    assert report.note == "code/sample.md"
+    meta, body = frontmatter.split((ws.vault_dir / report.note).read_text())
+    assert meta["commit"] == repo.head.commit.hexsha and meta["papers"] == ["doe2024sample", "poe2022manual"]
+    assert "Sample implements a tiny training loop" in body
+    assert "[Sample: fast training](../papers/doe2024sample/note.md)" in body
+    assert "`sample-train` -> sample.train:main (pyproject.toml)" in body
+    assert "| python | 4 |" in body and "kernels/ (2 files)" in body and "- `Makefile`" in body
+    last = ws.vault.history(limit=1)[0]
+    assert last["sha"] == report.vault_commit
+    assert last["message"].startswith("add-repo: sample @ ") and "10 added" in last["message"]
+    changed = ws.vault.repo.git.show("--name-only", "--format=", report.vault_commit).split()
+    assert sorted(changed) == ["code/sample.md", "papers/doe2024sample/note.md", "papers/poe2022manual/note.md"]
+    assert ws.vault.is_clean()
+
+
+@pytest.mark.parametrize("query, path, symbol", [
+    ("cosine learning rate schedule", "sample/optim.py", "cosine_schedule"),
+    ("y = a * x + y over floats", "kernels/saxpy.c", "saxpy"),
+    ("HTTP server answering prediction requests", "server/main.go", "Server"),
+    ("mean squared error gradient", "sample/train.py", "compute_gradients"),
+    ("learning_rate warmup steps", "configs/base.yaml", "base.yaml"),
+])
+def test_search_finds_the_right_chunk(indexed, embedder, query, path, symbol):
+    ws, _, _ = indexed
+    hits = CodeSearcher(ws, embedder).search(query, limit=3)
+    assert (hits[0]["path"], hits[0]["symbol"]) == (path, symbol), [h["location"] for h in hits]
+    assert hits[0]["location"] == f"{path}:{hits[0]['start_line']}-{hits[0]['end_line']}"
+
+
+def test_search_filters_and_budget_expansion(indexed, embedder):
+    ws, _, _ = indexed
+    s = CodeSearcher(ws, embedder)
+    hits = s.search("normalise a batch by its mean", language="c", kind="function", limit=5)
+    assert hits and all(h["language"] == "c" and h["kind"] == "function" for h in hits)
+    assert hits[0]["symbol"] in ("normalise", "mean")
+    top = s.search("compute gradients for one training epoch", kind="function", limit=1, budget=400)[0]
+    assert top["symbol"] == "train_epoch"
+    related = {(c["relation"], c["symbol"]) for c in top["context"]}
+    assert ("callee", "compute_gradients") in related and ("caller", "main") in related
+    assert all(c["path"] and c["lines"] for c in top["context"])
+    small = s.search("compute gradients for one training epoch", kind="function", limit=1, budget=60)[0]
+    assert len(small["context"]) < len(top["context"])
+    with pytest.raises(CodeSearchError, match="unknown kind"):
+        s.search("x", kind="method")
+    assert search_code(ws, "saxpy", repo="nope") == []
+
+
+def test_rerun_updates_only_changed_files(tmp_path, embedder):
+    repo = make_repo(tmp_path / "sample", remote=REMOTE)
+    ws, _ = Workspace.init(tmp_path / "ws")
+    first = add_repo(ws, str(tmp_path / "sample"), embedder=embedder)
+    index = CodeIndex(ws, embedder)
+    before = {r["id"]: r for r in index.rows("sample")}
+
+    again = add_repo(ws, str(tmp_path / "sample"), embedder=embedder)
+    assert (again.embedded, again.rows_written, again.added, again.changed) == (0, 0, [], [])
+    assert again.unchanged == first.files and again.vault_commit is None
+
+    root = tmp_path / "sample"
+    (root / "sample/train.py").write_text(FILES["sample/train.py"].replace(
+        "def compute_gradients(params, batch):\n    \"\"\"Mean squared error gradient of a linear model.\"\"\"",
+        "def compute_gradients(params, batch):\n    \"\"\"Absolute error subgradient of a linear model.\"\"\""))
+    (root / "server/main.go").unlink()
+    (root / "sample/data.py").write_text('"""Data."""\n\n\ndef load_batches(path):\n    """Read batches."""\n'
+                                         '    return compute_gradients([], [])\n')
+    sha = commit_all(repo, "change train, drop server, add data")
+    third = add_repo(ws, str(root), embedder=embedder)
+    assert third.changed == ["sample/train.py"] and third.removed == ["server/main.go"]
+    assert third.added == ["sample/data.py"] and third.unchanged == first.files - 2
+    after = {r["id"]: r for r in index.rows("sample")}
+    # only the changed and added files (and the repository summary) were embedded again
+    embedded_paths = {r["path"] for i, r in after.items() if i not in before or r["embed_hash"] != before[i]["embed_hash"]}
+    assert embedded_paths == {"sample/train.py", "sample/data.py", ""}
+    assert not any(r["path"] == "server/main.go" for r in after.values())
+    untouched = next(r for r in after.values() if r["symbol"] == "saxpy" and r["kind"] == "function")
+    assert untouched["commit"] == first.commit                 # unchanged file: row not rewritten
+    assert next(r for r in after.values() if r["symbol"] == "compute_gradients")["commit"] == sha
+    # a new caller in a new file updates the callers of a function in a changed file
+    cg = next(r for r in after.values() if r["symbol"] == "compute_gradients")
+    assert "sample/data.py::load_batches" in list(cg["callers"])
+    hits = search_code(ws, "absolute error subgradient", limit=1)
+    assert hits[0]["symbol"] == "compute_gradients" and hits[0]["commit"] == sha
+    assert "server/main.go" not in ws.vault.code_dir.joinpath("sample.md").read_text()
+
+
+def test_git_url_is_cloned_then_fetched(tmp_path, embedder):
+    origin = make_repo(tmp_path / "origin", {"lib.py": "def alpha():\n    return 1\n"})
+    url = (tmp_path / "origin").as_uri()            # file:// URL: a real clone, no network
+    ws, _ = Workspace.init(tmp_path / "ws")
+    r1 = add_repo(ws, url, embedder=embedder)
+    clone = ws.state_dir / "repos" / "origin"
+    assert (clone / ".git").is_dir() and r1.commit == origin.head.commit.hexsha and r1.source == url
+    (tmp_path / "origin/lib.py").write_text("def alpha():\n    return 1\n\n\ndef beta():\n    return alpha()\n")
+    sha = commit_all(origin, "beta")
+    r2 = add_repo(ws, url, embedder=embedder)
+    assert r2.commit == sha and r2.changed == ["lib.py"]
+    assert git.Repo(clone).head.commit.hexsha == sha
+    assert search_code(ws, "beta", kind="function", limit=1)[0]["callees"] == ["lib.py::alpha"]
+    with pytest.raises(SourceError, match="already has a repository 'origin'"):
+        other = make_repo(tmp_path / "x" / "origin", {"a.py": "A = 1\n"})
+        add_repo(ws, str(tmp_path / "x" / "origin"), embedder=embedder)
+    with pytest.raises(SourceError, match="cannot clone"):
+        add_repo(ws, (tmp_path / "missing").as_uri(), embedder=embedder)
+
+
+def test_errors_a_user_can_hit(tmp_path, embedder):
+    ws, _ = Workspace.init(tmp_path / "ws")
+    make_repo(tmp_path / "r", {"a.py": "def f():\n    pass\n"})
+    with pytest.raises(NotFoundError, match="no paper 'nobody2020x'"):
+        add_repo(ws, str(tmp_path / "r"), papers=["nobody2020x"], embedder=embedder)
+    with pytest.raises(SourceError, match="no such folder"):
+        add_repo(ws, str(tmp_path / "absent"), embedder=embedder)
+    with ws.write_lock("index"):
+        with pytest.raises(LockedError):
+            add_repo(ws, str(tmp_path / "r"), embedder=embedder)
+    with pytest.raises(CodeSearchError, match="add-repo"):
+        search_code(ws, "anything")
+
+
+def test_model_mismatch_names_the_rebuild(tmp_path, embedder):
+    ws, _ = Workspace.init(tmp_path / "ws")
+    make_repo(tmp_path / "r", {"a.py": "def f():\n    pass\n"})
+    add_repo(ws, str(tmp_path / "r"), embedder=embedder)
+    other = Embedder(ws.settings.embed)
+    other.model_name = "BAAI/bge-small-en-v1.5"
+    with pytest.raises(IndexMismatchError, match="add-repo PATH --rebuild"):
+        CodeSearcher(ws, other)
+    # --rebuild with the current model over a table it did not build recreates it
+    report = add_repo(ws, str(tmp_path / "r"), rebuild=True, embedder=embedder)
+    assert report.embedded == report.chunks
+
+
+def test_plain_folder_and_hand_edited_note(tmp_path, embedder):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "tool.sh").write_text("#!/bin/sh\nrun() { echo hi; }\nrun\n")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    r1 = add_repo(ws, str(folder), embedder=embedder)
+    assert r1.commit == "" and r1.files == 1
+    note = ws.vault.code_dir / "plain.md"
+    note.write_text(note.read_text() + "\nMy own remark.\n")
+    (folder / "more.sh").write_text("hello() { echo hello; }\n")
+    r2 = add_repo(ws, str(folder), embedder=embedder)
+    assert r2.note == "code/plain.new.md" and "My own remark." in note.read_text()
+
+
+def test_cli_add_repo(tmp_path, embedder, monkeypatch):
+    from papervault.cli import cli
+
+    ws, _ = Workspace.init(tmp_path / "ws")
+    make_repo(tmp_path / "r", {"a.py": "def f():\n    pass\n"})
+    monkeypatch.setenv("PAPERVAULT_WORKSPACE", str(ws.root))
+    result = CliRunner().invoke(cli, ["add-repo", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("r @ ") and "note: vault/code/r.md" in result.output
+    result = CliRunner().invoke(cli, ["add-repo", str(tmp_path / "r"), "--paper", "zz2020none"])
+    assert result.exit_code != 0 and "no paper 'zz2020none'" in str(result.exception)
