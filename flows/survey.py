@@ -36,6 +36,16 @@ _BACKENDS: dict[tuple[str, str], Any] = {}
 _BACKENDS_LOCK = threading.Lock()
 
 
+def _log():
+    """The run's logger inside a flow or task run; a plain logger when a task's function is called directly."""
+    try:
+        return get_run_logger()
+    except Exception:
+        import logging
+
+        return logging.getLogger("papervault.flows.survey")
+
+
 def _ws(root: str) -> Workspace:
     return Workspace(root).require()
 
@@ -72,7 +82,7 @@ def slugify(topic: str) -> str:
 def _commit(root: str, message: str, paths: list[Path] | None = None) -> str | None:
     sha = _ws(root).vault.commit(message, paths)
     if sha:
-        get_run_logger().info("commit %s: %s", sha[:8], message.splitlines()[0])
+        _log().info("commit %s: %s", sha[:8], message.splitlines()[0])
     return sha
 
 
@@ -98,7 +108,7 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
     from papervault.survey.select import parse_spec, select_ids
 
     ws = _ws(root)
-    log = get_run_logger()
+    log = _log()
     ids: list[str] = []
     retrieved: list[str] = []
     problems: list[str] = []
@@ -359,7 +369,7 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
     specs = list(papers or ["all"])
     sdir = ws.vault.survey_dir(slug)
     tdir = ws.root / "templates" / "survey"
-    log = get_run_logger()
+    log = _log()
     timings: dict[str, float] = {}
     commits: list[str] = []
 

@@ -224,3 +224,29 @@ def test_bibliographies_and_pandoc(papers, tmp_path):
         assert r.returncode == 0, r.stderr
         assert "not found" not in r.stderr and "???" not in r.stdout
         assert "Renesse" in r.stdout and "Megastore" in r.stdout     # the reference list was rendered
+
+
+# --- arXiv retrieval in the survey's first stage ---------------------------------------------------
+
+def test_arxiv_selection_imports_and_selects(tmp_path, monkeypatch):
+    """`arxiv:QUERY` searches (a loopback arXiv), imports the matches in the same run and selects them."""
+    from flows.survey import retrieve
+    from papervault.workspace import Workspace
+
+    from support_arxiv import Catalog, LoopbackServer, Paper
+
+    cat = Catalog()
+    cat.add(Paper("2401.00001", "Paxos Made Moderately Complex", "We explain multi-decree Paxos consensus for "
+                  "replicas, leaders and acceptors.", ["Robbert van Renesse", "Deniz Altinbuken"]),
+            Paper("2401.00002", "Raft: an understandable consensus algorithm", "Raft is a consensus algorithm "
+                  "for managing a replicated log.", ["Diego Ongaro", "John Ousterhout"]),
+            Paper("2401.00006", "Deep residual learning for image recognition", "Residual networks ease training.",
+                  ["Kaiming He"]))
+    ws, _ = Workspace.init(tmp_path / "arxiv-ws")
+    with LoopbackServer(cat) as srv:
+        srv.settings_env(monkeypatch)
+        out = retrieve.fn(str(ws.root), ["arxiv:consensus algorithm replicas"], "extractive", "cons", 2)
+    assert len(out["ids"]) == 2 and out["ids"] == out["retrieved"], out
+    titles = {ws.vault.read_meta(i).title for i in out["ids"]}
+    assert "Deep residual learning for image recognition" not in titles
+    assert ws.vault.repo.head.commit.message.startswith("survey cons: retrieve from arXiv for “consensus algorithm replicas”")
