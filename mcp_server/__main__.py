@@ -1,5 +1,7 @@
-"""`python -m mcp_server`: the same server as `papervault mcp` (stdio; flags as there)."""
+"""`python -m mcp_server`: the same as `papervault mcp` (stdio by default; same flags and errors)."""
 
-from papervault.commands.mcp import mcp
+import sys
 
-mcp(prog_name="python -m mcp_server")
+from papervault.cli import main
+
+main(["mcp", *sys.argv[1:]])

@@ -31,7 +31,7 @@ MAX_LIST = 200
 MAX_FIGURE_BYTES = 8 * 1024 * 1024
 MAX_QUERY_CHARS = 2_000
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
-YEAR_RE = re.compile(r"^\s*(\d{4})\s*(?:-\s*(\d{4})\s*)?$")
+YEAR_RE = re.compile(r"^\s*(\d{4})?\s*(-|\.\.)?\s*(\d{4})?\s*$")
 PAGES_RE = re.compile(r"^\s*(\d{1,5})\s*(?:-\s*(\d{1,5})\s*)?$")
 
 Progress = Callable[[str, int, int | None], None]
@@ -51,10 +51,11 @@ def _year_range(year: str | int | None) -> tuple[int, int] | None:
     if year is None or year == "":
         return None
     m = YEAR_RE.match(str(year))
-    if not m:
-        raise ToolInputError(f"invalid year {year!r}", fix="give a year like 2019 or a range like 2015-2020")
-    lo = int(m.group(1))
-    hi = int(m.group(2) or lo)
+    if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
+        raise ToolInputError(f"invalid year {year!r}", fix="give a year like 2019 or a range like 2015-2020, 2015.. or ..2020")
+    if not m.group(2):
+        return int(m.group(1)), int(m.group(1))
+    lo, hi = int(m.group(1) or 0), int(m.group(3) or 9999)
     return (min(lo, hi), max(lo, hi))
 
 
@@ -177,8 +178,6 @@ class VaultTools:
             raise ToolInputError(f"unknown level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
         if paper:
             check_id(paper)
-        if year:
-            _year_range(year)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
         hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
         out, used, truncated = [], 0, False
@@ -483,7 +482,19 @@ class VaultTools:
             self.vault.delete_paper(paper_id)
             sha = self.vault.commit(f"delete: {paper_id} (requested over MCP)", [pdir])
         out: dict[str, Any] = {"deleted": paper_id, "commit": sha}
-        out["index"] = self._sync_index(progress)
+        if not self.ws.settings.index.uri and not any(self.ws.index_dir.glob("*.lance")):
+            out["index"] = {"chunks_removed": 0}     # no local tables: nothing to drop, and no LanceDB import
+            return out
+        try:
+            from papervault.index.store import PaperIndex
+        except ImportError:
+            out["index"] = "not updated: the index is not available; run `papervault index`"
+            return out
+        # only its rows go: nothing else is re-embedded (a sync would also embed any unindexed paper)
+        with self.ws.write_lock("index", wait=30):
+            out["index"] = {"chunks_removed": PaperIndex(self.ws).delete_paper(paper_id)}
+        if progress:
+            progress("index", 1, 1)
         return out
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:

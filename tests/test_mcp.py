@@ -215,7 +215,7 @@ def test_http_client_calls_every_tool_including_writes(http_server, corpus_dir):
 
                 gone = data(await c.call_tool("delete_paper", {"paper_id": HARVEST}, progress_callback=on_progress))
                 assert gone["deleted"] == HARVEST and gone["commit"]
-                assert gone["index"]["removed"] == [HARVEST]
+                assert gone["index"]["chunks_removed"] > 5
                 assert data(await c.call_tool("list_papers", {}))["total"] == 1
                 after = data(await c.call_tool("search", {"query": "harvest yield availability", "limit": 5}))
                 assert HARVEST not in {h["paper_id"] for h in after["hits"]}
