@@ -72,7 +72,7 @@ def run(tmp_path_factory, corpus_dir, model_dir):
 
     root = tmp_path_factory.mktemp("survey-flow")
     ws, _ = Workspace.init(root / "ws")
-    ids = sorted(build_corpus_vault(ws, corpus_dir, max_pages=3))
+    ids = sorted(build_corpus_vault(ws, corpus_dir, max_pages=2))
     head = ws.vault.repo.head.commit.hexsha
     before = _kill_during_analysis(ws, ids, root / "killed.log")
     killed_head = ws.vault.repo.head.commit.hexsha
@@ -123,6 +123,13 @@ def test_every_stage_commits_its_artefact_and_every_citation_resolves(run):
     assert result["claims"] > 10 and result["supported"] + result["flags"] >= result["claims"]
     report = (sdir / "polish-report.md").read_text()
     assert f"Cited claims checked against passages of the cited papers: {result['claims']}" in report
+    # the outline and the comparison table are Prefect artifacts of the run
+    from prefect.artifacts import Artifact
+
+    outline = Artifact.get(f"survey-{SLUG}-outline")
+    table = Artifact.get(f"survey-{SLUG}-comparison")
+    assert outline is not None and "Purpose:" in outline.data
+    assert table is not None and table.type == "table" and len(json.loads(table.data)) == len(run["ids"])
 
 
 def test_planted_citation_is_caught_by_the_index_backed_check(run):
