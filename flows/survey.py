@@ -29,8 +29,23 @@ from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from papervault.errors import PapervaultError  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
-# Part of every cache key: bump it when a stage's output for the same input changes.
-STAGE_VERSION = "survey-1"
+
+
+def _code_version() -> str:
+    """A hash of the survey stages' code and templates: part of every cache key, so an upgrade never serves
+    results the old code made."""
+    import papervault.survey.correlate as _c
+
+    h = hashlib.sha256()
+    here = Path(_c.__file__).resolve().parent
+    tmpl = here.parents[1] / "templates" / "survey"
+    for f in sorted([*here.glob("*.py"), *tmpl.glob("*.j2")]):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+STAGE_VERSION = _code_version()
 
 _BACKENDS: dict[tuple[str, str], Any] = {}
 _BACKENDS_LOCK = threading.Lock()
