@@ -1,4 +1,4 @@
-"""The demo: synthetic papers (clearly labelled) or a folder of PDFs -> vault, index, survey, site.
+"""Synthetic papers for the demo (clearly labelled as such); the pipeline itself runs in `commands/democmd.py`.
 
 The synthetic papers are generated here with PyMuPDF so the demo needs no download: each has a title, authors,
 an abstract, numbered sections, a raster figure with its caption, a table, and references that cite the others.
@@ -6,7 +6,6 @@ an abstract, numbered sections, a raster figure with its caption, a table, and r
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,56 +150,3 @@ def make_synthetic_papers(out_dir: Path) -> list[Path]:
         doc.save(path)
         doc.close()
     return paths
-
-
-def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", topic: str | None = None,
-             log=print) -> dict:
-    """init -> add -> index -> survey -> site build, timing each step; returns where everything is."""
-    from papervault.ingest import add
-    from papervault.workspace import Workspace
-
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    ws, _ = Workspace.init(ws_dir)
-    if papers is None:
-        papers_dir = ws.state_dir / "demo-papers"
-        make_synthetic_papers(papers_dir)
-        log(f"Generated {len(SPECS)} synthetic demo papers (labelled as such) in {papers_dir}")
-        topic = topic or "replication and consistency in storage systems (synthetic demo)"
-    else:
-        papers_dir = papers
-        topic = topic or "replication and consistency in distributed storage"
-    t = time.perf_counter()
-    report = add(ws, [str(papers_dir)], backend=backend)
-    timings["add"] = time.perf_counter() - t
-    log(f"add: {len(report.added)} new, {len(report.merged)} merged, {len(report.unchanged)} unchanged, "
-        f"{len(report.problems)} problem(s) [{timings['add']:.1f} s]")
-    for p in report.problems:
-        log(f"  skipped {p.source}: {p.error}")
-
-    from papervault.index.store import PaperIndex
-
-    t = time.perf_counter()
-    with ws.write_lock("index"):
-        PaperIndex(ws).sync()
-    timings["index"] = time.perf_counter() - t
-    log(f"index: done [{timings['index']:.1f} s]")
-
-    from flows.survey import run_survey
-
-    t = time.perf_counter()
-    result = run_survey(ws, topic, backend=backend)
-    timings["survey"] = time.perf_counter() - t
-    survey_dir = Path(result["survey_dir"]) if isinstance(result, dict) and "survey_dir" in result else ws.vault.surveys_dir
-    log(f"survey: {survey_dir} [{timings['survey']:.1f} s]")
-
-    from papervault.site.build import build_site
-
-    t = time.perf_counter()
-    site = build_site(ws)
-    timings["site"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t0
-    log(f"site: {ws.site_dir} [{timings['site']:.1f} s]")
-    return {"workspace": str(ws.root), "papers": len(ws.vault.paper_ids()), "survey": str(survey_dir),
-            "site": str(ws.site_dir / "index.html"), "timings": {k: round(v, 2) for k, v in timings.items()},
-            "problems": [p.as_dict() for p in report.problems], "site_pages": site.get("pages") if isinstance(site, dict) else None}

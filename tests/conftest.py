@@ -55,3 +55,27 @@ def workspace_env(tmp_path, monkeypatch) -> Path:
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return ws
+
+
+def pytest_sessionstart(session):
+    tally = ROOT / "test-artifacts" / "fault-tally.json"
+    if tally.exists():
+        tally.unlink()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fault-injection tally: faults injected, runs that recovered, items lost."""
+    import json
+
+    tally = ROOT / "test-artifacts" / "fault-tally.json"
+    if not tally.exists():
+        return
+    rows = json.loads(tally.read_text())
+    injected = len(rows)
+    recovered = sum(1 for r in rows if r.get("recovered"))
+    lost = sum(r.get("lost", 0) for r in rows)
+    dup = sum(r.get("duplicated", 0) for r in rows)
+    terminalreporter.write_sep("-", "fault injection")
+    terminalreporter.write_line(f"faults injected: {injected} (SIGKILLs that hit a running command: "
+                                f"{sum(1 for r in rows if r.get('killed'))}), runs recovered: {recovered}, "
+                                f"items lost: {lost}, items duplicated: {dup}")
