@@ -107,16 +107,18 @@ neighbouring paragraphs and the figures/tables the best hits mention as `context
 
     @mcp.tool(annotations=READ_ONLY, description="""\
 Search the code of the repositories indexed in the vault (functions, classes, modules, tests, configuration).
-Use it to find how a paper's method is implemented. Hits carry repo, path, start_line, end_line, symbol,
-language, text and score. Narrow with repo (a repository name as in `status`) and language (python, c, ...).""")
+Use it to find how a paper's method is implemented. Hits carry repo, path, start_line, end_line, location
+(path:start-end, to cite), symbol, kind, language, signature, text, score, calls and callers. Narrow with repo
+(a repository name), language (python, c, ...) and kind. `budget` (tokens) adds callers and callees as context.""")
     @_errors
     def search_code(query: Annotated[str, Field(description="Identifiers, words or a question", max_length=2000)],
                     repo: Annotated[str | None, Field(description="Only this repository")] = None,
                     language: Annotated[str | None, Field(description="Only this language")] = None,
+                    kind: Annotated[str | None, Field(description="Only this kind: function, class, module, test, file, config, repository")] = None,
                     limit: Annotated[int, Field(ge=1, le=T.MAX_LIMIT)] = 10,
                     budget: Annotated[int | None, Field(ge=0, le=T.MAX_BUDGET, description="Tokens of context (callers, callees)")] = None,
                     ) -> dict[str, Any]:
-        return vt.search_code(query, repo=repo, language=language, limit=limit, budget=budget)
+        return vt.search_code(query, repo=repo, language=language, kind=kind, limit=limit, budget=budget)
 
     @mcp.tool(annotations=READ_ONLY, description="""\
 Overview of one paper: metadata (title, authors, year, venue, doi, arxiv, abstract, tags, method, datasets,
@@ -204,9 +206,10 @@ it implements. Sends progress notifications while it works.""")
         async def add_repo(source: Annotated[str, Field(min_length=1, max_length=1000, description="Local path or git URL")],
                            ctx: Context,
                            paper: Annotated[str | None, Field(description="Id of the paper this code implements")] = None,
+                           name: Annotated[str | None, Field(description="Name in the vault (default: the folder or URL's last part)")] = None,
                            ) -> dict[str, Any]:
             progress = _progress_bridge(ctx)
-            return await anyio.to_thread.run_sync(lambda: vt.add_repo(source, paper=paper, progress=progress))
+            return await anyio.to_thread.run_sync(lambda: vt.add_repo(source, paper=paper, name=name, progress=progress))
 
         @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                               open_world_hint=False), description="""\

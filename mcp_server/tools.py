@@ -152,6 +152,7 @@ class VaultTools:
         self.ws = ws.require()
         self.vault = ws.vault
         self._searcher = None
+        self._code_searcher = None
 
     @property
     def searcher(self):
@@ -199,13 +200,8 @@ class VaultTools:
                               "indexed: `papervault index`)")
         return result
 
-    def search_code(self, query: str, *, repo: str | None = None, language: str | None = None, limit: int = 10,
-                    budget: int | None = None) -> dict[str, Any]:
-        try:
-            from papervault.index.code import search_code as run_search_code
-        except ImportError:
-            raise ToolInputError("code search is not available in this installation",
-                                 fix="upgrade papervault; papers are searchable with `search`") from None
+    def search_code(self, query: str, *, repo: str | None = None, language: str | None = None,
+                    kind: str | None = None, limit: int = 10, budget: int | None = None) -> dict[str, Any]:
         query = (query or "").strip()[:MAX_QUERY_CHARS]
         if not query:
             raise ToolInputError("empty query", fix="pass the words, identifiers or question to search for")
@@ -214,7 +210,8 @@ class VaultTools:
             _check_limit(budget, "budget", MAX_BUDGET, low=0)
         if repo:
             check_id(repo)
-        hits = run_search_code(self.ws, query, limit=limit, repo=repo, language=language, budget=budget or None)
+        hits = self.code_searcher().search(query, limit=limit, repo=repo, language=language, kind=kind,
+                                           budget=budget or None)
         out, used, truncated = [], 0, False
         for h in hits:
             d = dict(h)
@@ -231,6 +228,14 @@ class VaultTools:
         if truncated:
             result["truncated"] = True
         return result
+
+    def code_searcher(self):
+        """The code table opened once; reopened while it does not exist yet (a repository may be added meanwhile)."""
+        from papervault.index.code import CodeSearcher
+
+        if self._code_searcher is None or self._code_searcher.tbl is None:
+            self._code_searcher = CodeSearcher(self.ws)
+        return self._code_searcher
 
     # papers ----------------------------------------------------------------------------------
 
@@ -444,34 +449,20 @@ class VaultTools:
             out["index"] = self._sync_index(progress)
         return out
 
-    def add_repo(self, source: str, *, paper: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
-        try:
-            from papervault.sources import repo as repo_source
-        except ImportError:
-            raise ToolInputError("adding code repositories is not available in this installation",
-                                 fix="upgrade papervault") from None
+    def add_repo(self, source: str, *, paper: str | None = None, name: str | None = None,
+                 progress: Progress | None = None) -> dict[str, Any]:
+        from papervault.sources.repo import add_repo as run_add_repo
+
         if paper:
             check_id(paper)
+        if name:
+            check_id(name)
         source = (source or "").strip()
         if not source:
             raise ToolInputError("no repository given", fix="pass a local path or a git URL")
-        fn = getattr(repo_source, "add_repo")
-        kwargs: dict[str, Any] = {}
-        import inspect
-
-        params = inspect.signature(fn).parameters
-        if paper and "paper" in params:
-            kwargs["paper"] = paper
-        elif paper and "papers" in params:
-            kwargs["papers"] = [paper]
-        if progress and "progress" in params:
-            kwargs["progress"] = progress
-        result = fn(self.ws, source, **kwargs)
-        if hasattr(result, "as_dict"):
-            return result.as_dict()
-        if hasattr(result, "model_dump"):
-            return result.model_dump()
-        return dict(result) if isinstance(result, dict) else {"result": result}
+        report = run_add_repo(self.ws, source, papers=[paper] if paper else [], name=name, progress=progress)
+        self._code_searcher = None      # the code table may have been created or rebuilt
+        return report.as_dict()
 
     def delete_paper(self, paper_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
         check_id(paper_id)

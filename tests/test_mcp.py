@@ -128,8 +128,8 @@ def test_stdio_server_answers_every_read_tool(indexed):
             assert st["papers"] == 2 and st["chunks"] > 20 and st["index_health"] == "ok"
 
             code = await c.call_tool("search_code", {"query": "replica"})
-            # no repository is indexed: either an honest empty answer or a typed, one-line error
-            assert (not code.is_error and code.structured_content["hits"] == []) or "code" in code.content[0].text
+            # no repository is indexed: a typed, one-line error that says what to run
+            assert code.is_error and "papervault add-repo" in code.content[0].text
 
             # resources and the prompt
             templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
@@ -186,6 +186,12 @@ def test_http_client_calls_every_tool_including_writes(http_server, corpus_dir):
     from papervault.workspace import Workspace
 
     root, url, token = http_server
+    code = root.parent / "paxos-impl"
+    code.mkdir()
+    (code / "leader.py").write_text(
+        '"""A Paxos leader."""\n\n\nclass Leader:\n    def __init__(self, ident):\n        self.ident = ident\n'
+        '        self.round = 0\n\n    def next_ballot(self):\n        """Choose the next ballot number: '
+        'a higher round, then our id."""\n        self.round += 1\n        return (self.round, self.ident)\n')
     progress: list[tuple[float, str | None]] = []
 
     async def on_progress(p, total, message):
@@ -210,8 +216,18 @@ def test_http_client_calls_every_tool_including_writes(http_server, corpus_dir):
                 report = data(added)
                 assert report["added"] == [] and report["problems"][0]["source"].endswith("nonexistent.pdf")
 
-                repo = await c.call_tool("add_repo", {"source": str(root / "no-such-repo")})
-                assert repo.is_error      # a missing repository is a one-line error, not a crash
+                missing = await c.call_tool("add_repo", {"source": str(root / "no-such-repo")})
+                assert missing.is_error      # a missing repository is a one-line error, not a crash
+                none = await c.call_tool("search_code", {"query": "ballot"})
+                assert none.is_error and "no code is indexed" in none.content[0].text
+                repo = data(await c.call_tool("add_repo", {"source": str(code), "paper": PAXOS},
+                                              progress_callback=on_progress))
+                assert repo["repo"] == "paxos-impl" and repo["chunks"] >= 2
+                assert [p["paper_id"] for p in repo["papers"]] == [PAXOS]
+                code_hits = data(await c.call_tool("search_code", {"query": "choose the next ballot number",
+                                                                   "language": "python"}))["hits"]
+                assert code_hits[0]["symbol"].endswith("next_ballot") and code_hits[0]["repo"] == "paxos-impl"
+                assert code_hits[0]["location"].startswith("leader.py:")
 
                 gone = data(await c.call_tool("delete_paper", {"paper_id": HARVEST}, progress_callback=on_progress))
                 assert gone["deleted"] == HARVEST and gone["commit"]
