@@ -134,6 +134,7 @@ mod tests {
     ts = """\
 import { area } from "./shape";
 
+/** Perimeter of a circle. */
 export function perimeter(r: number): number { return 2 * Math.PI * r; }
 
 describe("perimeter", () => {
@@ -142,6 +143,7 @@ describe("perimeter", () => {
 """
     s = _by_symbol(link_calls(chunk_file("r", "src/shape.test.ts", ts)))
     assert s["perimeter"].language == "typescript" and s["perimeter"].kind == "function"
+    assert s["perimeter"].doc == "Perimeter of a circle." and s["perimeter"].start_line == 3
     test = s["describe:perimeter"]
     assert test.kind == "test" and test.tests == ["src/shape.test.ts::perimeter"]
     assert s["src/shape.test.ts"].imports == ["./shape"]

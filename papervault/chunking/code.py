@@ -514,7 +514,8 @@ def _leading_comments(node, language: str) -> tuple[int, str]:
         start = prev.start_point[0]
         prev = prev.prev_sibling
     doc = "\n".join(reversed(texts))
-    doc = re.sub(r"^\s*(/\*+|\*/|\*|//+|#+)\s?", "", doc, flags=re.M).strip()
+    doc = re.sub(r"\s*\*+/\s*$", "", doc, flags=re.M)
+    doc = re.sub(r"^\s*(/\*+!?|\*|//+[/!]?|#+)\s?", "", doc, flags=re.M).strip()
     return start + 1, doc
 
 
@@ -572,6 +573,8 @@ def _ts_chunks(repo: str, path: str, source: str, language: str) -> list[CodeChu
 
     def emit_function(node, prefix: str, in_test_scope: bool, outer=None) -> None:
         outer = outer or node
+        if outer.parent is not None and outer.parent.type in ("export_statement", "template_declaration"):
+            outer = outer.parent              # `export function f` / `template <T> T f`: docs sit above the wrapper
         name = _ts_name(node, language)
         if not name:
             return
@@ -622,8 +625,10 @@ def _ts_chunks(repo: str, path: str, source: str, language: str) -> list[CodeChu
             if t in g.classes:
                 name = _ts_name(child, language)
                 if name:
-                    start, doc = _leading_comments(child, language)
-                    end = _end_line(child)
+                    wrapper = child.parent if child.parent is not None and child.parent.type in (
+                        "export_statement", "template_declaration") else child
+                    start, doc = _leading_comments(wrapper, language)
+                    end = _end_line(wrapper)
                     body = child.child_by_field_name("body")
                     sig = signature(child)
                     before = len(chunks)
