@@ -138,8 +138,9 @@ class ZoteroBuilder:
         return self.dir
 
 
-def build_large_library(data_dir: Path, n: int, pdf: bytes | None = None, seed: int = 11) -> Path:
-    """A library of `n` items of mixed types with authors, tags, collections; every 10th with a stored PDF."""
+def build_large_library(data_dir: Path, n: int, pdf=None, seed: int = 11) -> Path:
+    """A library of `n` items of mixed types with authors, tags, collections; every 10th with a stored PDF made
+    by `pdf(title)` (a function returning PDF bytes), when given."""
     rnd = random.Random(seed)
     words = ["consensus", "replication", "learning", "graph", "neural", "storage", "compression", "types", "memory",
              "garbage", "collection", "scheduling", "privacy", "quantum", "vision", "language", "sparse", "index"]
@@ -154,5 +155,5 @@ def build_large_library(data_dir: Path, n: int, pdf: bytes | None = None, seed: 
         if i % 7 == 0:
             z.note(iid, f"<p>Reading note {i} with <b>bold</b></p>")
         if pdf is not None and i % 10 == 0:
-            z.stored_pdf(iid, f"paper{i}.pdf", pdf)
+            z.stored_pdf(iid, f"paper{i}.pdf", pdf(title))
     return z.close()

@@ -91,3 +91,21 @@ def test_arxiv_ids_are_downloaded_and_deduplicated(ws, tmp_path, monkeypatch):
         # a paper already in the vault with its PDF is not downloaded again
         add(ws, ["arxiv:2401.00001"])
         assert len([p for _, p in cat.requests if p.startswith("/pdf/")]) == 1
+
+
+def test_cli_add_reports_problems_warnings_and_merges(ws, tmp_path):
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{lamport2001paxos, author={Lamport, Leslie}, title={Paxos Made Simple}, year={2001},"
+                   " file={missing.pdf}}\n@article{bad, title={Unclosed}\n"
+                   "@misc{dup, title={Paxos made simple}, author={Lamport, L.}, year={2001}}\n")
+    res = CliRunner().invoke(cli, ["add", str(bib), "--workspace", str(ws.root)])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert f"skipped {bib}:2: @article entry skipped: unbalanced braces" in out
+    assert f"warning {bib}#lamport2001paxos: file field names missing PDF(s): {tmp_path / 'missing.pdf'}" in out
+    assert f"merged {bib}#dup into lamport2001paxos" in out
+    assert "Added 1 paper(s), merged 1" in out

@@ -303,10 +303,11 @@ class DedupIndex:
         best: Match | None = None
         stems = frozenset(_stem(w) for w in _content_words(title))
         # Cheap pre-filter: a near-duplicate shares all but a few of its words exactly (typos, hyphenation).
-        slack = 2 + len(stems) // 10
-        for pid in self._candidates(title):
+        slack = 1 + len(stems) // 8
+        for pid in self._candidates(title, slack + 1):
             entry = self._entries[pid]
-            if len(stems - entry.stems) > slack or len(entry.stems - stems) > slack:
+            es = entry.stems
+            if abs(len(es) - len(stems)) > slack or len(stems - es) > slack or len(es - stems) > slack:
                 continue
             score = near_duplicate(title, entry.title, self.threshold)
             if score and (best is None or score > best.score) and \
@@ -328,13 +329,21 @@ class DedupIndex:
             return False
         return True
 
-    def _candidates(self, title: str, rarest: int = 3, cap: int = 2000) -> set[str]:
-        """Papers sharing one of the title's rarest words: a near-duplicate keeps most of its words intact."""
+    def _candidates(self, title: str, rarest: int, budget: int = 500) -> set[str]:
+        """Papers sharing one of the title's `rarest` rarest words.
+
+        A near-duplicate misses at most `slack` of a title's words exactly (typos, hyphenation), so it must share
+        one of any `slack + 1` of them (pigeonhole): the rarest are the cheapest to look up. A title made only of
+        very common words stops adding word lists once `budget` candidates are gathered; such a title is still
+        found by its DOI, arXiv id or exact title, only a misspelt copy of it may be missed.
+        """
         words = {w for w in title.split() if len(w) > 2 and w not in SKIP_WORDS}
-        posting = sorted((self._by_word[w] for w in words if w in self._by_word), key=len)
+        postings = sorted((self._by_word[w] for w in words if w in self._by_word), key=len)
         out: set[str] = set()
-        for ids in posting[:rarest]:
-            out.update(ids[:cap])
+        for n, ids in enumerate(postings[:rarest]):
+            if n and len(out) + len(ids) > budget:
+                break
+            out.update(ids[-budget:])
         return out
 
     def new_id(self, record: SourceRecord | PaperMeta) -> str:
