@@ -99,11 +99,16 @@ def main() -> None:
     root = args.workspace or Path(tempfile.mkdtemp(prefix="pv-mcp-bench-"))
     try:
         if (root / "vault" / ".git").is_dir() and any((root / "vault" / "papers").glob("*/note.md")):
-            print(f"workspace {root} (reused)")
+            from papervault.index.store import PaperIndex
+            from papervault.workspace import Workspace
+
+            idx = PaperIndex(Workspace(root)).sync()     # incremental: a no-op when the index is current
+            print(f"workspace {root} (reused; {idx['papers']} papers, {idx['chunks']} chunks, "
+                  f"synced in {idx['seconds']} s)", flush=True)
         else:
             b = build(root)
             print(f"import 16 PDFs: {b['import_s']} s ({b['added']} added, {len(b['problems'])} problems); "
-                  f"index: {b['index_s']} s ({b['chunks']} chunks)")
+                  f"index: {b['index_s']} s ({b['chunks']} chunks)", flush=True)
             for p in b["problems"]:
                 print(f"  problem: {p['source']}: {p['error']}")
         import anyio

@@ -156,3 +156,30 @@ def test_schema_limits_and_write_tools_through_the_sdk(tools):
             assert listed["delete_paper"].annotations.destructive_hint
 
     anyio.run(main)
+
+
+def test_bearer_check_and_loopback_only():
+    import httpx
+
+    from mcp_server.http import BearerAuth, serve_http
+    from papervault.errors import PapervaultError
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"inside"})
+
+    async def main():
+        transport = httpx.ASGITransport(app=BearerAuth(app, "tok-123"))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            for headers in ({}, {"Authorization": "Bearer tok-12"}, {"Authorization": "Basic tok-123"},
+                            {"Authorization": "Bearer tok-1234"}):
+                r = await c.post("/mcp", headers=headers)
+                assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+            r = await c.post("/mcp", headers={"Authorization": "Bearer tok-123"})
+            assert r.status_code == 200 and r.text == "inside"
+
+    anyio.run(main)
+    with pytest.raises(ValueError):
+        BearerAuth(app, "")
+    with pytest.raises(PapervaultError, match="refusing to listen on 0.0.0.0"):
+        serve_http(object(), token="t", host="0.0.0.0")

@@ -52,11 +52,21 @@ def mcp(ctx, workspace, allow_write, http, port, token):
         _serve(workspace, allow_write, http, port, token)
 
 
+def _group_workspace(ctx, workspace):
+    """`papervault mcp --workspace X install ...`: a folder given to the group counts for its subcommands."""
+    parent = ctx.parent
+    if parent is not None and parent.get_parameter_source("workspace") == click.core.ParameterSource.COMMANDLINE:
+        if ctx.get_parameter_source("workspace") != click.core.ParameterSource.COMMANDLINE:
+            return parent.params["workspace"]
+    return workspace
+
+
 @mcp.command()
 @serve_options
-def serve(workspace, allow_write, http, port, token):
+@click.pass_context
+def serve(ctx, workspace, allow_write, http, port, token):
     """Run the MCP server: search, read and browse the vault; writes only with --allow-write."""
-    _serve(workspace, allow_write, http, port, token)
+    _serve(_group_workspace(ctx, workspace), allow_write, http, port, token)
 
 
 @mcp.command()
@@ -64,11 +74,12 @@ def serve(workspace, allow_write, http, port, token):
 @click.option("--allow-write", is_flag=True, help="Register the server with its write tools.")
 @workspace_option
 @json_option
-def install(client, allow_write, workspace, as_json):
+@click.pass_context
+def install(ctx, client, allow_write, workspace, as_json):
     """Register this workspace's server with Claude Code (.mcp.json) or Codex (~/.codex/config.toml)."""
     from mcp_server.install import install as run_install
 
-    ws = open_workspace(workspace)
+    ws = open_workspace(_group_workspace(ctx, workspace))
     result = run_install(client, ws, allow_write=allow_write)
     if as_json:
         emit_json(result)
