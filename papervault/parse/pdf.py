@@ -98,7 +98,8 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
             pages[pi] = reading_order(blocks, sizes[pi][0])
 
     meta = pdf_metadata(doc, pages, rotated)
-    title_blocks = _title_blocks(pages[0] if pages else [], body, sizes[0][1] if sizes else 792)
+    title_blocks = _title_blocks(pages[0] if pages else [], body, sizes[0][1] if sizes else 792,
+                                 scanned=1 in ocr_pages)
     title = " ".join(b.text for b in title_blocks).strip() or meta.get("title") or ""
     for b in title_blocks:
         b.kind = "title"
@@ -153,8 +154,10 @@ def _needs_ocr(page: pymupdf.Page, lines: list[Line]) -> bool:
         except Exception:
             return False
         area = page.rect.width * page.rect.height
-        covered = sum(max(0.0, (i["bbox"][2] - i["bbox"][0]) * (i["bbox"][3] - i["bbox"][1])) for i in imgs)
-        return covered > 0.3 * area
+        # A scan is one picture per page (a few at most, for split scans); thousands of tiny images are not.
+        areas = sorted((max(0.0, (i["bbox"][2] - i["bbox"][0]) * (i["bbox"][3] - i["bbox"][1])) for i in imgs),
+                       reverse=True)
+        return sum(areas[:4]) > 0.3 * area
     return garbage_score([ln.text for ln in lines]) >= GARBAGE_THRESHOLD
 
 
@@ -173,6 +176,7 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     # Tables first: their ruling lines would otherwise be taken for vector figures.
     table_rects = []
     tcaps = [b for b in captions if b.kind == "table_caption"]
+    words = None
     if tcaps:
         found = tables.find_tables(page)
         used: set[int] = set()
@@ -188,7 +192,9 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
                 alt = tables.find_tables(page, clip=below, strategy="text")
                 j = tables.nearest_table(cb, alt, col, set())
                 tab = alt[j] if j is not None else None
-            md = tables.table_text(tab) if tab is not None else ""
+            if words is None:
+                words = page.get_text("words")
+            md = tables.table_text(tab, words) if tab is not None else ""
             if not md:
                 warnings.append(f"page {pno}: Table {cb.number} has a caption but no grid was recognised; "
                                 f"its text is kept as paragraphs")
@@ -285,12 +291,16 @@ def _unique(stem: str, used: set[str]) -> str:
     return name
 
 
-def _title_blocks(blocks: list[Block], body: float, height: float) -> list[Block]:
+def _title_blocks(blocks: list[Block], body: float, height: float, scanned: bool = False) -> list[Block]:
     """The title: the largest text in the top half of page 1 (continued by blocks of the same size below)."""
     cands = [b for b in blocks if b.kind == "text" and b.bbox[1] < 0.5 * height and len(b.text) >= 8
              and not b.text.lower().startswith(("arxiv", "proceedings", "appears in", "copyright", "to appear"))]
     if not cands:
         return []
+    if scanned:
+        # OCR sizes are estimates from box heights, too noisy to rank; the first short block is the title.
+        top = min(cands, key=lambda b: b.bbox[1])
+        return [top] if len(top.text) < 200 else []
     top = max(cands, key=lambda b: (b.size, -b.bbox[1]))
     if top.size < body + 1.5 and len(cands) > 1:
         # No larger font: a memo or typewritten scan; its first block is the best guess.

@@ -13,6 +13,8 @@ MAX_CELLS = 5000
 
 def find_tables(page: pymupdf.Page, clip: Rect | None = None, strategy: str = "lines") -> list:
     """PyMuPDF tables on the page (or within `clip`); an empty list when the finder fails."""
+    # PyMuPDF prints an advert for its layout package from the table finder when that package is not loaded.
+    getattr(pymupdf, "no_recommend_layout", lambda: None)()
     try:
         kwargs = {"strategy": strategy}
         if clip is not None:
@@ -45,10 +47,14 @@ def nearest_table(caption: Block, tables: list, col: tuple[float, float], used: 
     return best
 
 
-def table_text(table) -> str:
-    """The table as Markdown, or as HTML when cells are merged (Markdown cannot span cells)."""
+def table_text(table, words: list | None = None) -> str:
+    """The table as Markdown, or as HTML when cells are merged (Markdown cannot span cells).
+
+    With the page's `words` (from `page.get_text("words")`), cell text is rebuilt from whole words: the table
+    finder's own extraction glues words together in some fonts ("Number ofNodes").
+    """
     try:
-        rows = table.extract()
+        rows = _rows_from_words(table, words) if words is not None else table.extract()
     except Exception:
         return ""
     if not rows or sum(len(r) for r in rows) > MAX_CELLS:
@@ -65,6 +71,24 @@ def table_text(table) -> str:
     if any(c is None for r in rows for c in r):
         return _html(rows)
     return _markdown(rows)
+
+
+def _rows_from_words(table, words: list) -> list[list[str | None]]:
+    rows = []
+    x0, y0, x1, y1 = table.bbox
+    inside = [w for w in words if x0 - 1 <= (w[0] + w[2]) / 2 <= x1 + 1 and y0 - 1 <= (w[1] + w[3]) / 2 <= y1 + 1]
+    for row in table.rows:
+        out = []
+        for cell in row.cells:
+            if cell is None:
+                out.append(None)
+                continue
+            cx0, cy0, cx1, cy1 = cell
+            ws = [w for w in inside if cx0 - 1 <= (w[0] + w[2]) / 2 <= cx1 + 1 and cy0 - 1 <= (w[1] + w[3]) / 2 <= cy1 + 1]
+            ws.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word number: reading order
+            out.append(" ".join(w[4] for w in ws))
+        rows.append(out)
+    return rows
 
 
 def _cell(c) -> str | None:

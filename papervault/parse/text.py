@@ -42,7 +42,9 @@ def join_lines(lines: list[str], hyphenated: set[str] | None = None) -> str:
         if not out:
             out = line
             continue
-        if _HYPHEN_END.search(out) and _WORD_START.match(line):
+        if _HYPHEN_END.search(out) and re.match(r"^[A-Z0-9]", line):
+            out = out + line  # "Non-" + "Volatile": a real hyphen before a capital or digit
+        elif _HYPHEN_END.search(out) and _WORD_START.match(line):
             head = out.rsplit(None, 1)[-1][:-1]
             tail = re.match(r"[\w-]+", line).group(0)
             if hyphenated and f"{head}-{tail}".lower().strip(".,;:()[]") in hyphenated:
