@@ -107,12 +107,15 @@ def _analyse_key(context, params) -> str:
     ws = Workspace(params["root"])
     v = ws.vault
     pid = params["paper_id"]
-    return "analyse-" + _digest(pid, params["backend"], _file_hash(v.fulltext_path(pid)), _file_hash(v.note_path(pid)))
+    # The workspace is part of the key: the task's effect is a note in that vault, and a copy of the vault
+    # elsewhere must be analysed there too.
+    return "analyse-" + _digest(str(ws.root), pid, params["backend"], _file_hash(v.fulltext_path(pid)),
+                                _file_hash(v.note_path(pid)))
 
 
 def _inputs_key(context, params) -> str:
-    stable = {k: v for k, v in params.items() if k not in ("root",)}
-    return f"{context.task.name}-" + _digest(stable)
+    # Every parameter, the workspace included: one workspace's results are never served to another.
+    return f"{context.task.name}-" + _digest(params)
 
 
 # --- stage 1: retrieve -----------------------------------------------------------------------------
