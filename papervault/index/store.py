@@ -28,7 +28,8 @@ REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the cu
 # Brute-force vector search over 100k x 384 floats takes tens of ms; below this many rows an ANN index buys
 # nothing and costs recall, above it IVF-PQ keeps queries flat as the table grows (see docs/index.md).
 VECTOR_INDEX_MIN_ROWS = 100_000
-WRITE_BATCH = 256   # chunks embedded and written per step, so progress shows and memory stays small
+WRITE_BATCH = 256    # chunks per embedding call, between progress reports
+GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
 
 
 def open_db(workspace):
@@ -222,23 +223,38 @@ class PaperIndex:
         return out
 
     def _write(self, papers, chunks, todo, report, progress) -> None:
-        old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in set(report["updated"])])
-        need = [(c, m.title or m.id) for m, cs, *_ in todo for c in cs if c.id not in old]
-        total = len(need)
+        """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
+        updated = set(report["updated"])
+        old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
+        total = sum(c.id not in old for _, cs, *_ in todo for c in cs)
+        report["chunks_embedded"] = total
+        report["chunks_reused"] = sum(len(cs) for _, cs, *_ in todo) - total
+        state = {"done": 0, "total": total, "progress": progress}
         if progress:
             progress(0, total)
+        group, size = [], 0
+        for item in todo:
+            group.append(item)
+            size += sum(c.id not in old for c in item[1])
+            if size >= GROUP_CHUNKS:
+                self._write_group(papers, chunks, group, old, state)
+                group, size = [], 0
+        if group:
+            self._write_group(papers, chunks, group, old, state)
+
+    def _write_group(self, papers, chunks, group, old, state) -> None:
+        need = [(c, m.title or m.id) for m, cs, *_ in group for c in cs if c.id not in old]
         fresh: dict[str, np.ndarray] = {}
-        for i in range(0, total, WRITE_BATCH):
+        for i in range(0, len(need), WRITE_BATCH):
             batch = need[i:i + WRITE_BATCH]
             vecs = self.embedder.embed([embed_text(c, title) for c, title in batch])
             fresh.update(zip((c.id for c, _ in batch), vecs))
-            if progress:
-                progress(min(i + WRITE_BATCH, total), total)
-        report["chunks_embedded"] = total
-        report["chunks_reused"] = sum(len(cs) for _, cs, *_ in todo) - total
+            state["done"] += len(batch)
+            if state["progress"]:
+                state["progress"](state["done"], state["total"])
 
         chunk_rows, paper_rows = [], []
-        for meta, cs, digest, has_ft in todo:
+        for meta, cs, digest, has_ft in group:
             source = meta.sources[0] if meta.sources else None
             for c in cs:
                 chunk_rows.append({
@@ -259,14 +275,12 @@ class PaperIndex:
                 "has_fulltext": has_ft, "content_hash": digest, "chunks": len(cs), "text": head.text,
                 "vector": old[head.id] if head.id in old else fresh[head.id],
             })
-        # One merge per table: a changed paper's rows are replaced in a single commit, so a reader sees the
-        # old paper or the new one, never a paper with half its chunks.
-        for i in range(0, len(chunk_rows), 20_000):
-            part = chunk_rows[i:i + 20_000]
-            pids = _sql_list(sorted({r["paper_id"] for r in part}))
-            (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-             .when_not_matched_by_source_delete(f"paper_id IN ({pids})")
-             .execute(pa.Table.from_pylist(part, schema=chunks.schema)))
+        # One merge per table and group: a changed paper's rows are replaced in a single commit, so a reader
+        # sees the old paper or the new one, never a paper with half its chunks.
+        pids = _sql_list(sorted({m.id for m, *_ in group}))
+        (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+         .when_not_matched_by_source_delete(f"paper_id IN ({pids})")
+         .execute(pa.Table.from_pylist(chunk_rows, schema=chunks.schema)))
         papers.merge_insert("paper_id").when_matched_update_all().when_not_matched_insert_all().execute(
             pa.Table.from_pylist(paper_rows, schema=papers.schema))
 
