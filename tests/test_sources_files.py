@@ -163,7 +163,7 @@ def test_csl_invalid_json_keeps_what_came_before(tmp_path):
     path.write_text(json.dumps(CSL[:1])[:-1] + ', {"id": "b", "title": "Cut', encoding="utf-8")
     items = list(read_csl(path))
     assert isinstance(items[0], SourceRecord) and isinstance(items[-1], SourceProblem)
-    assert "invalid JSON after item 1" in items[-1].message
+    assert "invalid JSON after item 1" in items[-1].message and "\n" not in items[-1].message
 
 
 def test_better_bibtex_json_export(tmp_path):
@@ -232,3 +232,27 @@ def test_main_text_choice(tmp_path):
     paths = [str(tmp_path / n) for n in ("SI.pdf", "Appendix A.pdf", "aa_short.pdf", "zz_article.pdf")]
     assert Path(order_main_first(paths)[0]).name == "zz_article.pdf"
     assert is_supplement("mmc1.pdf") and is_supplement("Supporting Information.pdf") and not is_supplement("simple.pdf")
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(max_size=20), lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(st.text(max_size=8), kids, max_size=3), max_leaves=8)
+_csl_item = st.fixed_dictionaries({}, optional={k: _json for k in (
+    "id", "title", "author", "issued", "DOI", "URL", "container-title", "abstract", "keyword", "note",
+    "citation-key", "editor", "number")})
+
+
+@given(st.lists(st.one_of(_csl_item, _json), max_size=6))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_csl_reader_survives_any_item_shapes(tmp_path, items):
+    path = tmp_path / "any.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    out = list(read_csl(path))
+    assert len(out) == len(items)
+    for item, got in zip(items, out):
+        if isinstance(item, dict):
+            assert isinstance(got, SourceRecord), got
+            assert got.title is None or isinstance(got.title, str)
+            assert all(isinstance(a, str) and a for a in got.authors)
+        else:
+            assert isinstance(got, SourceProblem) and "not an object" in got.message

@@ -216,7 +216,8 @@ def read_csl(path: str | Path, *, progress: Progress | None = None, every: int =
                 if progress and n % every == 0:
                     progress(n, counted.read_bytes / size)
         except ijson.JSONError as exc:
-            yield SourceProblem(src, f"invalid JSON after item {n}: {exc}; the items before it were read")
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            yield SourceProblem(src, f"invalid JSON after item {n} ({first}); the items before it were read")
         if progress:
             progress(n, 1.0)
         if n == 0 and prefix == "items.item":
