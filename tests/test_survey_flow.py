@@ -141,8 +141,8 @@ def test_planted_citation_is_caught_by_the_index_backed_check(run):
     ws = run["ws"]
     pid = next(p for p in run["ids"] if p.startswith("baker2011"))          # Megastore
     full = ws.vault.read_fulltext(pid)
-    quote = next(s for s in paper_sentences(pid, full) if quotable(s.text) and s.page == 2)
-    body = (f"- “{quote.text}” [@{pid}, p. 2]\n"
+    quote = next(s for s in paper_sentences(pid, full) if quotable(s.text))
+    body = (f"- “{quote.text}” [@{pid}, p. {quote.page}]\n"
             f"- Megastore stores every entity group on a single magnetic tape robot in one building [@{pid}].\n")
     res = polish.fn(str(ws.root), SLUG, run["ids"], body, SUPPORT_THRESHOLD)
     assert res["claims"] == 2 and res["supported"] == 1
