@@ -138,7 +138,8 @@ def test_odd_file_names_and_dotdot_paths(tmp_path, papers_dir):
     synthetic = sorted(papers_dir.glob("synthetic-*.pdf"))
     shutil.copy(synthetic[0], src / "my paper (final) v2.pdf")
     shutil.copy(synthetic[1], src / "论文 — 数据 ü.pdf")
-    shutil.copy(synthetic[2], src / "..dots...pdf")
+    shutil.copy(synthetic[2], src / "dots..in..name.pdf")
+    (src / "._resource-fork.pdf").write_bytes(b"\x00\x05\x16\x07")  # macOS litter: hidden, skipped
     dotted = str(src / ".." / src.name / "my paper (final) v2.pdf")
     p = cli(["add", str(src), dotted, "--json"], ws)
     assert p.returncode == 0, p.stderr
