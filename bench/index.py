@@ -224,8 +224,8 @@ VARIANTS = {
     "vector": {"mode": "vector"},
     "hybrid": {"mode": "hybrid"},
     "hybrid_no_coarse": {"mode": "hybrid", "coarse": False},
-    "rrf_equal_no_coarse": {"mode": "hybrid", "coarse": False,
-                            "settings": {"fts_weight": 1.0, "vector_weight": 1.0, "rrf_k": 60}},
+    "plain_rrf_k60": {"mode": "hybrid", "coarse": False,
+                      "settings": {"fts_weight": 1.0, "vector_weight": 1.0, "rrf_k": 60}},
 }
 
 
@@ -235,11 +235,17 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-latency", action="store_true", help="skip the 100k-chunk latency run")
     ap.add_argument("--keep", help="build workspaces under DIR and keep them")
     ap.add_argument("--quality-only", help="evaluate an already indexed corpus workspace DIR")
+    ap.add_argument("--latency-only", help="run the latency benchmark from an already indexed corpus workspace DIR")
     args = ap.parse_args(argv)
     queries = yaml.safe_load(QUERIES.read_text())["queries"]
     results: dict = {"queries": len(queries), "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
     if args.quality_only:
         results["quality"] = evaluate(Workspace(args.quality_only), queries, VARIANTS)
+        print(json.dumps(results, indent=2))
+        return 0
+    if args.latency_only:
+        with tempfile.TemporaryDirectory(prefix="pv-bench-") as tmp:
+            results["latency"] = bench_latency(Path(tmp) / "big", Workspace(args.latency_only), queries)
         print(json.dumps(results, indent=2))
         return 0
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="pv-bench-"))
