@@ -193,6 +193,11 @@ def test_prompt_injection_in_a_paper_produces_only_a_note(tmp_path):
     doc.save(pdf)
     ws = tmp_path / "ws"
     cli(["init", str(ws)], ws)
+    # a harmless paper first, so whatever the libraries create on first use (caches, ids) exists already
+    from papervault.demo import make_synthetic_papers
+
+    benign = make_synthetic_papers(tmp_path / "benign")[0]
+    assert cli(["add", str(benign)], ws).returncode == 0
     before = sorted(str(p) for p in tmp_path.rglob("*") if "ws" not in p.parts)
     p = cli(["add", str(pdf), "--json"], ws)
     assert p.returncode == 0, p.stderr
