@@ -22,7 +22,10 @@ def _get_engine():
 
             # The angle classifier only matters for upside-down text lines; scanned papers are upright,
             # and skipping it saves about a third of the time per page.
-            _engine = RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error"})
+            # Detection on the full 200-dpi render (limit_type "min") dominated the time; capping the longer
+            # side at 960 px reads the same lines of a scanned page about three times faster.
+            _engine = RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error",
+                                       "Det.limit_side_len": 960, "Det.limit_type": "max"})
             logging.getLogger("RapidOCR").setLevel(logging.ERROR)
         return _engine
 
