@@ -118,6 +118,12 @@ def quotable(text: str) -> bool:
     # equations, reference debris and table rows read badly out of context
     if text.count("$") or text.count("|") > 1 or re.search(r"\[\d+(?:[,–-]\s*\d+)*\]\s*$", text) and len(text) < 60:
         return False
+    # a sentence ends like one: author lines, affiliations and venue lines of a title page do not
+    if not re.search(r"[.!?][\"”’)\]]*$", text.strip()):
+        return False
+    # banners and running heads in capitals ("SYNTHETIC DEMO PAPER ...", "PROCEEDINGS OF ...")
+    if re.search(r"\b[A-Z]{2,}\s+[A-Z]{2,}\s+[A-Z]{2,}\b", text):
+        return False
     return text[0].isupper() or text[0] in "\"“("
 
 
