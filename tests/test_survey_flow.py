@@ -82,6 +82,13 @@ def run(tmp_path_factory, corpus_dir, model_dir):
 
 def test_resume_after_sigkill_skips_finished_papers(run):
     ids, before, result = run["ids"], run["before"], run["result"]
+    from support_faults import record
+
+    finished = set(result["current"]) | set(result["analysed"])
+    record({"command": "survey (killed in stage 3)", "killed": True,
+            "recovered": finished == set(ids) and run["killed_head"] == run["head"],
+            "lost": len(set(ids) - finished - {f["id"] for f in result["failed"]}),
+            "duplicated": len(before & set(result["analysed"]))})
     assert len(ids) == 16
     assert KILL_AFTER <= len(before) < len(ids), "the run was killed in the middle of stage 3"
     assert run["killed_head"] == run["head"], "the killed run committed no half-finished stage"
