@@ -7,13 +7,13 @@ and the commit comes after all files are complete).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from papervault.errors import ParseError, PapervaultError
+from papervault.hashing import file_sha256, group_sha256
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
 from papervault.workspace import Workspace
 
@@ -45,21 +45,6 @@ class AddReport:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen}
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def group_sha256(hashes: list[str]) -> str:
-    """One hash for main text + supplements: the hash of the sorted file hashes (a single file: its own hash)."""
-    if len(hashes) == 1:
-        return hashes[0]
-    return hashlib.sha256("".join(sorted(hashes)).encode()).hexdigest()
 
 
 def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:

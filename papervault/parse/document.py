@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pymupdf
 
 from papervault.errors import ParseError
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 hex of a file, read in blocks so a large PDF never sits in memory twice."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from papervault.hashing import file_sha256  # noqa: F401  (re-exported for the parser modules)
 
 
 def open_pdf(path: Path, password: str | None = None, max_pages: int | None = None) -> pymupdf.Document:
