@@ -178,7 +178,7 @@ def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
     if not pdfs:
         return {"id": paper_id, "status": "no-pdf"}
     try:
-        parsed = parse_cached(Path(pdfs[0]), ws.settings.parse, ws.cache_dir / "parse")
+        parsed = parse_cached(Path(pdfs[0]), ws.settings.parse, ws.parse_cache_dir)
     except PapervaultError as exc:
         return {"id": paper_id, "status": "failed", "message": str(exc)}
     v.write_fulltext(paper_id, parsed)

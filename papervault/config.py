@@ -61,6 +61,8 @@ class ParseSettings(Section):
     timeout: float = Field(300.0, description="seconds one PDF may take before it is abandoned")
     workers: int = Field(2, description="parallel parser processes")
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
+    cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "
+                                                    "(default: <workspace>/.papervault/cache/parse)")
 
 
 class AgentSettings(Section):

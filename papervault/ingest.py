@@ -150,7 +150,7 @@ class Ingest:
         if not paths:
             return {}
         s = self.ws.settings.parse
-        return parse_many(paths, s, cache_dir=self.ws.cache_dir / "parse", workers=s.workers)
+        return parse_many(paths, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers)
 
     def run(self, records: Iterable[SourceRecord | Problem]) -> AddReport:
         done = 0

@@ -114,6 +114,12 @@ class Workspace:
                                  fix=f"run `papervault init {self.root}` or pass --workspace DIR")
         return self
 
+    @property
+    def parse_cache_dir(self) -> Path:
+        """Where parses are cached by content hash: per workspace, or shared when `[parse] cache_dir` is set."""
+        shared = self.settings.parse.cache_dir
+        return Path(shared).expanduser() if shared else self.cache_dir / "parse"
+
     @cached_property
     def settings(self) -> Settings:
         return Settings.load(self.config_path)

@@ -79,3 +79,19 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"faults injected: {injected} (SIGKILLs that hit a running command: "
                                 f"{sum(1 for r in rows if r.get('killed'))}), runs recovered: {recovered}, "
                                 f"items lost: {lost}, items duplicated: {dup}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def shared_parse_cache(tmp_path_factory):
+    """One parse cache for the whole run: each corpus PDF is parsed once, however many workspaces import it.
+
+    Tests of the parser itself call parse_pdf directly and never read this cache.
+    """
+    path = tmp_path_factory.mktemp("parse-cache")
+    old = os.environ.get("PAPERVAULT_PARSE_CACHE_DIR")
+    os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("PAPERVAULT_PARSE_CACHE_DIR", None)
+    else:
+        os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = old

@@ -17,14 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 TALLY = ROOT / "test-artifacts" / "fault-tally.json"
 
 
+# Fault runs parse for real in every workspace (no shared parse cache), so kill points land in real work.
+OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": ""}
+
+
 def cli(args: list[str], ws: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
+    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **OWN_CACHE, **(env or {}))
     return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
                           env=e, timeout=timeout)
 
 
 def start(args: list[str], ws: Path, env: dict | None = None) -> subprocess.Popen:
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
+    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **OWN_CACHE, **(env or {}))
     return subprocess.Popen([sys.executable, "-m", "papervault", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
 

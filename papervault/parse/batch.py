@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import pickle
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -46,7 +47,7 @@ def store_cached(cache_dir: Path | None, paper: ParsedPaper) -> None:
         return
     p = cache_path(cache_dir, paper.sha256)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(f".tmp{id(paper)}")
+    tmp = p.with_suffix(f".tmp{os.getpid()}-{id(paper)}")
     with open(tmp, "wb") as fh:
         pickle.dump(paper, fh, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(p)
