@@ -95,3 +95,11 @@ def shared_parse_cache(tmp_path_factory):
         os.environ.pop("PAPERVAULT_PARSE_CACHE_DIR", None)
     else:
         os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = old
+
+
+def parse_once(pdf: Path):
+    """Parse a corpus PDF through the session's shared parse cache (support modules build vaults with it)."""
+    from papervault.parse.batch import parse_cached
+
+    cache = os.environ.get("PAPERVAULT_PARSE_CACHE_DIR")
+    return parse_cached(Path(pdf), None, Path(cache) if cache else None)

@@ -18,7 +18,9 @@ def pdf_markdown(pdf: Path) -> tuple[str, str]:
         parse_pdf = None
     if parse_pdf is not None:
         try:
-            parsed = parse_pdf(pdf)
+            from conftest import parse_once
+
+            parsed = parse_once(pdf)
             return parsed.title, parsed.markdown
         except Exception:  # the parser is another area's; fall back to the plain reading below
             pass

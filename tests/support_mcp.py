@@ -30,7 +30,9 @@ def build_workspace(root: Path, corpus: Path) -> Path:
     ws, _ = Workspace.init(root)
     years = {"vanrenesse2015paxos": 2015, "fox1999harvest": 1999}
     for pid, name in PAPERS.items():
-        parsed = parse_pdf(corpus / name)
+        from conftest import parse_once
+
+        parsed = parse_once(corpus / name)
         ws.vault.write_fulltext(pid, parsed)
         meta = PaperMeta(id=pid, title=parsed.title or pid, authors=parsed.authors, year=years[pid],
                          abstract=parsed.abstract or None, pages=parsed.pages, sha256=parsed.sha256,
