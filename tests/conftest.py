@@ -23,6 +23,9 @@ def pytest_configure(config):
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Prefect keeps its database in one per-session home, so tests never touch ~/.prefect.
     os.environ.setdefault("PREFECT_HOME", str(ROOT / ".pytest_cache" / "prefect-home"))
+    # Prefect creates its home without parents; on a fresh clone .pytest_cache does not exist yet.
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
