@@ -34,7 +34,8 @@ class EmbedSettings(Section):
 
     model: str = Field(DEFAULT_EMBED_MODEL, description="fastembed model name")
     model_path: str | None = Field(None, description="local ONNX model folder (loaded offline with specific_model_path)")
-    batch_size: int = Field(32, description="texts per embedding batch")
+    batch_size: int = Field(16, description="texts per embedding batch (texts are batched by length)")
+    max_tokens: int = Field(256, description="word pieces embedded per text; the rest is found by full text only")
     threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
     cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
 
