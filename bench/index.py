@@ -195,7 +195,13 @@ def bench_latency(root: Path, corpus_ws: Workspace, queries: list[dict], rows: i
 
 def evaluate(ws: Workspace, queries: list[dict], variants: dict[str, dict]) -> dict:
     """Hit@1, Hit@5, MRR@10 per variant: a hit is a chunk of the gold paper whose pages include a gold page."""
+    # gold papers are named by file; a workspace made by `papervault add` has citation-key ids, so map through
+    # each paper's source path (the bench's own workspaces use ids derived from the file name)
     pid_of = {pdf.name: paper_id(pdf) for pdf in CORPUS.glob("*.pdf")}
+    for meta in ws.vault.iter_meta():
+        for src in meta.sources:
+            if Path(src).name in pid_of:
+                pid_of[Path(src).name] = meta.id
     out = {}
     embedder = Embedder(ws.settings.embed)
     for name, opts in variants.items():
