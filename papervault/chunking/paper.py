@@ -188,7 +188,8 @@ def _mentions(text: str) -> list[str]:
     return seen
 
 
-def _truncate(text: str, tokens: int) -> str:
+def truncate_tokens(text: str, tokens: int) -> str:
+    """`text` cut to about `tokens` tokens at a word boundary, marked with an ellipsis when cut."""
     words = text.split()
     if count_tokens(text) <= tokens:
         return text
@@ -256,7 +257,7 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
     if meta.authors:
         head.append(", ".join(meta.authors[:8]))
     if abstract:
-        head.append(_truncate(abstract, ceiling))
+        head.append(truncate_tokens(abstract, ceiling))
     # Author keywords (an extra frontmatter field) describe the paper; tags are the reader's filing labels
     # ("to-read"), kept out of the embedded text so re-tagging never costs an embedding: they are filters.
     keywords = [str(k) for k in (getattr(meta, "keywords", None) or [])]
@@ -274,7 +275,7 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
         parent = None
         if sec.path:
             body = " ".join(b.text for b in text_blocks)
-            parent = add("section", f"{leaf}\n{_truncate(body, target)}" if body else leaf, sec.path,
+            parent = add("section", f"{leaf}\n{truncate_tokens(body, target)}" if body else leaf, sec.path,
                          min(pages) if pages else None, max(pages) if pages else None).id
         # paragraphs: merge small blocks up to `target`, split blocks over `ceiling`
         pending: list[_Block] = []
@@ -296,7 +297,7 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
                     add("figure", b.text or f"Figure {b.extra.get('number', '')}", sec.path, b.page_start,
                         b.page_end, parent, b.extra)
                 else:
-                    add("table", _truncate(b.text, ceiling), sec.path, b.page_start, b.page_end, parent, b.extra)
+                    add("table", truncate_tokens(b.text, ceiling), sec.path, b.page_start, b.page_end, parent, b.extra)
                 continue
             for piece in _split_long(b.text, target, ceiling):
                 n = count_tokens(piece)

@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from typing import Any, Iterable
 
-from papervault.chunking.paper import CHUNKER_VERSION, count_tokens
+from papervault.chunking.paper import CHUNKER_VERSION, count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index.embed import Embedder
 from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
@@ -200,7 +200,7 @@ class Searcher:
             if used + cost > budget:
                 if out:
                     continue
-                hit.text = _clip(hit.text, budget)   # the best hit always comes back, clipped to the budget
+                hit.text = truncate_tokens(hit.text, budget)   # the best hit always comes back, clipped to the budget
                 cost = count_tokens(hit.text)
             out.append(hit)
             used += cost
@@ -248,16 +248,6 @@ class Searcher:
                 if c["ordinal"] == ordinal + delta and c["level"] in ("paragraph", "section"):
                     out.append((c, "next" if delta > 0 else "previous"))
         return out
-
-
-def _clip(text: str, tokens: int) -> str:
-    words, out, n = text.split(), [], 0
-    for w in words:
-        n += count_tokens(w)
-        if n > tokens:
-            break
-        out.append(w)
-    return " ".join(out) + " …"
 
 
 def _hit(row: dict, score: float) -> Hit:
