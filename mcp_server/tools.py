@@ -47,6 +47,25 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit].rstrip() + " …", True
 
 
+def _bounded(query: str, hits: list[dict], size: Callable[[dict], int]) -> dict[str, Any]:
+    """Hits with each text cut to MAX_HIT_CHARS and the whole answer kept under MAX_RESULT_CHARS."""
+    out, used, truncated = [], 0, False
+    for d in hits:
+        if isinstance(d.get("text"), str):
+            d["text"], cut = _cut(d["text"], MAX_HIT_CHARS)
+            truncated |= cut
+        n = size(d)
+        if out and used + n > MAX_RESULT_CHARS:
+            truncated = True
+            break
+        used += n
+        out.append(d)
+    result: dict[str, Any] = {"query": query, "count": len(out), "hits": out}
+    if truncated:
+        result["truncated"] = True
+    return result
+
+
 def _year_range(year: str | int | None) -> tuple[int, int] | None:
     if year is None or year == "":
         return None
@@ -181,21 +200,9 @@ class VaultTools:
             check_id(paper)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
         hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
-        out, used, truncated = [], 0, False
-        for h in hits:
-            d = h.model_dump()
-            d["text"], cut = _cut(d.get("text") or "", MAX_HIT_CHARS)
-            truncated |= cut
-            size = len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or [])
-            if out and used + size > MAX_RESULT_CHARS:
-                truncated = True
-                break
-            used += size
-            out.append(d)
-        result: dict[str, Any] = {"query": query, "count": len(out), "hits": out}
-        if truncated:
-            result["truncated"] = True
-        if not out:
+        result = _bounded(query, [h.model_dump() for h in hits],
+                          lambda d: len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or []))
+        if not result["hits"]:
             result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
                               "indexed: `papervault index`)")
         return result
@@ -212,22 +219,7 @@ class VaultTools:
             check_id(repo)
         hits = self.code_searcher().search(query, limit=limit, repo=repo, language=language, kind=kind,
                                            budget=budget or None)
-        out, used, truncated = [], 0, False
-        for h in hits:
-            d = dict(h)
-            if isinstance(d.get("text"), str):
-                d["text"], cut = _cut(d["text"], MAX_HIT_CHARS)
-                truncated |= cut
-            size = len(str(d))
-            if out and used + size > MAX_RESULT_CHARS:
-                truncated = True
-                break
-            used += size
-            out.append(d)
-        result: dict[str, Any] = {"query": query, "count": len(out), "hits": out}
-        if truncated:
-            result["truncated"] = True
-        return result
+        return _bounded(query, [dict(h) for h in hits], lambda d: len(str(d)))
 
     def code_searcher(self):
         """The code table opened once; reopened while it does not exist yet (a repository may be added meanwhile)."""

@@ -80,19 +80,8 @@ def _merge_parsed(rec: SourceRecord, parsed: ParsedPaper | None) -> SourceRecord
     """Fill what the source did not say from what the PDF says; a source's metadata always wins."""
     if parsed is None:
         return rec
-    upd = {}
-    if not rec.title and parsed.title:
-        upd["title"] = parsed.title
-    if not rec.authors and parsed.authors:
-        upd["authors"] = parsed.authors
-    if not rec.year and parsed.year:
-        upd["year"] = parsed.year
-    if not rec.doi and parsed.doi:
-        upd["doi"] = parsed.doi
-    if not rec.arxiv and parsed.arxiv:
-        upd["arxiv"] = parsed.arxiv
-    if not rec.abstract and parsed.abstract:
-        upd["abstract"] = parsed.abstract
+    upd = {f: getattr(parsed, f) for f in ("title", "authors", "year", "doi", "arxiv", "abstract")
+           if not getattr(rec, f) and getattr(parsed, f)}
     return rec.model_copy(update=upd) if upd else rec
 
 
