@@ -40,11 +40,13 @@ class AddReport:
     commit: str | None = None
     warnings: list[Problem] = field(default_factory=list)   # imported, but not all of it (a missing PDF)
     chosen: list[dict] = field(default_factory=list)        # why a search picked each record
+    code_links: list[dict] = field(default_factory=list)    # {paper_id, repo, how, evidence}: new papers -> repos
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
-                "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen}
+                "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
+                "code_links": self.code_links}
 
 
 def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
@@ -118,6 +120,7 @@ class Ingest:
         self._backend = None
         self.report = AddReport()
         self.touched: list[Path] = []
+        self.code_paths: list[Path] = []     # code notes rewritten because a new paper links to their repository
         from papervault.vault.journal import Journal
 
         self.journal = Journal(ws.state_dir / "journal" / "add", self.vault)
@@ -306,22 +309,43 @@ class Ingest:
         analyse_paper(self.vault, pid, self.backend, force=self.reanalyse,
                       template_dir=self.ws.root / "templates")
 
+    def link_code(self) -> None:
+        """Link the papers of this run to repositories already indexed whose URLs their text names
+        (see `papervault.sources.repo.link_new_papers`); the code notes it rewrites join this run's commit."""
+        from papervault.sources.repo import link_new_papers
+
+        ids = list(dict.fromkeys([*self.report.added, *(m["id"] for m in self.report.merged)]))
+        try:
+            links, paths = link_new_papers(self.ws, ids)
+        except Exception as exc:  # noqa: BLE001 - the papers are imported; only their code links are missing
+            self.report.warnings.append(Problem("code links", f"papers not linked to repositories: "
+                                                              f"{type(exc).__name__}: {exc}"))
+            return
+        self.report.code_links = [{k: l[k] for k in ("paper_id", "repo", "how", "evidence")} for l in links]
+        self.code_paths = paths
+
     def commit(self, what: str = "add") -> str | None:
+        """Link the run's papers to indexed code repositories (`link_code`), then make the run's one commit."""
         r = self.report
         if not (r.added or r.merged):
             self.journal.clear()
             return None
+        self.link_code()
         parts = []
         if r.added:
             shown = ", ".join(r.added[:5]) + (f" and {len(r.added) - 5} more" if len(r.added) > 5 else "")
             parts.append(f"{len(r.added)} new ({shown})")
         if r.merged:
             parts.append(f"{len(r.merged)} merged")
+        if r.code_links:
+            pairs = [f"{l['paper_id']} -> {l['repo']}" for l in r.code_links]
+            more = f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""
+            parts.append("linked to code: " + ", ".join(pairs[:5]) + more)
         msg = f"{what}: " + "; ".join(parts) + f" [{self.backend_name}]"
         if r.problems:
             msg += f"\n\n{len(r.problems)} input(s) not imported:\n" + "\n".join(
                 f"- {p.source}: {p.error}" for p in r.problems[:50])
-        r.commit = self.vault.commit(msg, [self.vault.papers_dir])
+        r.commit = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths])
         self.journal.clear()
         return r.commit
 

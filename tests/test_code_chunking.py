@@ -215,4 +215,7 @@ def test_remote_urls_normalise_and_are_found_in_paper_text():
     assert normalise_remote("https://gitlab.com/group/proj.git") == "gitlab.com/group/proj"
     text = "Code: https://github.com/Example/Sample. See also (https://gitlab.com/x/y) and https://example.org/a/b"
     assert code_urls(text) == ["github.com/example/sample", "gitlab.com/x/y"]
+    # papers often print the URL without its scheme; a host inside another name or path is not one
+    text = "Code: github.com/Example/Tiny, www.gitlab.com/a/b; not notgithub.com/c/d or http://m/github.com/e/f"
+    assert code_urls(text) == ["github.com/example/tiny", "gitlab.com/a/b"]
     assert repo_name("https://github.com/a/My Repo.git") == "My-Repo" and repo_name("/tmp/x/proj/") == "proj"

@@ -232,3 +232,93 @@ def test_cli_add_repo(tmp_path, embedder, monkeypatch):
     assert result.output.startswith("r @ ") and "note: vault/code/r.md" in result.output
     result = CliRunner().invoke(cli, ["add-repo", str(tmp_path / "r"), "--paper", "zz2020none"])
     assert result.exit_code != 0 and "no paper 'zz2020none'" in str(result.exception)
+
+
+def _pdf(path, title: str, body: str):
+    """A one-page PDF made with PyMuPDF: a title line, then the body text."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), title, fontsize=16)
+    page.insert_textbox(pymupdf.Rect(72, 130, 540, 780), body, fontsize=10)
+    doc.set_metadata({"title": title, "author": "Ada Tester"})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_paper_added_after_the_repository_is_linked_to_it(tmp_path, embedder):
+    import json
+
+    from papervault.cli import cli
+
+    make_repo(tmp_path / "tinyrepo", {"README.md": "# tinyrepo\n\nTiny implements one solver.\n",
+                                      "tiny.py": "def solve(x):\n    \"\"\"Solve it.\"\"\"\n    return x\n"},
+              remote="https://github.com/example/tinyrepo")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    first = add_repo(ws, str(tmp_path / "tinyrepo"), embedder=embedder)
+    assert first.papers == [] and "_No paper is linked yet" in (ws.vault.code_dir / "tinyrepo.md").read_text()
+
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    _pdf(pdfs / "solver.pdf", "A Tiny Solver for Everything",
+         "Abstract. We present a tiny solver. Our code is at github.com/example/tinyrepo and reproduces "
+         "every experiment of this paper.")
+    _pdf(pdfs / "other.pdf", "Unrelated Results on Sorting",
+         "Abstract. We study sorting networks. No code accompanies this paper.")
+    run = CliRunner().invoke(cli, ["add", str(pdfs), "--json", "--workspace", str(ws.root)])
+    assert run.exit_code == 0, run.output
+    out = json.loads(run.output)
+    assert len(out["added"]) == 2 and out["problems"] == [] and out["warnings"] == []
+    titles = {pid: ws.vault.read_meta(pid).title for pid in out["added"]}
+    solver = next(pid for pid, t in titles.items() if t.startswith("A Tiny Solver"))
+    other = next(pid for pid in out["added"] if pid != solver)
+    assert out["code_links"] == [{"paper_id": solver, "repo": "tinyrepo", "how": "fulltext",
+                                  "evidence": "https://github.com/example/tinyrepo"}]
+
+    # the link is in the links table and in the paper's frontmatter, as `papervault show --json` prints it
+    links = CodeIndex(ws).links(repo="tinyrepo")
+    assert [(l["paper_id"], l["how"], l["evidence"]) for l in links] == [
+        (solver, "fulltext", "https://github.com/example/tinyrepo")]
+    shown = json.loads(CliRunner().invoke(cli, ["show", solver, "--json", "--workspace", str(ws.root)]).output)
+    assert shown["meta"]["code"] == ["tinyrepo"]
+    shown = json.loads(CliRunner().invoke(cli, ["show", other, "--json", "--workspace", str(ws.root)]).output)
+    assert shown["meta"].get("code", []) == []
+    assert CodeIndex(ws).links(paper_id=other) == []
+
+    # the code note lists the new paper, in the same vault commit as the papers
+    meta, body = frontmatter.split((ws.vault.code_dir / "tinyrepo.md").read_text())
+    assert meta["papers"] == [solver]
+    assert f"[A Tiny Solver for Everything](../papers/{solver}/note.md) `[@{solver}]` (fulltext)" in body
+    changed = ws.vault.repo.git.show("--name-only", "--format=", out["commit"]).split()
+    assert "code/tinyrepo.md" in changed and f"papers/{solver}/note.md" in changed
+    assert f"linked to code: {solver} -> tinyrepo" in ws.vault.history(limit=1)[0]["message"]
+    assert ws.vault.is_clean()
+
+    # add-repo again renders the very same note: nothing to commit
+    again = add_repo(ws, str(tmp_path / "tinyrepo"), embedder=embedder)
+    assert again.vault_commit is None and {p["paper_id"] for p in again.papers} == {solver}
+
+
+def test_repository_indexed_before_remotes_were_recorded_is_not_linked(tmp_path, embedder):
+    from papervault.ingest import add
+    from papervault.index.code import REPOS
+
+    make_repo(tmp_path / "tinyrepo", {"tiny.py": "def solve(x):\n    return x\n"},
+              remote="git@github.com:Example/TinyRepo.git")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    add_repo(ws, str(tmp_path / "tinyrepo"), embedder=embedder)
+    index = CodeIndex(ws)
+    assert index.known_remotes() == {"tinyrepo": {"github.com/example/tinyrepo"}}
+    index.db.drop_table(REPOS)           # a workspace indexed before: no remotes known
+    note = (ws.vault.code_dir / "tinyrepo.md").read_text()
+
+    pdf = _pdf(tmp_path / "solver.pdf", "A Tiny Solver", "Code: https://github.com/example/tinyrepo.")
+    report = add(ws, [str(pdf)])
+    assert len(report.added) == 1 and report.code_links == [] and report.warnings == []
+    assert CodeIndex(ws).links() == [] and (ws.vault.code_dir / "tinyrepo.md").read_text() == note
+    # add-repo records the remotes again and then links the paper from its text
+    again = add_repo(ws, str(tmp_path / "tinyrepo"), embedder=embedder)
+    assert [(p["paper_id"], p["how"]) for p in again.papers] == [(report.added[0], "fulltext")]
+    assert CodeIndex(ws).known_remotes() == {"tinyrepo": {"github.com/example/tinyrepo"}}

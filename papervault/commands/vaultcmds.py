@@ -66,6 +66,8 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         click.echo(f"chose {c['source']} ({c['title']}): {c['reason']}")
     for m in report.merged:
         click.echo(f"merged {m['source']} into {m['id']}" + (" (gained its PDF)" if m.get("gained_pdf") else ""))
+    for link in report.code_links:
+        click.echo(f"linked {link['paper_id']} to code repository {link['repo']} ({link['how']}: {link['evidence']})")
     click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "
                f"problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
 

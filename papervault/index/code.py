@@ -1,4 +1,5 @@
-"""LanceDB tables `code` (code chunks with calls and callers) and `links` (paper <-> repository), and code search.
+"""LanceDB tables `code` (code chunks with calls and callers), `links` (paper <-> repository) and `repos` (what
+is known of each repository without its checkout: normalised remotes, the code note's inputs), and code search.
 
 The tables live in the same database as `papers` and `chunks`. Updating a repository rewrites only the rows
 that changed and embeds only chunks whose embedded text changed, so re-running `add-repo` after editing one
@@ -9,6 +10,7 @@ lock.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections import defaultdict
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 
 CODE = "code"
 LINKS = "links"
+REPOS = "repos"
 REBUILD_FIX = "run `papervault add-repo PATH --rebuild` for each repository to re-index its code"
 WRITE_BATCH = 256
 _LIST_COLUMNS = ("calls", "callees", "callers", "tests", "imports")
@@ -78,6 +81,15 @@ def links_schema() -> pa.Schema:
         pa.field("how", pa.string()),            # "explicit" (--paper) | "fulltext" (URL in the paper's text)
         pa.field("evidence", pa.string()),       # the URL found, or the command that linked them
         pa.field("created", pa.string()),
+    ])
+
+
+def repos_schema() -> pa.Schema:
+    return pa.schema([
+        pa.field("repo", pa.string()),
+        pa.field("source", pa.string()),         # the URL or folder given to add-repo
+        pa.field("remotes", pa.list_(pa.string())),  # normalised (`github.com/owner/repo`), what paper URLs match
+        pa.field("note", pa.string()),           # JSON: what the code note is rendered from, papers aside
     ])
 
 
@@ -184,8 +196,9 @@ class CodeIndex:
         cond = f"repo = {_sql([repo])}"
         n = tbl.count_rows(cond)
         tbl.delete(cond)
-        if LINKS in table_names(self.db):
-            self.db.open_table(LINKS).delete(cond)
+        for name in (LINKS, REPOS):
+            if name in table_names(self.db):
+                self.db.open_table(name).delete(cond)
         return n
 
     def reset_if_mismatched(self) -> list[str]:
@@ -301,6 +314,42 @@ class CodeIndex:
         if clauses:
             q = q.where(" AND ".join(clauses))
         return sorted(q.limit(1_000_000).to_list(), key=lambda r: (r["repo"], r["paper_id"]))
+
+    # --- repository records -------------------------------------------------------------------------------
+
+    def put_repo(self, repo: str, *, source: str, remotes: list[str], note: dict) -> None:
+        """Record a repository's normalised remotes and code-note inputs (replacing its previous record)."""
+        # keys keep their order (not sorted): the note lists languages by rank
+        row = {"repo": repo, "source": source, "remotes": list(remotes), "note": json.dumps(note)}
+        old = self._repo_row(repo)
+        if old is not None and {**old, "remotes": list(old["remotes"] or [])} == row:
+            return
+        tbl = self.db.open_table(REPOS) if REPOS in table_names(self.db) else \
+            self.db.create_table(REPOS, schema=repos_schema())
+        tbl.merge_insert("repo").when_matched_update_all().when_not_matched_insert_all().execute(
+            pa.Table.from_pylist([row], schema=tbl.schema))
+
+    def _repo_row(self, repo: str) -> dict | None:
+        if REPOS not in table_names(self.db):
+            return None
+        rows = self.db.open_table(REPOS).search().where(f"repo = {_sql([repo])}").limit(1).to_list()
+        return {k: rows[0][k] for k in ("repo", "source", "remotes", "note")} if rows else None
+
+    def repo_record(self, repo: str) -> dict | None:
+        """`{repo, source, remotes, note}` of a repository (note decoded), or None when add-repo never stored it
+        (a workspace indexed before records existed: no remotes known, the note is refreshed by add-repo only)."""
+        row = self._repo_row(repo)
+        if row is None:
+            return None
+        return {**row, "remotes": list(row["remotes"] or []), "note": json.loads(row["note"] or "{}")}
+
+    def known_remotes(self) -> dict[str, set[str]]:
+        """Normalised remotes of every repository in the `code` table whose remotes are known."""
+        indexed = set(self.repos())
+        if not indexed or REPOS not in table_names(self.db):
+            return {}
+        rows = self.db.open_table(REPOS).search().select(["repo", "remotes"]).limit(1_000_000).to_list()
+        return {r["repo"]: set(r["remotes"]) for r in rows if r["repo"] in indexed and r["remotes"]}
 
 
 def _same(a: Any, b: Any) -> bool:

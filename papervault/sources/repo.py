@@ -4,7 +4,9 @@ A URL is cloned into `<workspace>/.papervault/repos/<name>` (derived state: it c
 fetched on later runs; a local folder is read in place, tracked and untracked-but-not-ignored files alike.
 `add_repo` chunks only files whose content hash changed since the last run, updates the `code` table, links
 the repository to papers (GitHub/GitLab URLs in a paper's own text, or `--paper`), records it in those papers'
-`code` frontmatter, writes `vault/code/<repo>.md`, and commits the vault once.
+`code` frontmatter, writes `vault/code/<repo>.md`, and commits the vault once. It also records the
+repository's normalised remotes and the code note's inputs in the `repos` table, so that `link_new_papers`
+(called by `papervault add`) can link a paper added later and rewrite the code note without the checkout.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hashlib
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
@@ -35,8 +37,10 @@ SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "ven
              ".pytest_cache", "site-packages", "dist", "build", ".eggs", "vendor", "third_party", "3rdparty",
              ".idea", ".vscode", "target", ".papervault", ".ipynb_checkpoints"}
 _URL_RE = re.compile(r"^(?:https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:")
-# A code host link in a paper's text; PDF extraction may glue a trailing full stop or bracket to it.
-HOST_URL_RE = re.compile(r"https?://(?:www\.)?(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org)/"
+# A code host link in a paper's text, with or without its scheme (papers often print `github.com/owner/repo`);
+# PDF extraction may glue a trailing full stop or bracket to it.
+HOST_URL_RE = re.compile(r"(?:https?://|(?<![\w.@/-]))(?:www\.)?"
+                         r"(github\.com|gitlab\.com|bitbucket\.org|codeberg\.org)/"
                          r"([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)", re.I)
 
 Progress = Callable[[str, int, int], None]
@@ -218,22 +222,81 @@ def code_urls(text: str) -> list[str]:
     return list(seen)
 
 
+def normalised_remotes(remotes: list[str]) -> list[str]:
+    """The remotes as `host/owner/repo`, without duplicates; remotes that name no repository are left out."""
+    return list(dict.fromkeys(n for n in (normalise_remote(r) for r in remotes) if n))
+
+
+def paper_code_urls(vault, pid: str) -> list[str]:
+    """Normalised code-host URLs in a paper's own text: its full text (`paper.md`), note URL and abstract."""
+    meta = vault.read_meta(pid)
+    return code_urls(vault.read_fulltext(pid) + "\n" + (meta.url or "") + "\n" + (meta.abstract or ""))
+
+
+def _fulltext_link(pid: str, repo: str, urls: list[str], wanted: set[str]) -> dict | None:
+    hit = next((u for u in urls if u in wanted), None)
+    return {"paper_id": pid, "repo": repo, "how": "fulltext", "evidence": f"https://{hit}"} if hit else None
+
+
 def find_paper_links(vault, remotes: list[str], repo: str) -> list[dict]:
     """Papers whose own text (full text or note URL) names one of the repository's remotes."""
-    wanted = {n for n in (normalise_remote(r) for r in remotes) if n}
+    wanted = set(normalised_remotes(remotes))
     if not wanted:
         return []
     links = []
     for pid in vault.paper_ids():
         try:
-            meta = vault.read_meta(pid)
+            urls = paper_code_urls(vault, pid)
         except Exception:  # noqa: BLE001 - a broken note must not stop linking the others
             continue
-        text = vault.read_fulltext(pid) + "\n" + (meta.url or "") + "\n" + (meta.abstract or "")
-        hit = next((u for u in code_urls(text) if u in wanted), None)
-        if hit:
-            links.append({"paper_id": pid, "repo": repo, "how": "fulltext", "evidence": f"https://{hit}"})
+        link = _fulltext_link(pid, repo, urls, wanted)
+        if link:
+            links.append(link)
     return links
+
+
+def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[Path]]:
+    """Link papers new to the vault to the repositories already indexed whose remotes their text names.
+
+    The other direction of `find_paper_links`: `papervault add` calls it (holding the writer lock) for the
+    papers it added or merged. Each new link goes to the `links` table (`how = fulltext`, the URL as
+    evidence), the repository joins the paper's `code` frontmatter, and the repository's code note is
+    rendered again from its stored inputs so that it lists the paper. Returns the new links and the vault
+    files changed, for the caller's commit. Repositories indexed before their remotes were recorded are never
+    matched (no remotes known) until `add-repo` runs on them again.
+    """
+    vault = workspace.vault
+    if not paper_ids or not any(vault.code_dir.glob("*.md")):
+        return [], []              # no repository was ever added: the index is not even opened
+    from papervault.index.code import CodeIndex
+
+    index = CodeIndex(workspace)
+    known = index.known_remotes()
+    if not known:
+        return [], []
+    links = []
+    for pid in dict.fromkeys(paper_ids):
+        try:
+            urls = paper_code_urls(vault, pid)
+        except Exception:  # noqa: BLE001 - a broken note must not stop linking the others
+            log.warning("cannot read %s to look for code links", pid, exc_info=True)
+            continue
+        if not urls:
+            continue
+        already = {l["repo"] for l in index.links(paper_id=pid)}
+        for repo in sorted(known):
+            link = _fulltext_link(pid, repo, urls, known[repo]) if repo not in already else None
+            if link:
+                links.append(link)
+    if not links:
+        return [], []
+    index.add_links(links)
+    changed: list[Path] = []
+    for repo in sorted({l["repo"] for l in links}):
+        record = index.repo_record(repo)
+        note, touched, _ = refresh_code_note(workspace, index, repo, record["note"] if record else None)
+        changed += ([note] if note else []) + touched
+    return links, changed
 
 
 # --- the code note --------------------------------------------------------------------------------------------
@@ -246,17 +309,26 @@ def _template(workspace) -> jinja2.Template:
     return env.get_template(NOTE_TEMPLATE)
 
 
-def render_note(workspace, src: RepoSource, summary: RepoSummary, chunks: list[CodeChunk],
-                papers: list[dict]) -> tuple[dict, str]:
-    """The code note's frontmatter and body (no timestamps: an unchanged repository gives an identical note)."""
+def note_inputs(src: RepoSource, summary: RepoSummary, chunks: list[CodeChunk]) -> dict:
+    """All the code note is rendered from except its papers, as plain data (stored in the `repos` table)."""
     kinds = [c.kind for c in chunks]
     stats = {"chunks": len(chunks), "functions": kinds.count("function"), "classes": kinds.count("class"),
              "tests": kinds.count("test"), "configs": kinds.count("config")}
-    body = _template(workspace).render(name=src.name, source=src.source, commit=src.commit, dirty=src.dirty,
-                                       branch=src.branch, summary=summary, papers=papers, stats=stats)
-    meta = {"repo": src.name, "source": src.source, "commit": src.commit or None, "branch": src.branch,
-            "languages": list(summary.languages), "papers": [p["id"] for p in papers], "files": summary.files,
-            "chunks": len(chunks), "tags": ["code"], "generated_hash": frontmatter.body_hash(body)}
+    return {"name": src.name, "source": src.source, "commit": src.commit, "dirty": src.dirty, "branch": src.branch,
+            "summary": asdict(summary), "stats": stats}
+
+
+def render_note(workspace, inputs: dict, papers: list[dict]) -> tuple[dict, str]:
+    """The code note's frontmatter and body (no timestamps: an unchanged repository gives an identical note)."""
+    summary = RepoSummary(**inputs["summary"])
+    stats = inputs["stats"]
+    body = _template(workspace).render(name=inputs["name"], source=inputs["source"], commit=inputs["commit"],
+                                       dirty=inputs["dirty"], branch=inputs["branch"], summary=summary,
+                                       papers=papers, stats=stats)
+    meta = {"repo": inputs["name"], "source": inputs["source"], "commit": inputs["commit"] or None,
+            "branch": inputs["branch"], "languages": list(summary.languages), "papers": [p["id"] for p in papers],
+            "files": summary.files, "chunks": stats["chunks"], "tags": ["code"],
+            "generated_hash": frontmatter.body_hash(body)}
     return {k: v for k, v in meta.items() if v is not None}, body
 
 
@@ -374,21 +446,9 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
     index.add_links(links)
     report.papers = [{k: l[k] for k in ("paper_id", "how", "evidence")} for l in links]
 
-    # Every paper ever linked to this repository (earlier runs included) appears in the note.
-    linked = index.links(repo=src.name)
-    touched: list[Path] = []
-    note_papers = []
-    for l in linked:
-        pid = l["paper_id"]
-        if not vault.has_paper(pid):
-            continue
-        meta = vault.read_meta(pid)
-        note_papers.append({"id": pid, "title": meta.title, "how": l["how"]})
-        if src.name not in meta.code:
-            vault.update_meta(pid, code=[*meta.code, src.name])
-            touched.append(vault.note_path(pid))
-    note_meta, body = render_note(workspace, src, summary, chunks, note_papers)
-    note = write_note(vault, src.name, note_meta, body)
+    inputs = note_inputs(src, summary, chunks)
+    index.put_repo(src.name, source=src.source, remotes=normalised_remotes(src.remotes), note=inputs)
+    note, touched, note_papers = refresh_code_note(workspace, index, src.name, inputs)
     report.note = note.relative_to(vault.root).as_posix()
     parts = [f"{len(report.added)} added", f"{len(report.changed)} changed", f"{len(report.removed)} removed"]
     msg = (f"add-repo: {src.name} @ {src.commit[:10] or 'working tree'} ({', '.join(parts)} files, "
@@ -397,6 +457,32 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
         msg += f"; papers: {', '.join(p['id'] for p in note_papers)}"
     report.vault_commit = vault.commit(msg, [note, *touched])
     return report
+
+
+def refresh_code_note(workspace, index, repo: str,
+                      inputs: dict | None) -> tuple[Path | None, list[Path], list[dict]]:
+    """Bring the papers linked to `repo` (every run's links) into their `code` frontmatter and its code note.
+
+    The note is rendered from `inputs` (see `note_inputs`); without them (a repository indexed before they were
+    stored) only the papers' frontmatter is updated. Returns the note written (None without inputs), the paper
+    notes changed and the note's papers (`{id, title, how}`).
+    """
+    vault = workspace.vault
+    touched: list[Path] = []
+    note_papers = []
+    for l in index.links(repo=repo):
+        pid = l["paper_id"]
+        if not vault.has_paper(pid):
+            continue
+        meta = vault.read_meta(pid)
+        note_papers.append({"id": pid, "title": meta.title, "how": l["how"]})
+        if repo not in meta.code:
+            vault.update_meta(pid, code=[*meta.code, repo])
+            touched.append(vault.note_path(pid))
+    if inputs is None:
+        return None, touched, note_papers
+    note_meta, body = render_note(workspace, inputs, note_papers)
+    return write_note(vault, repo, note_meta, body), touched, note_papers
 
 
 def _check_same_source(vault, src: RepoSource) -> None:
