@@ -59,6 +59,8 @@ class ParseSettings(Section):
 
     ocr: bool = Field(True, description="OCR pages that have no usable text layer")
     ocr_dpi: int = Field(200, description="resolution at which pages are rendered for OCR")
+    ocr_threads: int = Field(0, description="threads of the OCR engine (0: one per parser process when "
+                                             "several run, else one per core)")
     timeout: float = Field(300.0, description="seconds one PDF may take before it is abandoned")
     workers: int = Field(2, description="parallel parser processes")
     max_pages: int = Field(2000, description="PDFs with more pages are refused")

@@ -30,6 +30,17 @@ _MATHCHARS = set(GREEK) | set(SYMBOLS) | set("=+<>^_{}|/")
 _EQNUM = re.compile(r"\s*\((\d+(?:\.\d+)?[a-z]?)\)\s*$")
 
 
+_math_fonts: dict[str, bool] = {}
+
+
+def _is_math_font(font: str) -> bool:
+    hit = _math_fonts.get(font)
+    if hit is None:
+        f = font.lower()
+        hit = _math_fonts[font] = any(h in f for h in MATH_FONT_HINTS)
+    return hit
+
+
 def math_share(block: Block) -> float:
     """Fraction of the block's characters set in a math font or being math symbols."""
     total = math = 0
@@ -37,11 +48,10 @@ def math_share(block: Block) -> float:
         for s in ln.spans:
             n = len(s.text.strip())
             total += n
-            f = s.font.lower()
-            if any(h in f for h in MATH_FONT_HINTS):
+            if _is_math_font(s.font):
                 math += n
             else:
-                math += sum(1 for ch in s.text if ch in _MATHCHARS)
+                math += sum(map(_MATHCHARS.__contains__, s.text))
     return math / total if total else 0.0
 
 

@@ -85,10 +85,16 @@ class Block:
 
     @property
     def size(self) -> float:
+        # Read by every pass; cached until lines are added (blocks only grow while they are being grouped).
+        cached = self.__dict__.get("_size")
+        if cached is not None and cached[0] == len(self.lines):
+            return cached[1]
         c: Counter = Counter()
         for ln in self.lines:
             c[ln.size] += len(ln.text)
-        return c.most_common(1)[0][0] if c else 0.0
+        value = c.most_common(1)[0][0] if c else 0.0
+        self.__dict__["_size"] = (len(self.lines), value)
+        return value
 
     @property
     def bold(self) -> bool:

@@ -65,7 +65,7 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
                 try:
                     from papervault.parse.ocr import ocr_page
 
-                    lines = ocr_page(page, settings.ocr_dpi)
+                    lines = ocr_page(page, settings.ocr_dpi, settings.ocr_threads)
                     ocr_pages.append(pno)
                 except Exception as exc:
                     warnings.append(f"page {pno}: OCR failed ({type(exc).__name__}: {str(exc)[:80]})")
@@ -178,14 +178,15 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     tcaps = [b for b in captions if b.kind == "table_caption"]
     words = None
     if tcaps:
-        found = tables.find_tables(page)
-        used: set[int] = set()
         for cb in tcaps:
             col = figures.column_span(cb.bbox, width, text_left, text_right)
-            i = tables.nearest_table(cb, found, col, used)
+            # The table finder's cost grows with the characters it looks at: it only sees the caption's
+            # column, between the nearest paragraphs of running text above and below the caption.
+            near = _table_zone(cb, blocks, col, page.rect)
+            found = tables.find_tables(page, clip=near)
+            i = tables.nearest_table(cb, found, col, used=set())
             tab = None
-            if i is not None:
-                used.add(i)
+            if i is not None and tuple(found[i].bbox) not in {tuple(t) for t in table_rects}:
                 tab = found[i]
             else:
                 below = (col[0], cb.bbox[3], col[1], min(page.rect.height, cb.bbox[3] + 300))
@@ -263,6 +264,31 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
         elif len(b.lines) >= 2 and b.mono_share > 0.7:
             b.kind = "code"
     return reading_order([b for b in blocks if b.kind != "consumed"], width)
+
+
+def _is_running_text(b: Block, col: tuple[float, float]) -> bool:
+    """A paragraph of body text: several lines filling the column (table rows are short, or numeric)."""
+    if b.kind not in ("text", "heading") or len(b.lines) < 3 or len(b.text) < 200:
+        return False
+    width = col[1] - col[0]
+    full = sum(1 for ln in b.lines if ln.bbox[2] - ln.bbox[0] > 0.8 * width)
+    letters = sum(c.isalpha() for c in b.text)
+    return full >= 0.6 * len(b.lines) and letters > 0.6 * len(b.text)
+
+
+def _table_zone(cb: Block, blocks: list[Block], col: tuple[float, float], prect) -> tuple:
+    """Where the table of caption `cb` can be: its column, from the paragraph of running text above the
+    caption (tables may sit over their caption) to the one below it, at most 420/520 pt away."""
+    top = max(prect.y0, cb.bbox[1] - 420)
+    bottom = min(prect.y1, cb.bbox[3] + 520)
+    for b in blocks:
+        if b is cb or b.bbox[2] < col[0] + 2 or b.bbox[0] > col[1] - 2 or not _is_running_text(b, col):
+            continue
+        if b.bbox[3] <= cb.bbox[1] + 1:
+            top = max(top, b.bbox[3] - 1)
+        elif b.bbox[1] >= cb.bbox[3] - 1:
+            bottom = min(bottom, b.bbox[1] + 1)
+    return (col[0] - 8, top, col[1] + 8, bottom)
 
 
 def _text_figure_rect(cb: Block, blocks: list[Block], col) -> tuple | None:

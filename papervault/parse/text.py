@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 
 LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
              "\ufb06": "st", "\u2010": "-", "\u2011": "-", "\u00ad": "", "\u200b": "", "\ufeff": ""}
@@ -14,10 +15,13 @@ _ACCENT_RE = re.compile("([" + "".join(k for k in SPACING_ACCENTS if k != "`") +
 _LIG_RE = re.compile("|".join(LIGATURES))
 
 
+_NEEDS_CLEAN = re.compile("[" + "".join(LIGATURES) + "".join(k for k in SPACING_ACCENTS if k != "`") + "\u00a0]")
+
+
 def clean(text: str) -> str:
     """Expand ligatures, fold spacing accents into letters, drop soft hyphens and zero-width characters."""
-    if not text:
-        return text
+    if not text or not _NEEDS_CLEAN.search(text):
+        return text  # the common case: one C-level scan, no work
     text = _LIG_RE.sub(lambda m: LIGATURES[m.group(0)], text)
     if any(a in text for a in SPACING_ACCENTS if a != "`"):
         text = _ACCENT_RE.sub(lambda m: unicodedata.normalize("NFC", m.group(2) + SPACING_ACCENTS[m.group(1)]), text)
@@ -73,19 +77,29 @@ def garbage_score(texts: list[str]) -> float:
     """How broken a page's text layer looks, 0 (fine) to 1 (unreadable).
 
     Counts the tell-tales of a font without a Unicode map (U+FFFD, private-use or control characters, runs of
-    symbols), one glyph per line, and letters spaced out ("T h i s  i s").
+    symbols), one glyph per line, and letters spaced out ("T h i s  i s"). Characters are counted once per
+    page with a Counter and classified per distinct character: it runs on every page.
     """
-    chars = sum(len(t) for t in texts)
-    if chars == 0:
+    joined = "\n".join(texts)
+    chars = len(joined) - max(0, len(texts) - 1)
+    if chars <= 0:
         return 1.0
+    counts = Counter(joined)
     bad = 0
-    for t in texts:
-        for ch in t:
-            cat = unicodedata.category(ch)
-            if ch == "\ufffd" or cat in ("Co", "Cc", "Cn") and ch not in "\t\n":
-                bad += 1
+    letters = vowels = 0
+    for ch, n in counts.items():
+        if ch.isascii():
+            if ch.isalpha():
+                letters += n
+                if ch in "aeiouyAEIOUY":
+                    vowels += n
+            elif (ch < " " or ch == "\x7f") and ch not in "\t\n":
+                bad += n
+            continue
+        if ch == "\ufffd" or unicodedata.category(ch) in ("Co", "Cc", "Cn"):
+            bad += n
     bad_ratio = bad / chars
-    words = [w for t in texts for w in t.split()]
+    words = joined.split()
     if not words:
         return 1.0
     single = sum(1 for w in words if len(w) == 1 and w.isalpha() and w not in ("a", "A", "I"))
@@ -93,9 +107,8 @@ def garbage_score(texts: list[str]) -> float:
     short_lines = sum(1 for t in texts if len(t.strip()) <= 2)
     short_line_ratio = short_lines / max(1, len(texts))
     # Letters that never form words: few vowels among letters is typical of shifted or remapped glyphs.
-    letters = [c for t in texts for c in t if c.isalpha() and c.isascii()]
-    vowel_ratio = sum(1 for c in letters if c.lower() in "aeiouy") / max(1, len(letters))
-    vowel_bad = 1.0 if len(letters) > 200 and not (0.22 <= vowel_ratio <= 0.55) else 0.0
+    vowel_ratio = vowels / max(1, letters)
+    vowel_bad = 1.0 if letters > 200 and not (0.22 <= vowel_ratio <= 0.55) else 0.0
     return max(min(1.0, bad_ratio * 4), min(1.0, (single_ratio - 0.15) * 2.5) if single_ratio > 0.15 else 0.0,
                min(1.0, (short_line_ratio - 0.5) * 2) if short_line_ratio > 0.5 and len(texts) > 20 else 0.0,
                vowel_bad)
