@@ -10,12 +10,13 @@ import pymupdf
 from papervault.config import ParseSettings
 from papervault.models import Figure, Heading, ParsedPaper, Reference, Table, page_anchor
 from papervault.parse import equations, figures, tables
-from papervault.parse.captions import caption_of
+from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf
 from papervault.parse.layout import Block, Line, extract_lines, find_running_lines, group_blocks, inside, reading_order
 from papervault.parse.metadata import pdf_metadata
 from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_references
-from papervault.parse.structure import KNOWN_SECTIONS, assign_levels, body_size, heading_candidate, parse_authors
+from papervault.parse.structure import (KNOWN_SECTIONS, TOC_ENTRY, assign_levels, body_size, effective_size,
+                                        heading_candidate, parse_authors, refine_headings)
 from papervault.parse.text import garbage_score, hyphenated_words, join_lines
 from papervault.parse.version import PARSER
 
@@ -98,25 +99,26 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
             pages[pi] = reading_order(blocks, sizes[pi][0])
 
     meta = pdf_metadata(doc, pages, rotated)
-    title_blocks = _title_blocks(pages[0] if pages else [], body, sizes[0][1] if sizes else 792,
-                                 scanned=1 in ocr_pages)
-    title = " ".join(b.text for b in title_blocks).strip() or meta.get("title") or ""
+    # A publisher's cover page (USENIX: "This paper is included in the Proceedings of ...") is not the paper:
+    # its lines are never headings, and the title and authors come from the paper's own first page.
+    tp = 1 if _is_cover(pages) else 0
+    title_blocks = _title_blocks(pages[tp] if pages else [], body, sizes[tp][1] if sizes else 792,
+                                 scanned=(tp + 1) in ocr_pages)
+    if tp and not title_blocks:
+        title_blocks = _title_blocks(pages[0], body, sizes[0][1], scanned=1 in ocr_pages)
+    title = _title_text(title_blocks) or meta.get("title") or ""
     for b in title_blocks:
         b.kind = "title"
 
-    heads = []
-    for blocks in pages:
-        for b in blocks:
-            hc = heading_candidate(b, body)
-            if hc:
-                heads.append((b, *hc))
-    heads = _drop_front_matter(heads, title_blocks)
+    heads = _heading_blocks(pages, body, ocr_pages, first=tp)
+    heads = _drop_front_matter(heads, title_blocks, title_page=tp + 1)
+    heads = refine_headings(heads)
     assign_levels(heads)
     for b, num, ttl in heads:
         b.kind, b.number, b.data["title"] = "heading", num, ttl
 
-    authors = _authors(pages[0] if pages else [], title_blocks)
-    abstract = _abstract(pages)
+    authors = _authors(pages[tp] if pages else [], title_blocks)
+    abstract = _abstract(pages[tp:])
     refs, ref_blocks = _references(pages)
     for b in ref_blocks:
         b.kind = "reference"
@@ -130,19 +132,84 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
                        references=refs, ocr_pages=ocr_pages, warnings=warnings)
 
 
-def _drop_front_matter(heads, title_blocks):
+_COVER = re.compile(r"this paper is included in the proceedings|open access to the proceedings|"
+                    r"is brought to you for free and open access", re.I)
+
+
+def _is_cover(pages: list[list[Block]]) -> bool:
+    """Page 1 is a publisher's cover: a short page that says so, without an abstract, before the paper."""
+    if len(pages) < 3:
+        return False
+    text = " ".join(b.text for b in pages[0])
+    return bool(_COVER.search(text)) and len(text) < 3000 and not re.search(r"\babstract\b", text, re.I)
+
+
+_DOT_LEADER = re.compile(r"(?:\.\s*){3,}\s*(?:\d{1,4}|[ivxlc]{1,7})$")
+
+
+def _heading_blocks(pages: list[list[Block]], body: float, ocr_pages: list[int], first: int = 0):
+    """(block, number, title) of the heading candidates from page `first` (0-based; earlier pages are a
+    cover) on, in reading order.
+
+    OCR'd pages are judged strictly (their sizes are estimates); on a table-of-contents page, entries that
+    end with a page number are not headings; a heading broken into two blocks (the second line of a
+    centred small-caps IEEE heading) is joined back."""
+    heads = []
+    for pi, blocks in enumerate(pages):
+        if pi < first:
+            continue
+        strict = (pi + 1) in ocr_pages
+        toc = sum(1 for b in blocks for ln in b.lines if _DOT_LEADER.search(ln.text)) >= 3 or any(
+            b.text.strip().lower() in ("contents", "table of contents") for b in blocks)
+        i = 0
+        while i < len(blocks):
+            b = blocks[i]
+            hc = heading_candidate(b, body, strict=strict)
+            if hc and toc and TOC_ENTRY.search(b.text):
+                hc = None
+            if hc and i + 1 < len(blocks) and _continues_heading(b, blocks[i + 1], body):
+                nxt = blocks[i + 1]
+                joined = Block(lines=b.lines + nxt.lines, page=b.page, text=f"{b.text} {nxt.text}")
+                hc2 = heading_candidate(joined, body, strict=strict)
+                if hc2:
+                    b.lines, b.text, hc = joined.lines, joined.text, hc2
+                    del blocks[i + 1]
+            if hc:
+                heads.append((b, *hc))
+            i += 1
+    return heads
+
+
+def _continues_heading(b: Block, nxt: Block, body: float) -> bool:
+    """`nxt` is the second line of heading `b`: same upper-case style right below it, and no heading itself."""
+    if nxt.kind != "text" or len(nxt.lines) > 2 or len(nxt.text) > 80 or b.text.rstrip().endswith("."):
+        return False
+    if not (b.text.isupper() and nxt.text.isupper()) or b.bold != nxt.bold:
+        return False
+    if abs(effective_size(b) - effective_size(nxt)) > 0.6 or heading_candidate(nxt, body):
+        return False
+    h = b.lines[-1].bbox[3] - b.lines[-1].bbox[1]
+    gap = nxt.bbox[1] - b.bbox[3]
+    return -0.5 * h <= gap < 0.8 * h and nxt.bbox[0] < b.bbox[2] and nxt.bbox[2] > b.bbox[0]
+
+
+def _drop_front_matter(heads, title_blocks, title_page: int = 1):
     """Author names and affiliations under the title are often bold or large: they are not sections.
 
-    On page 1, a heading candidate above the first real section (numbered, or a known name such as
-    Abstract) is dropped."""
+    On the title page, an unnumbered heading candidate that comes before the first real section (numbered,
+    or a known name such as Abstract) in reading order or stands above it (author columns are read after
+    the left column), or any on a title page without a real section (a thesis), is dropped; so is any
+    candidate on a cover page before it."""
     if not title_blocks:
         return heads
-    first = [b for b, num, t in heads if b.page == 1 and (num or t.lower() in KNOWN_SECTIONS)]
-    if not first:
-        return heads
-    limit = min(b.bbox[1] for b in first)
-    return [(b, num, t) for b, num, t in heads
-            if not (b.page == 1 and b.bbox[1] < limit and not num and t.lower() not in KNOWN_SECTIONS)]
+    on_page = [i for i, (b, num, t) in enumerate(heads) if b.page == title_page]
+    real = [i for i in on_page if heads[i][1] or heads[i][2].lower() in KNOWN_SECTIONS]
+    first = real[0] if real else len(heads)
+    limit = min((heads[i][0].bbox[1] for i in real), default=1e9)
+    return [(b, num, t) for i, (b, num, t) in enumerate(heads)
+            if b.page >= title_page
+            and not (b.page == title_page and (i < first or b.bbox[1] < limit) and not num
+                     and t.lower() not in KNOWN_SECTIONS)]
 
 
 def _needs_ocr(page: pymupdf.Page, lines: list[Line]) -> bool:
@@ -173,35 +240,48 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
             b.kind = cap[0] + "_caption"
             b.number, b.data["caption"] = cap[1], cap[2]
             captions.append(b)
+    # IEEE tables: a label alone on its line ("TABLE IV") with the title on the lines below it.
+    for b in attach_titles(captions, blocks, lambda r: figures.column_span(r, width, text_left, text_right)):
+        b.kind = "consumed"
     # Tables first: their ruling lines would otherwise be taken for vector figures.
     table_rects = []
     tcaps = [b for b in captions if b.kind == "table_caption"]
-    words = None
     if tcaps:
+        words = page.get_text("words")
+        zones, options = {}, {}
         for cb in tcaps:
             col = figures.column_span(cb.bbox, width, text_left, text_right)
             # The table finder's cost grows with the characters it looks at: it only sees the caption's
             # column, between the nearest paragraphs of running text above and below the caption.
-            near = _table_zone(cb, blocks, col, page.rect)
-            found = tables.find_tables(page, clip=near)
-            i = tables.nearest_table(cb, found, col, used=set())
-            tab = None
-            if i is not None and tuple(found[i].bbox) not in {tuple(t) for t in table_rects}:
-                tab = found[i]
-            else:
-                below = (col[0], cb.bbox[3], col[1], min(page.rect.height, cb.bbox[3] + 300))
-                alt = tables.find_tables(page, clip=below, strategy="text")
-                j = tables.nearest_table(cb, alt, col, set())
-                tab = alt[j] if j is not None else None
-            if words is None:
-                words = page.get_text("words")
+            zones[id(cb)] = near = _table_zone(cb, blocks, col, page.rect)
+            options[id(cb)] = tables.candidates(cb, tables.find_tables(page, clip=near), col)
+        chosen = tables.assign(options)
+        found = {}
+        for cb in tcaps:  # ruled grids first: they bound the word-built tables of the other captions
+            tab = chosen.get(id(cb))
             md = tables.table_text(tab, words) if tab is not None else ""
-            if not md:
-                warnings.append(f"page {pno}: Table {cb.number} has a caption but no grid was recognised; "
-                                f"its text is kept as paragraphs")
+            if md:
+                found[id(cb)] = (tab, md)
+                table_rects.append(tuple(tab.bbox))
+        rules = None
+        for cb in tcaps:
+            if id(cb) not in found:
+                # No ruling grid (or booktabs rules only): the grid is rebuilt from the words beside the caption.
+                rules = tables.horizontal_rules(page) if rules is None else rules
+                others = [b.bbox for b in captions if b is not cb] + table_rects
+                tab = tables.table_from_words(words, zones[id(cb)], cb.bbox, rules, others)
+                md = tables.table_text(tab) if tab is not None else ""
+                if not md:
+                    warnings.append(f"page {pno}: Table {cb.number} has a caption but no grid was recognised; "
+                                    f"its text is kept as paragraphs")
+                    continue
+                found[id(cb)] = (tab, md)
+                table_rects.append(tuple(tab.bbox))
+        for cb in tcaps:
+            if id(cb) not in found:
                 continue
+            tab, md = found[id(cb)]
             rect = tuple(tab.bbox)
-            table_rects.append(rect)
             cb.data["table"] = md
             tabs.append(Table(number=cb.number, page=pno, caption=cb.data["caption"], markdown=md))
             for b in blocks:
@@ -266,14 +346,24 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     return reading_order([b for b in blocks if b.kind != "consumed"], width)
 
 
+_SMALL_WORDS = frozenset("a an the of and or to in on at by for with from as is are was be been it its this that these "
+                        "which we our not can".split())
+
+
 def _is_running_text(b: Block, col: tuple[float, float]) -> bool:
-    """A paragraph of body text: several lines filling the column (table rows are short, or numeric)."""
+    """A paragraph of body text: several lines filling a text column, in sentences (table rows are short,
+    numeric, or without the small words of prose). Under a caption as wide as the page, the paragraphs of
+    either column count."""
     if b.kind not in ("text", "heading") or len(b.lines) < 3 or len(b.text) < 200:
         return False
-    width = col[1] - col[0]
+    width = b.bbox[2] - b.bbox[0]
+    if width < 0.4 * (col[1] - col[0]):
+        return False
     full = sum(1 for ln in b.lines if ln.bbox[2] - ln.bbox[0] > 0.8 * width)
     letters = sum(c.isalpha() for c in b.text)
-    return full >= 0.6 * len(b.lines) and letters > 0.6 * len(b.text)
+    words = b.text.lower().split()
+    small = sum(1 for w in words if w in _SMALL_WORDS)
+    return full >= 0.6 * len(b.lines) and letters > 0.6 * len(b.text) and small >= 0.12 * len(words)
 
 
 def _table_zone(cb: Block, blocks: list[Block], col: tuple[float, float], prect) -> tuple:
@@ -334,9 +424,16 @@ def _title_blocks(blocks: list[Block], body: float, height: float, scanned: bool
         return [top] if len(top.text) < 200 else []
     out = [top]
     for b in sorted(cands, key=lambda b: b.bbox[1]):
-        if b is not top and abs(b.size - top.size) < 0.6 and 0 < b.bbox[1] - out[-1].bbox[3] < 2 * top.size:
+        # The next line of the title; large type's line boxes may overlap a little.
+        if b is not top and abs(b.size - top.size) < 0.6 and b.bbox[1] > out[-1].bbox[1] \
+                and -0.3 * top.size < b.bbox[1] - out[-1].bbox[3] < 2 * top.size:
             out.append(b)
     return out
+
+
+def _title_text(blocks: list[Block]) -> str:
+    """The title's text without a trailing footnote mark ("Liquid Types ∗")."""
+    return re.sub(r"\s*[∗*†‡§¶]+$", "", " ".join(b.text for b in blocks).strip())
 
 
 def _authors(blocks: list[Block], title_blocks: list[Block]) -> list[str]:

@@ -1,4 +1,9 @@
-"""Tables: PyMuPDF's table finder, run only on pages with a table caption, written as Markdown or HTML."""
+"""Tables: PyMuPDF's table finder, run only on pages with a table caption, written as Markdown or HTML.
+
+A table without a ruling grid (no rules at all, or booktabs-style horizontal rules only) is rebuilt from the
+words next to its caption: rows from the words' baselines, columns from x-gaps that are free in (almost) every
+row. A grid that does not look like a table (one column, mostly one cell per row, prose) is not used.
+"""
 
 from __future__ import annotations
 
@@ -26,25 +31,283 @@ def find_tables(page: pymupdf.Page, clip: Rect | None = None, strategy: str = "l
         return []
 
 
-def nearest_table(caption: Block, tables: list, col: tuple[float, float], used: set[int]):
-    """The table just below the caption (the usual place), else just above; within its column."""
+def candidates(caption: Block, tables: list, col: tuple[float, float]) -> list[tuple[float, str, object]]:
+    """(distance, "below" | "above", table) for the tables in the caption's column, nearest first."""
     cb = caption.bbox
-    best, best_d = None, 1e9
-    for i, t in enumerate(tables):
-        if i in used:
-            continue
+    out = []
+    for t in tables:
         r = tuple(t.bbox)
         if overlap_x(r, (col[0], 0, col[1], 0)) < 0.5 * min(r[2] - r[0], col[1] - col[0]):
             continue
         if r[1] >= cb[3] - 4:
-            d = r[1] - cb[3]
+            d, side = r[1] - cb[3], "below"
         elif r[3] <= cb[1] + 4:
-            d = (cb[1] - r[3]) * 1.5  # below wins ties
+            d, side = (cb[1] - r[3]) * 1.5, "above"  # below wins ties
         else:
-            d = 0
-        if d < best_d and d < 250:
-            best, best_d = i, d
-    return best
+            d, side = 0.0, "below"
+        if d < 250:
+            out.append((d, side, t))
+    return sorted(out, key=lambda o: o[0])
+
+
+def assign(options: dict[int, list[tuple[float, str, object]]]) -> dict[int, object]:
+    """One table per caption (keys are caption ids, values their `candidates`), no table twice.
+
+    Captions whose tables can only be on one side are served first; the others then prefer the side the
+    page's resolved captions use (two tables stacked under their two captions: the second caption is as near
+    to the first table, above it, as to its own below it)."""
+    chosen: dict[int, object] = {}
+    taken: set[tuple] = set()
+    votes = {"below": 0, "above": 0}
+    pending = [k for k, opts in options.items() if opts]
+    while pending:
+        def free(k):
+            return [o for o in options[k] if _key(o[2]) not in taken]
+
+        pending = [k for k in pending if free(k)]
+        if not pending:
+            break
+        k = min(pending, key=lambda k: (len({o[1] for o in free(k)}), free(k)[0][0]))
+        opts = free(k)
+        sides = {o[1] for o in opts}
+        if len(sides) > 1 and votes["below"] != votes["above"]:
+            prefer = "below" if votes["below"] > votes["above"] else "above"
+            opts = [o for o in opts if o[1] == prefer]
+        d, side, t = opts[0]
+        chosen[k] = t
+        taken.add(_key(t))
+        votes[side] += 1
+        pending.remove(k)
+    return chosen
+
+
+def _key(t) -> tuple:
+    return tuple(round(v) for v in t.bbox)
+
+
+def plausible(rows: list[list[str | None]]) -> bool:
+    """Whether a grid looks like a table: two columns or more, most rows with two cells or more, short cells."""
+    if len(rows) < 2 or max((len(r) for r in rows), default=0) < 2:
+        return False
+    multi = sum(1 for r in rows if sum(1 for c in r if c) >= 2)
+    if multi < 0.5 * len(rows):
+        return False
+    sizes = sorted(len(c.split()) for r in rows for c in r if c)
+    return bool(sizes) and sizes[len(sizes) // 2] <= 6  # prose set in columns has long "cells"
+
+
+class WordTable:
+    """A table rebuilt from words: `cells` is a list of rows of text, None where a merged cell covers it."""
+
+    def __init__(self, bbox: Rect, cells: list[list[str | None]]):
+        self.bbox = bbox
+        self.cells = cells
+
+    def extract(self) -> list[list[str | None]]:
+        return self.cells
+
+
+def horizontal_rules(page: pymupdf.Page) -> list[Rect]:
+    """Thin horizontal strokes and bars on the page (table rules), from MuPDF's cheap bounding-box log."""
+    out = []
+    try:
+        log = page.get_bboxlog()
+    except Exception:
+        return out
+    for kind, r in log:
+        if "path" in kind and r[3] - r[1] < 2.0 and r[2] - r[0] > 20:
+            out.append(tuple(r))
+    return out
+
+
+def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], barriers: list[Rect]):
+    """The table next to a caption, rebuilt from the page's `words` (`page.get_text("words")`) in `zone`.
+
+    The caption's two sides are tried: the lines of words nearest to the caption, continued outwards while
+    the lines follow each other closely, and not past another caption or table (`barriers`). The plausible
+    grid nearer to the caption wins (below on a tie). None when neither side looks like a table.
+    """
+    zx0, zy0, zx1, zy1 = zone
+    pool = []
+    for w in words:
+        x0, y0, x1, y1 = w[:4]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        if not (zx0 <= cx <= zx1 and zy0 <= cy <= zy1) or not w[4].strip():
+            continue
+        if caption[0] - 1 <= cx <= caption[2] + 1 and caption[1] - 1 <= cy <= caption[3] + 1:
+            continue
+        if any(b[0] - 1 <= cx <= b[2] + 1 and b[1] - 1 <= cy <= b[3] + 1 for b in barriers):
+            continue
+        pool.append(w)
+    if len(pool) < 4:
+        return None
+    heights = sorted(w[3] - w[1] for w in pool)
+    h = heights[len(heights) // 2]
+    pool = [w for w in pool if w[3] - w[1] < 1.8 * h]  # rotated labels (vertical words) are left out
+    best = None
+    for side in ("below", "above"):
+        if side == "below":
+            ws = [w for w in pool if w[1] >= caption[3] - 1]
+            limit = min([b[1] for b in barriers if b[1] >= caption[3] - 1 and _over_x(b, caption, zone)] + [zy1])
+            ws = [w for w in ws if w[3] <= limit + 1]
+        else:
+            ws = [w for w in pool if w[3] <= caption[1] + 1]
+            limit = max([b[3] for b in barriers if b[3] <= caption[1] + 1 and _over_x(b, caption, zone)] + [zy0])
+            ws = [w for w in ws if w[1] >= limit - 1]
+        lines = _lines(ws)
+        if side == "above":
+            lines.reverse()
+        lines = _adjacent(lines, caption, side, h, rules)
+        if len(lines) < 2:
+            continue
+        if side == "above":
+            lines.reverse()
+        cells = _grid(lines, h, rules)
+        if cells is None or not plausible(cells):
+            continue
+        gap = lines[0][1] - caption[3] if side == "below" else caption[1] - lines[-1][3]
+        if best is None or gap < best[0] - 2:
+            x0 = min(w[0] for ln in lines for w in ln[4])
+            x1 = max(w[2] for ln in lines for w in ln[4])
+            best = (gap, WordTable((x0, lines[0][1], x1, lines[-1][3]), cells))
+    return best[1] if best else None
+
+
+def _over_x(b: Rect, caption: Rect, zone: Rect) -> bool:
+    return overlap_x(b, (zone[0], 0, zone[2], 0)) > 0.3 * min(b[2] - b[0], zone[2] - zone[0])
+
+
+def _lines(ws: list) -> list[tuple]:
+    """Words grouped into text lines by vertical overlap: (x0, y0, x1, y1, words left to right)."""
+    out: list[list] = []
+    for w in sorted(ws, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
+        if out:
+            cur = out[-1]
+            top, bottom = cur[1], cur[3]
+            ov = min(bottom, w[3]) - max(top, w[1])
+            if ov > 0.5 * min(bottom - top, w[3] - w[1]):
+                cur[4].append(w)
+                cur[0], cur[1], cur[2], cur[3] = min(cur[0], w[0]), min(top, w[1]), max(cur[2], w[2]), max(bottom, w[3])
+                continue
+        out.append([w[0], w[1], w[2], w[3], [w]])
+    for ln in out:
+        ln[4].sort(key=lambda w: w[0])
+    return [tuple(ln) for ln in out]
+
+
+def _adjacent(lines: list[tuple], caption: Rect, side: str, h: float, rules: list[Rect]) -> list[tuple]:
+    """The run of lines that starts next to the caption and continues while lines follow closely."""
+    out: list[tuple] = []
+    edge = caption[3] if side == "below" else caption[1]
+    for ln in lines:
+        gap = ln[1] - edge if side == "below" else edge - ln[3]
+        lo, hi = (edge, ln[1]) if side == "below" else (ln[3], edge)
+        ruled = any(lo - 1 <= (r[1] + r[3]) / 2 <= hi + 1 for r in rules)
+        allowed = max(4.0 * h, 30.0) if not out else (2.5 if ruled else 1.6) * h
+        if gap > allowed:
+            break
+        out.append(ln)
+        edge = ln[3] if side == "below" else ln[1]
+    return out
+
+
+def _grid(lines: list[tuple], h: float, rules: list[Rect]) -> list[list[str | None]] | None:
+    """Cells from text lines: column separators are x-gaps at least half a line high that (almost) no line
+    covers; a line's words between two separators form a cell, words across a separator a merged cell."""
+    min_gap = 0.5 * h
+    x_lo = min(ln[0] for ln in lines)
+    x_hi = max(ln[2] for ln in lines)
+    # Coverage of the x-axis by the lines' words (overlapping words of a line count once).
+    events = []
+    spans = []
+    for ln in lines:
+        merged: list[list[float]] = []
+        for w in ln[4]:
+            if merged and w[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], w[2])
+            else:
+                merged.append([w[0], w[2]])
+        spans.append(merged)
+        for a, b in merged:
+            events += [(a, 1), (b, -1)]
+    events.sort()
+    thr = 1 if len(lines) >= 6 else 0  # a heading that spans columns crosses their gap in one line
+    free: list[list[float]] = []
+    level, x = 0, x_lo
+    for pos, delta in events:
+        if level <= thr and pos > x:
+            if free and abs(free[-1][1] - x) < 1e-6:
+                free[-1][1] = pos
+            else:
+                free.append([x, pos])
+        level += delta
+        x = pos
+    # A free gap is crossed only by cells that reach past both its sides (spanning headings); words lying
+    # inside it form a sparse column of their own.
+    seps: list[tuple[float, float]] = []
+    segs = _segments(lines, min_gap)
+    for a, b in free:
+        if a <= x_lo + 1e-6 or b >= x_hi - 1e-6:
+            continue
+        pieces = [(a, b)]
+        for s0, s1 in segs:
+            if s0 >= a - 0.5 and s1 <= b + 0.5:
+                pieces = [p for q in pieces for p in ((q[0], min(q[1], s0)), (max(q[0], s1), q[1])) if p[1] > p[0]]
+        seps += [p for p in pieces if p[1] - p[0] >= min_gap]
+    seps.sort()
+    if not seps or len(seps) > 25:
+        return None
+    ncols = len(seps) + 1
+
+    def col_of(x: float, end: bool = False) -> int:
+        # A cell's start belongs past every gap that opens before it; its end only past the gaps it crosses.
+        return sum(1 for s in seps if (s[1] if end else s[0]) < x)
+
+    rows: list[list[str | None]] = []
+    row_lines: list[tuple] = []
+    for ln in lines:
+        cells: list[str | None] = [""] * ncols
+        cur: list = []
+        for w in ln[4] + [None]:
+            if cur and (w is None or any(s[0] < w[0] and s[1] > cur[-1][2] for s in seps)):
+                first, last = col_of(cur[0][0] + 0.5), max(col_of(cur[0][0] + 0.5), col_of(cur[-1][2] - 0.5, end=True))
+                text = " ".join(x[4] for x in cur)
+                cells[first] = f"{cells[first]} {text}".strip() if cells[first] else text
+                for j in range(first + 1, last + 1):
+                    cells[j] = None
+                cur = []
+            if w is not None:
+                cur.append(w)
+        # A line of its own that only continues cells of the row above (a wrapped cell): joined to that row.
+        filled = sum(1 for c in cells if c)
+        if rows and not cells[0] and None not in cells and None not in rows[-1] and filled <= ncols / 2 \
+                and not any(row_lines[-1][3] - 1 <= (r[1] + r[3]) / 2 <= ln[1] + 1 for r in rules):
+            prev = rows[-1]
+            for j, c in enumerate(cells):
+                if c:
+                    prev[j] = f"{prev[j]} {c}".strip()
+            row_lines[-1] = ln
+            continue
+        rows.append(cells)
+        row_lines.append(ln)
+    return rows
+
+
+def _segments(lines: list[tuple], min_gap: float) -> list[tuple[float, float]]:
+    """Runs of words closer than `min_gap` within each line (a cell's words), as x-intervals."""
+    out = []
+    for ln in lines:
+        cur = None
+        for w in ln[4]:
+            if cur is not None and w[0] - cur[1] < min_gap:
+                cur[1] = max(cur[1], w[2])
+            else:
+                if cur is not None:
+                    out.append(tuple(cur))
+                cur = [w[0], w[2]]
+        if cur is not None:
+            out.append(tuple(cur))
+    return out
 
 
 def table_text(table, words: list | None = None) -> str:
@@ -54,7 +317,10 @@ def table_text(table, words: list | None = None) -> str:
     finder's own extraction glues words together in some fonts ("Number ofNodes").
     """
     try:
-        rows = _rows_from_words(table, words) if words is not None else table.extract()
+        if isinstance(table, WordTable):
+            rows = table.cells
+        else:
+            rows = _rows_from_words(table, words) if words is not None else table.extract()
     except Exception:
         return ""
     if not rows or sum(len(r) for r in rows) > MAX_CELLS:
@@ -66,7 +332,7 @@ def table_text(table, words: list | None = None) -> str:
     keep = [j for j in range(ncols) if any(r[j] not in ("", None) for r in rows)]
     rows = [[r[j] for j in keep] for r in rows]
     rows = [r for r in rows if any(c not in ("", None) for c in r)]
-    if not rows or not keep:
+    if not rows or not keep or not plausible(rows):
         return ""
     if any(c is None for r in rows for c in r):
         return _html(rows)
