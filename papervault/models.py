@@ -42,6 +42,7 @@ class Reference:
     arxiv: str | None = None
     title: str | None = None
     year: int | None = None
+    page: int | None = None    # 1-based page where the entry starts (paper.md lists it under that page's anchor)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf
 from papervault.parse.layout import Block, Line, extract_lines, find_running_lines, group_blocks, inside, reading_order
 from papervault.parse.metadata import pdf_metadata
-from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_references
+from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_reference_lines
 from papervault.parse.structure import (KNOWN_SECTIONS, TOC_ENTRY, assign_levels, body_size, effective_size,
                                         heading_candidate, parse_authors, refine_headings)
 from papervault.parse.text import garbage_score, hyphenated_words, join_lines
@@ -186,7 +186,8 @@ def _continues_heading(b: Block, nxt: Block, body: float) -> bool:
         return False
     if not (b.text.isupper() and nxt.text.isupper()) or b.bold != nxt.bold:
         return False
-    if abs(effective_size(b) - effective_size(nxt)) > 0.6 or heading_candidate(nxt, body):
+    # A second line of small capitals may have no large letter at all ("EXPLOITS").
+    if min(abs(effective_size(b) - effective_size(nxt)), abs(b.size - nxt.size)) > 0.6 or heading_candidate(nxt, body):
         return False
     h = b.lines[-1].bbox[3] - b.lines[-1].bbox[1]
     gap = nxt.bbox[1] - b.bbox[3]
@@ -440,15 +441,17 @@ def _authors(blocks: list[Block], title_blocks: list[Block]) -> list[str]:
     if not title_blocks:
         return []
     bottom = max(b.bbox[3] for b in title_blocks)
-    texts = []
+    texts: list[str] = []
+    n = 0
     for b in sorted(blocks, key=lambda b: b.bbox[1]):
         if b.bbox[1] < bottom - 1 or b in title_blocks:
             continue
-        if b.kind != "text" or b.text.lower().startswith("abstract") or len(b.text) > 400:
+        n += 1
+        if b.kind != "text" or b.text.lower().startswith("abstract") or len(b.text) > 400 or n > 13:
             break
-        texts.append(b.text)
-        if len(texts) > 12:
-            break
+        # Line by line: a name and its affiliation or e-mail are often one block ("Eric A. Brewer /
+        # University of California at Berkeley").
+        texts.extend(ln.text for ln in b.lines)
     return parse_authors(texts)
 
 
@@ -489,8 +492,14 @@ def _references(pages: list[list[Block]]) -> tuple[list[Reference], list[Block]]
             break
         if b.kind in ("text", "heading", "code", "equation"):
             body.append(b)
-    raws = split_references([ln for b in body for ln in b.lines])
-    return [parse_reference(r) for r in raws], body
+    lines = [ln for b in body for ln in b.lines]
+    line_pages = [b.page for b in body for _ in b.lines]
+    refs = []
+    for raw, first in split_reference_lines(lines):
+        ref = parse_reference(raw)
+        ref.page = line_pages[first]
+        refs.append(ref)
+    return refs, body
 
 
 def _clip(text: str, n: int) -> str:
@@ -511,6 +520,17 @@ def _para(text: str) -> str:
 def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs, tabs) -> str:
     out: list[str] = [f"# {_alt(title) if title else 'Untitled'}"]
     refs_written = False
+    # Each entry is written under the anchor of the page where it starts, so "p. N" holds for it too:
+    # the entries of the heading's page under the heading, the others where their page's entries begin.
+    pending = list(refs)
+
+    def write_refs(upto: int) -> None:
+        nonlocal pending
+        now = [r for r in pending if (r.page or 0) <= upto]
+        if now:
+            out.append("\n".join(f"- {' '.join(r.raw.split())}" for r in now))
+            pending = [r for r in pending if (r.page or 0) > upto]
+
     for pno, blocks in enumerate(pages, start=1):
         out.append(page_anchor(pno))
         for b in blocks:
@@ -522,9 +542,11 @@ def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs,
                 label = f"{b.number} {b.data['title']}" if b.number else b.data["title"]
                 out.append(f"{hashes} {label}")
                 if b.data["title"] == "References" and refs and not refs_written:
-                    out.append("\n".join(f"- {' '.join(r.raw.split())}" for r in refs))
                     refs_written = True
+                    write_refs(pno)
             elif k == "reference":
+                if refs_written:
+                    write_refs(pno)
                 continue
             elif k == "figure_caption" and "figure" in b.data:
                 f = b.data["figure"]
@@ -545,4 +567,8 @@ def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs,
                 out.append(f"```\n{body}\n```")
             elif b.text:
                 out.append(_para(b.text))
+        if refs_written:
+            write_refs(pno)
+    if pending:
+        write_refs(10**9)
     return "\n\n".join(out) + "\n"

@@ -36,6 +36,12 @@ def find_arxiv(text: str) -> str | None:
 
 def split_references(lines: list[Line]) -> list[str]:
     """The raw text of each entry, from the lines of the bibliography in reading order."""
+    return [raw for raw, _ in split_reference_lines(lines)]
+
+
+def split_reference_lines(lines: list[Line]) -> list[tuple[str, int]]:
+    """(raw text, index in `lines` of its first line) of each entry, from the bibliography's lines in reading
+    order; the index tells on which page an entry starts."""
     texts = [ln.text for ln in lines]
     if not texts:
         return []
@@ -49,19 +55,21 @@ def split_references(lines: list[Line]) -> list[str]:
     else:
         starts = _hanging_starts(lines)
     entries: list[list[str]] = []
-    for t, s in zip(texts, starts):
+    first: list[int] = []
+    for i, (t, s) in enumerate(zip(texts, starts)):
         if s or not entries:
             entries.append([t])
+            first.append(i)
         else:
             entries[-1].append(t)
     out = []
-    for e in entries:
+    for e, i in zip(entries, first):
         raw = join_lines(e)
         # Joining a URL or DOI broken across lines leaves a space inside it.
         raw = re.sub(r"(https?://\S+|10\.\d{4,9}/\S+)-? (?=[\w/.-]*[/.][\w/.-]*)(\S+)",
                      lambda m: m.group(1) + m.group(2) if m.group(1).endswith(("/", ".", "-", "_")) else m.group(0), raw)
         if len(raw) > 8:
-            out.append(raw)
+            out.append((raw, i))
     return out
 
 

@@ -211,7 +211,7 @@ def _style(b: Block) -> tuple:
 
 
 _NAME_STOP = re.compile(r"\b(university|universit[aä]t|institute|inc\.?|corp|department|dept|laboratory|labs?|research|"
-                        r"college|school|centre|center|google|microsoft|ibm|facebook|intel|amazon|usa|u\.s\.a|"
+                        r"laborator(?:y|ies)|college|school|centre|center|google|microsoft|ibm|facebook|intel|amazon|usa|u\.s\.a|"
                         r"california|cambridge|email|abstract|ca|ny|ma|technology|sciences?|engineering|"
                         r"computer|faculty|foundation|project|memo|group|division|street|road|avenue)\b", re.I)
 

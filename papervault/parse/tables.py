@@ -269,7 +269,8 @@ def _grid(lines: list[tuple], h: float, rules: list[Rect]) -> list[list[str | No
         cells: list[str | None] = [""] * ncols
         cur: list = []
         for w in ln[4] + [None]:
-            if cur and (w is None or any(s[0] < w[0] and s[1] > cur[-1][2] for s in seps)):
+            # Words a plain space apart stay in one cell, even where a longer cell reaches into the gap.
+            if cur and (w is None or w[0] - cur[-1][2] >= min_gap and any(s[0] < w[0] and s[1] > cur[-1][2] for s in seps)):
                 first, last = col_of(cur[0][0] + 0.5), max(col_of(cur[0][0] + 0.5), col_of(cur[-1][2] - 0.5, end=True))
                 text = " ".join(x[4] for x in cur)
                 cells[first] = f"{cells[first]} {text}".strip() if cells[first] else text
