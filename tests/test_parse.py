@@ -22,7 +22,16 @@ MEGASTORE = "datastores_megastore-providing-scalable-highly-available-storage-fo
 PAXOS = "distributed_systems_paxos-made-moderately-complex.pdf"
 TIERED = "distributed_systems_tiered-replication-a-cost-effective-alternative-to-full-cluster-geo-replication.pdf"
 SCANNED = "garbage_collection_the_lisp_ii_garbage_collector.pdf"
-FILES = [SCANNED, MEGASTORE, PAXOS, TIERED]
+SOK = "security_sok-eternal-war-in-memory.pdf"
+SZ = ("data_compression_Significantly_Improving_Lossy_Compression_for_Scientific_Data_Sets_Based_on_"
+      "Multidimensional_Prediction_and_Error-Controlled_Quantization.pdf")
+SPARTAN = "datastores_spartan-a-distributed-array-framework-with-smart-tiling.pdf"
+UNIX = "operating_systems_unix-time-sharing-system.pdf"
+CLOJURE = "languages_clojure_a-practical-optional-type-system-for-clojure.pdf"
+SJLT = "machine_learning_dimensionality_reduction_a-sparse-johnson-lindenstrauss-transform.pdf"
+LIQUID = "languages-theory_liquid_types.pdf"
+SPORTS = "sports_analytics_2014-ssac-pointwise-predicting-points-and-valuing-decisions-in-real-time.pdf"
+FILES = [SCANNED, MEGASTORE, PAXOS, TIERED, SOK, SZ, SPARTAN, UNIX, CLOJURE, SJLT, LIQUID, SPORTS]
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +135,28 @@ def test_caption_is_not_an_in_text_mention():
     assert caption_of(block("Figure 3 shows that the latency grows.")) is None
     assert caption_of(block("As we see in Figure 3: nothing")) is None
     assert caption_of(block("Table 2 and Table 3 compare ...")) is None
+    # IEEE: the label alone on its line is a caption (its title follows on the next lines); a sentence that
+    # starts with the label is not.
+    assert caption_of(block("TABLE IV")) == ("table", "IV", "")
+    assert caption_of(block("Table I shows the results")) is None
+    two = Block(lines=[Line(spans=[Span("Table II", 8.0, "Times-Roman", 0, (0, 0, 30, 8))], bbox=(0, 0, 30, 8)),
+                       Line(spans=[Span("shows the results of", 8.0, "Times-Roman", 0, (0, 9, 90, 17))],
+                            bbox=(0, 9, 90, 17))], page=1, text="Table II shows the results of")
+    assert caption_of(two) is None
+    two.lines[1] = Line(spans=[Span("HITTING RATES", 8.0, "Times-Roman", 0, (0, 9, 90, 17))], bbox=(0, 9, 90, 17))
+    two.text = "Table II HITTING RATES"
+    assert caption_of(two) == ("table", "II", "HITTING RATES")
+
+
+def test_mentions_at_line_start_in_real_papers_are_not_captions(corpus_dir):
+    """Lines of real papers that start with a table label inside a paragraph: mentions, not captions."""
+    from papervault.parse.layout import extract_lines
+
+    for name, pno, start in ((SOK, 6, "Table I lists some recent exploits"), (SPORTS, 6, "Table 2 in the appendix.")):
+        with pymupdf.open(corpus_dir / name) as doc:
+            lines, _ = extract_lines(doc[pno - 1])
+        line = next(ln for ln in lines if ln.text.startswith(start))
+        assert caption_of(Block(lines=[line], page=pno, text=line.text)) is None
 
 
 def test_table_as_markdown_with_caption(parsed):
@@ -143,6 +174,63 @@ def test_table_as_markdown_with_caption(parsed):
     assert p.markdown.count("6.51 × 10") == 1
 
 
+def test_ieee_table_captions_in_two_lines(parsed):
+    """IEEE: "Table VII" on a line of its own, the title in small capitals below, the ruled table under it."""
+    p = parsed[SZ]
+    assert [(t.number, t.page) for t in p.tables] == [("I", 4), ("II", 5), ("III", 7), ("IV", 8), ("V", 8), ("VI", 9),
+                                                      ("VII", 10), ("VIII", 10)]
+    t = {t.number: t for t in p.tables}
+    assert t["VII"].caption == ("STRONG SCALABILITY OF PARALLEL COMPRESSION USING SZ-1.4 WITH DIFFERENT NUMBER OF "
+                                "PROCESSES ON BLUES")
+    lines = t["VII"].markdown.splitlines()
+    assert lines[0] == "| Number of Processes | Number of Nodes | Comp Speed (GB/s) | Speedup | Parallel Efficiency |"
+    assert lines[-1] == "| 1024 | 64 | 81.3 | 930.7 | 90.9% |" and len(lines) == 13
+    # Two tables stacked in one column: each caption gets its own table (the second is as near to the first).
+    assert "| 1024 | 64 | 187.0 | 932.7 | 91.1% |" in t["VIII"].markdown and "Decomp Speed (GB/s)" in t["VIII"].markdown
+    assert "| 2-Layer | 37.5% | 6.5% |" in t["II"].markdown
+    # Merged header cells: HTML with colspan/rowspan.
+    assert t["VI"].markdown.startswith('<table>\n<tr><th rowspan="3">User-set ebrel</th><th colspan="4">ATM</th>')
+    md = p.markdown
+    assert "Table VII: STRONG SCALABILITY OF PARALLEL COMPRESSION USING SZ-1.4 WITH DIFFERENT NUMBER" in md
+    assert _pos(md, "Table VII: STRONG") < _pos(md, lines[0]) < _pos(md, "Table VIII: STRONG")
+    assert "\n\nWITH DIFFERENT NUMBER OF PROCESSES ON BLUES\n\n" not in md  # the title is not left as a paragraph
+    assert not [w for w in p.warnings if "Table" in w]
+
+
+def test_tables_without_a_ruling_grid(parsed):
+    """Booktabs-style tables (horizontal rules at most) rebuilt from the words beside their caption."""
+    p = parsed[LIQUID]
+    t = {t.number: t for t in p.tables}["1"]
+    assert t.page == 10 and t.caption.startswith("Experimental Results: Size is the amount of program text")
+    rows = re.findall(r"<tr>(.*?)</tr>", t.markdown)
+    assert rows[0] == ('<th></th><th colspan="2">Size</th><th colspan="2">DML</th><th colspan="2">DSOLVE</th>'
+                       '<th></th>')
+    assert rows[1] == ("<td>Program</td><td>Line</td><td>Char</td><td>Line</td><td>Char</td><td>Line</td>"
+                       "<td>Char</td><td>Time (s)</td>")
+    assert rows[2] == ("<td>dotprod</td><td>7</td><td>158</td><td>3 (30%)</td><td>110 (41%)</td><td>0 (0%)</td>"
+                       "<td>0 (0%)</td><td>0.31</td>")
+    assert rows[-1] == ("<td>bitv</td><td>426</td><td>10757</td><td></td><td></td><td>65 (15%)</td>"
+                        "<td>3138 (29%)</td><td>63.11</td>")
+    assert len(rows) == 17 and p.markdown.count("3138 (29%)") == 1
+    assert not [w for w in p.warnings if "Table 1" in w]
+    # Caption under the table, rows between horizontal rules with cells wrapped over two or three lines.
+    s = {t.number: t for t in parsed[SOK].tables}
+    assert [(t.number, t.page) for t in parsed[SOK].tables] == [("I", 7), ("II", 13)]
+    assert s["I"].caption == "EXPLOITS THAT DEFEAT BOTH DEP AND ASLR USING ROP AND INFORMATION LEAKS"
+    lines = s["I"].markdown.splitlines()
+    assert lines[0] == "| CVE ID | Software | Vulnerability | Address leakage | User scripting |"
+    assert ("| CVE-2012-1889 | Microsoft Windows XML Core Services (affecting IE) | Uninitialized pointer "
+            "| Read as a RGB color | JavaScript |") in lines and len(lines) == 8
+    assert ("| Data Integrity | WIT | 10 / 25 | × | Binary/Modularity | UAF, sub-obj, read corruption |"
+            in s["II"].markdown)
+    # No rules at all: two tables of player names and numbers, one per caption.
+    q = {t.number: t for t in parsed[SPORTS].tables}
+    assert [(t.number, t.page) for t in parsed[SPORTS].tables] == [("1", 9), ("2", 9)]
+    assert q["1"].markdown.splitlines()[:3] == ["| Player | EPVA | Player | EPVA |", "|---|---|---|---|",
+                                                "| Chris Paul | 3.48 | Ricky Rubio | -3.33 |"]
+    assert "| Martell Webster | 0.283 | Luc Richard Mbah a Moute | -0.005 |" in q["2"].markdown
+
+
 def test_references_are_split_with_identifiers(parsed):
     p = parsed[PAXOS]
     assert len(p.references) == 23
@@ -154,6 +242,93 @@ def test_references_are_split_with_identifiers(parsed):
     assert f"- {r1.raw}" in p.markdown
     m = parsed[MEGASTORE]
     assert len(m.references) == 33 and all(r.raw.startswith(f"[{i}]") for i, r in enumerate(m.references, 1))
+
+
+def test_references_sit_under_the_anchor_of_their_page(parsed):
+    p = parsed[PAXOS]
+    assert [r.page for r in p.references] == [14] * 18 + [15] * 5
+    md = p.markdown
+    r19 = p.references[18]
+    assert r19.raw.startswith("[19] B.M. Oki and B.H. Liskov")
+    # [18] is the last entry of page 14, [19] the first of page 15: cited as "p. 15", under that anchor.
+    assert _pos(md, "## References") < _pos(md, "- [18] D. Mazi") < _pos(md, page_anchor(15)) \
+        < _pos(md, "- [19] B.M. Oki")
+    assert md.count("- [") == 23
+    s = parsed[SOK]
+    # "[Online]. Available: ..." at the start of a line continues its entry; it is not one of its own.
+    assert len(s.references) == 71 and s.references[-1].raw.startswith("[71] Z. Wang and X. Jiang")
+    assert "Available: http://pax.grsecurity.net" in s.references[4].raw
+    assert s.references[24].raw.startswith("[25] S. Chen") and s.references[24].page == 15
+    assert _pos(s.markdown, page_anchor(15)) < _pos(s.markdown, "- [25] S. Chen")
+
+
+def test_ieee_roman_sections_and_lettered_subsections(parsed):
+    heads = {(h.number, h.title): h for h in parsed[SOK].headings}
+    for key, level in [(("I", "INTRODUCTION"), 1), (("II", "ATTACKS"), 1), (("A", "Memory corruption"), 2),
+                       (("E", "Information leak"), 2), (("VI", "MEMORY SAFETY"), 1),
+                       (("C", "Temporal safety"), 2), (("X", "CONCLUSION"), 1), (("", "References"), 1)]:
+        assert heads[key].level == level, key
+    # A small-caps heading set on two lines is one heading.
+    assert heads[("III", "CURRENTLY USED PROTECTIONS AND REAL WORLD EXPLOITS")].page == 5
+    assert "## II ATTACKS" in parsed[SOK].markdown and "### A Memory corruption" in parsed[SOK].markdown
+    z = parsed[SZ]
+    assert [(h.level, h.number, h.title) for h in z.headings[:5]] == [
+        (1, "I", "INTRODUCTION"), (1, "II", "PROBLEM AND METRICS DESCRIPTION"),
+        (1, "III", "PREDICTION MODEL BASED ON MUTIDIMENSIONAL SCIENTIFIC DATA SETS"),
+        (2, "A", "Prediction Model for Multidimensional Scientific Data Sets"),
+        (2, "B", "In-Depth Analysis of the Best Layer for Multilayer Prediction Model")]
+    titles = [h.title for h in z.headings]
+    assert "EMPIRICAL PERFORMANCE EVALUATION" in titles and "Rate-Distortion" in titles
+    assert titles[-1] == "References" and len(z.references) == 18
+
+
+def test_usenix_cover_page_is_not_the_paper(parsed):
+    for name, title in [(TIERED, "Tiered Replication: A Cost-effective Alternative to Full Cluster Geo-replication"),
+                        (SPARTAN, "Spartan: A Distributed Array Framework with Smart Tiling")]:
+        p = parsed[name]
+        assert p.title == title and p.markdown.startswith(f"# {title}\n")
+        assert not [h for h in p.headings if h.page == 1]
+        assert p.headings[0].title.lower() == "abstract" and p.headings[0].page == 2
+        bad = ("ISBN", "usenix.org", "July 8", "University", "Cidon", "Huang", title[:20])
+        assert not [h.title for h in p.headings if any(w in h.title for w in bad)]
+        assert not {"with Smart Tiling", "Full Cluster Geo-replication", "Cluster Geo-replication"} & {
+            h.title for h in p.headings}
+    assert parsed[TIERED].authors == ["Asaf Cidon", "Robert Escriva", "Sachin Katti", "Mendel Rosenblum",
+                                      "Emin Gün Sirer"]
+    assert parsed[SPARTAN].authors[:2] == ["Chien-Chin Huang", "Qi Chen"] and "Zhen Xiao" in parsed[SPARTAN].authors
+    heads = {(h.number, h.title): h for h in parsed[SPARTAN].headings}
+    assert heads[("1", "Introduction")].page == 2 and heads[("A.2", "NP Proof")].level == 2
+
+
+def test_front_matter_toc_and_statements_are_not_headings(parsed):
+    u = parsed[UNIX]
+    assert u.authors == ["Dennis M. Ritchie", "Ken Thompson"]
+    assert [(h.number, h.title) for h in u.headings[:2]] == [("1", "Introduction"),
+                                                             ("2", "Hardware and Software Environment")]
+    assert not [h for h in u.headings if "Ritchie" in h.title or "CR Categories" in h.title]
+    c = parsed[CLOJURE]
+    titles = [h.title for h in c.headings]
+    assert "Ambrose Bonnaire-Sergeant" not in titles and c.authors == ["Ambrose Bonnaire-Sergeant"]
+    # Table-of-contents entries ("Introduction 1", "Abstract ii") are not headings; the chapters are.
+    assert not [t for t in titles if re.search(r"\s(\d+|[ivx]+)$", t)]
+    assert not [h for h in c.headings if 4 <= h.page <= 6 and h.title != "Contents"]
+    heads = {(h.number, h.title): h for h in c.headings}
+    assert heads[("1", "Introduction")].page == 7 and heads[("1", "Introduction")].level == 1
+    assert heads[("2", "Literature Review")].level == 1
+    assert heads[("2.1", "Dynamic Typing in Typed Languages")].level == 2
+    assert heads[("B", "Dissertation Proposal")].level == 1
+    j = parsed[SJLT]
+    assert not [h for h in j.headings if h.title.startswith(("Definition", "Categories"))]
+    assert ("4", "PROOF OF THEOREM 3") in [(h.number, h.title) for h in j.headings]
+
+
+def test_ocr_text_makes_few_headings(parsed):
+    # OCR'd font sizes are estimates: only known section names and clean numbered titles are headings.
+    p = parsed[SCANNED]
+    titles = [h.title for h in p.headings]
+    assert "Motivation" in titles
+    assert all(t[:1].isupper() and len(t.split()) <= 4 for t in titles), titles
+    assert not [t for t in titles if "quantities" in t or "LISP" in t]
 
 
 def test_reference_identifiers():

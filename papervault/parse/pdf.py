@@ -144,6 +144,7 @@ def _is_cover(pages: list[list[Block]]) -> bool:
     return bool(_COVER.search(text)) and len(text) < 3000 and not re.search(r"\babstract\b", text, re.I)
 
 
+_CHAPTER = re.compile(r"^(?:CHAPTER|Chapter|APPENDIX|Appendix)\s+(\d{1,2}|[A-Z])$")
 _DOT_LEADER = re.compile(r"(?:\.\s*){3,}\s*(?:\d{1,4}|[ivxlc]{1,7})$")
 
 
@@ -159,15 +160,25 @@ def _heading_blocks(pages: list[list[Block]], body: float, ocr_pages: list[int],
         if pi < first:
             continue
         strict = (pi + 1) in ocr_pages
-        toc = sum(1 for b in blocks for ln in b.lines if _DOT_LEADER.search(ln.text)) >= 3 or any(
-            b.text.strip().lower() in ("contents", "table of contents") for b in blocks)
+        toc = None
         i = 0
         while i < len(blocks):
             b = blocks[i]
             hc = heading_candidate(b, body, strict=strict)
-            if hc and toc and TOC_ENTRY.search(b.text):
-                hc = None
-            if hc and i + 1 < len(blocks) and _continues_heading(b, blocks[i + 1], body):
+            if hc and TOC_ENTRY.search(b.text):
+                if toc is None:
+                    toc = _is_toc_page(blocks)
+                if toc:
+                    hc = None
+            m = _CHAPTER.match(b.text.strip()) if hc and i + 1 < len(blocks) else None
+            if m:
+                # "CHAPTER 2" over "Literature Review" (a thesis): one heading, "2 Literature Review".
+                nhc = heading_candidate(blocks[i + 1], body, strict=strict)
+                if nhc and not nhc[0] and blocks[i + 1].bbox[1] >= b.bbox[3] - 2:
+                    nxt = blocks.pop(i + 1)
+                    b.lines, b.text = b.lines + nxt.lines, f"{b.text} {nxt.text}"
+                    hc = (m.group(1), nhc[1])
+            elif hc and i + 1 < len(blocks) and _continues_heading(b, blocks[i + 1], body):
                 nxt = blocks[i + 1]
                 joined = Block(lines=b.lines + nxt.lines, page=b.page, text=f"{b.text} {nxt.text}")
                 hc2 = heading_candidate(joined, body, strict=strict)
@@ -180,6 +191,13 @@ def _heading_blocks(pages: list[list[Block]], body: float, ocr_pages: list[int],
     return heads
 
 
+def _is_toc_page(blocks: list[Block]) -> bool:
+    """A table of contents: a "Contents" title, or lines with dot leaders up to a page number."""
+    if any(b.text.strip().lower() in ("contents", "table of contents") for b in blocks):
+        return True
+    return sum(1 for b in blocks for ln in b.lines if ". ." in ln.text and _DOT_LEADER.search(ln.text)) >= 3
+
+
 def _continues_heading(b: Block, nxt: Block, body: float) -> bool:
     """`nxt` is the second line of heading `b`: same upper-case style right below it, and no heading itself."""
     if nxt.kind != "text" or len(nxt.lines) > 2 or len(nxt.text) > 80 or b.text.rstrip().endswith("."):
@@ -187,7 +205,8 @@ def _continues_heading(b: Block, nxt: Block, body: float) -> bool:
     if not (b.text.isupper() and nxt.text.isupper()) or b.bold != nxt.bold:
         return False
     # A second line of small capitals may have no large letter at all ("EXPLOITS").
-    if min(abs(effective_size(b) - effective_size(nxt)), abs(b.size - nxt.size)) > 0.6 or heading_candidate(nxt, body):
+    if min(abs(effective_size(b) - effective_size(nxt)), abs(b.size - nxt.size)) > 0.6 \
+            or heading_candidate(nxt, body):
         return False
     h = b.lines[-1].bbox[3] - b.lines[-1].bbox[1]
     gap = nxt.bbox[1] - b.bbox[3]
@@ -249,13 +268,13 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     tcaps = [b for b in captions if b.kind == "table_caption"]
     if tcaps:
         words = page.get_text("words")
-        zones, options = {}, {}
-        for cb in tcaps:
-            col = figures.column_span(cb.bbox, width, text_left, text_right)
-            # The table finder's cost grows with the characters it looks at: it only sees the caption's
-            # column, between the nearest paragraphs of running text above and below the caption.
-            zones[id(cb)] = near = _table_zone(cb, blocks, col, page.rect)
-            options[id(cb)] = tables.candidates(cb, tables.find_tables(page, clip=near), col)
+        paths = tables.page_paths(page)
+        cols = [figures.column_span(cb.bbox, width, text_left, text_right) for cb in tcaps]
+        # The table finder's cost grows with the characters it looks at: it only sees the caption's column,
+        # between the nearest paragraphs of running text above and below the caption.
+        zones = {id(cb): _table_zone(cb, blocks, col, page.rect) for cb, col in zip(tcaps, cols)}
+        ruled = tables.find_in_zones(page, [zones[id(cb)] for cb in tcaps], paths)
+        options = {id(cb): tables.candidates(cb, ts, col) for cb, ts, col in zip(tcaps, ruled, cols)}
         chosen = tables.assign(options)
         found = {}
         for cb in tcaps:  # ruled grids first: they bound the word-built tables of the other captions
@@ -264,11 +283,10 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
             if md:
                 found[id(cb)] = (tab, md)
                 table_rects.append(tuple(tab.bbox))
-        rules = None
+        rules = tables.horizontal_rules(paths)
         for cb in tcaps:
             if id(cb) not in found:
                 # No ruling grid (or booktabs rules only): the grid is rebuilt from the words beside the caption.
-                rules = tables.horizontal_rules(page) if rules is None else rules
                 others = [b.bbox for b in captions if b is not cb] + table_rects
                 tab = tables.table_from_words(words, zones[id(cb)], cb.bbox, rules, others)
                 md = tables.table_text(tab) if tab is not None else ""
@@ -347,10 +365,6 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     return reading_order([b for b in blocks if b.kind != "consumed"], width)
 
 
-_SMALL_WORDS = frozenset("a an the of and or to in on at by for with from as is are was be been it its this that these "
-                        "which we our not can".split())
-
-
 def _is_running_text(b: Block, col: tuple[float, float]) -> bool:
     """A paragraph of body text: several lines filling a text column, in sentences (table rows are short,
     numeric, or without the small words of prose). Under a caption as wide as the page, the paragraphs of
@@ -363,7 +377,7 @@ def _is_running_text(b: Block, col: tuple[float, float]) -> bool:
     full = sum(1 for ln in b.lines if ln.bbox[2] - ln.bbox[0] > 0.8 * width)
     letters = sum(c.isalpha() for c in b.text)
     words = b.text.lower().split()
-    small = sum(1 for w in words if w in _SMALL_WORDS)
+    small = sum(1 for w in words if w in tables.SMALL_WORDS)
     return full >= 0.6 * len(b.lines) and letters > 0.6 * len(b.text) and small >= 0.12 * len(words)
 
 
@@ -441,18 +455,35 @@ def _authors(blocks: list[Block], title_blocks: list[Block]) -> list[str]:
     if not title_blocks:
         return []
     bottom = max(b.bbox[3] for b in title_blocks)
+    left, right = min(b.bbox[0] for b in title_blocks), max(b.bbox[2] for b in title_blocks)
     texts: list[str] = []
     n = 0
-    for b in sorted(blocks, key=lambda b: b.bbox[1]):
+    for b in sorted(blocks, key=lambda b: (round(b.bbox[1] / 4), b.bbox[0])):
         if b.bbox[1] < bottom - 1 or b in title_blocks:
             continue
+        if (b.bbox[0] > right or b.bbox[2] < left) and (b.kind != "text" or len(b.text) > 200):
+            continue  # the other column of a title page whose title sits in one column
         n += 1
         if b.kind != "text" or b.text.lower().startswith("abstract") or len(b.text) > 400 or n > 13:
             break
         # Line by line: a name and its affiliation or e-mail are often one block ("Eric A. Brewer /
         # University of California at Berkeley").
-        texts.extend(ln.text for ln in b.lines)
+        texts.extend(_spaced_text(ln) for ln in b.lines)
     return parse_authors(texts)
+
+
+def _spaced_text(ln: Line) -> str:
+    """A line's text with wide gaps between its spans kept as runs of spaces: names set side by side
+    ("Patrick M. Rondon     Ming Kawaguchi") stay apart."""
+    out, prev_end = "", None
+    for s in ln.spans:
+        if not s.text.strip():
+            continue
+        if prev_end is not None:
+            out += "   " if s.bbox[0] - prev_end > 0.8 * s.size else " "
+        out += s.text.strip()
+        prev_end = s.bbox[2]
+    return out
 
 
 _ABSTRACT_INLINE = re.compile(r"^\s*abstract\s*[.:\u2014\u2013-]?\s*", re.I)
@@ -480,7 +511,8 @@ def _references(pages: list[list[Block]]) -> tuple[list[Reference], list[Block]]
     flat = [b for bl in pages for b in bl]
     start = None
     for i, b in enumerate(flat):
-        if b.kind in ("heading", "text") and REFERENCES_HEADING.match(b.text.strip()):
+        if b.kind in ("heading", "text") and (REFERENCES_HEADING.match(b.text.strip()) or b.kind == "heading"
+                                               and REFERENCES_HEADING.match(b.data.get("title", ""))):
             start = i
     if start is None:
         return [], []

@@ -11,7 +11,7 @@ import html
 
 import pymupdf
 
-from papervault.parse.layout import Block, Rect, overlap_x
+from papervault.parse.layout import Block, Rect, inside, overlap_x
 
 MAX_CELLS = 5000
 
@@ -59,11 +59,12 @@ def assign(options: dict[int, list[tuple[float, str, object]]]) -> dict[int, obj
     chosen: dict[int, object] = {}
     taken: set[tuple] = set()
     votes = {"below": 0, "above": 0}
+
+    def free(k: int) -> list:
+        return [o for o in options[k] if _key(o[2]) not in taken]
+
     pending = [k for k, opts in options.items() if opts]
     while pending:
-        def free(k):
-            return [o for o in options[k] if _key(o[2]) not in taken]
-
         pending = [k for k in pending if free(k)]
         if not pending:
             break
@@ -86,14 +87,32 @@ def _key(t) -> tuple:
 
 
 def plausible(rows: list[list[str | None]]) -> bool:
-    """Whether a grid looks like a table: two columns or more, most rows with two cells or more, short cells."""
+    """Whether a grid looks like a table at all: two rows and two columns or more, most rows with two cells."""
     if len(rows) < 2 or max((len(r) for r in rows), default=0) < 2:
         return False
-    multi = sum(1 for r in rows if sum(1 for c in r if c) >= 2)
-    if multi < 0.5 * len(rows):
+    return sum(1 for r in rows if sum(1 for c in r if c) >= 2) >= 0.5 * len(rows)
+
+
+# The small words of sentences: a third of the words of prose, a few in a table.
+SMALL_WORDS = frozenset("a an the of and or to in on at by for with from as is are was be been it its this that these "
+                        "which we our not can".split())
+
+
+def dense(rows: list[list[str | None]]) -> bool:
+    """Whether a grid built from words is a table rather than scattered words: three rows or more, most cells
+    filled in most rows (the axis ticks and legends of a chart make a sparse grid), short cells, and not prose
+    (whose lines can share a wide gap by chance, and whose "cells" are long and full of small words)."""
+    if len(rows) < 3:
+        return False
+    fills = sorted(sum(1 for c in r if c != "") / len(r) for r in rows if r)  # a merged cell counts as filled
+    cells = sum(len(r) for r in rows)
+    if fills[(len(fills) - 1) // 2] < 0.6 or sum(1 for r in rows for c in r if c != "") < 0.6 * cells:
         return False
     sizes = sorted(len(c.split()) for r in rows for c in r if c)
-    return bool(sizes) and sizes[len(sizes) // 2] <= 6  # prose set in columns has long "cells"
+    if sizes[len(sizes) // 2] > 6:
+        return False
+    words = [w for r in rows for c in r if c for w in c.lower().split()]
+    return sum(1 for w in words if w in SMALL_WORDS) < 0.25 * len(words)
 
 
 class WordTable:
@@ -107,17 +126,52 @@ class WordTable:
         return self.cells
 
 
-def horizontal_rules(page: pymupdf.Page) -> list[Rect]:
-    """Thin horizontal strokes and bars on the page (table rules), from MuPDF's cheap bounding-box log."""
-    out = []
+def page_paths(page: pymupdf.Page) -> list[Rect]:
+    """The boxes of the page's vector paths (strokes and fills), from MuPDF's cheap bounding-box log."""
     try:
-        log = page.get_bboxlog()
+        return [tuple(r) for kind, r in page.get_bboxlog() if kind in ("stroke-path", "fill-path")]
     except Exception:
-        return out
-    for kind, r in log:
-        if "path" in kind and r[3] - r[1] < 2.0 and r[2] - r[0] > 20:
-            out.append(tuple(r))
+        return []
+
+
+def horizontal_rules(paths: list[Rect]) -> list[Rect]:
+    """Thin horizontal strokes and bars (table rules) among `paths`."""
+    return [r for r in paths if r[3] - r[1] < 2.0 and r[2] - r[0] > 20]
+
+
+def find_in_zones(page: pymupdf.Page, zones: list[Rect], paths: list[Rect]) -> list[list]:
+    """The ruled tables of each zone (one list per zone).
+
+    The finder is not run on a zone without a path that could make a cell border other than a horizontal
+    rule (no ruled grid can be there), and runs once for zones that overlap so much that their union is no
+    larger than the two apart (its cost grows with the area it looks at)."""
+    groups: list[list] = []
+    for i, z in enumerate(zones):
+        if not any(r[3] - r[1] >= 2.0 and z[0] <= (r[0] + r[2]) / 2 <= z[2] and z[1] <= (r[1] + r[3]) / 2 <= z[3]
+                   for r in paths):
+            continue
+        for g in groups:
+            u = (min(g[0][0], z[0]), min(g[0][1], z[1]), max(g[0][2], z[2]), max(g[0][3], z[3]))
+            if _overlap(g[0], z) > 0 and _area(u) <= _area(g[0]) + _area(z):
+                g[0] = u
+                g[1].append(i)
+                break
+        else:
+            groups.append([z, [i]])
+    out: list[list] = [[] for _ in zones]
+    for rect, members in groups:
+        found = find_tables(page, clip=rect)
+        for i in members:
+            out[i] = [t for t in found if inside(tuple(t.bbox), zones[i], tol=4)]
     return out
+
+
+def _area(r: Rect) -> float:
+    return max(0.0, r[2] - r[0]) * max(0.0, r[3] - r[1])
+
+
+def _overlap(a: Rect, b: Rect) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], barriers: list[Rect]):
@@ -132,7 +186,9 @@ def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], 
     for w in words:
         x0, y0, x1, y1 = w[:4]
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        if not (zx0 <= cx <= zx1 and zy0 <= cy <= zy1) or not w[4].strip():
+        # Whole words of the column only (the zone's sides have a margin for the finder): the line ends of the
+        # next column stay out.
+        if not (zx0 + 6 <= x0 and x1 <= zx1 - 6 and zy0 <= cy <= zy1) or not w[4].strip():
             continue
         if caption[0] - 1 <= cx <= caption[2] + 1 and caption[1] - 1 <= cy <= caption[3] + 1:
             continue
@@ -148,11 +204,11 @@ def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], 
     for side in ("below", "above"):
         if side == "below":
             ws = [w for w in pool if w[1] >= caption[3] - 1]
-            limit = min([b[1] for b in barriers if b[1] >= caption[3] - 1 and _over_x(b, caption, zone)] + [zy1])
+            limit = min([b[1] for b in barriers if b[1] >= caption[3] - 1 and _over_x(b, zone)] + [zy1])
             ws = [w for w in ws if w[3] <= limit + 1]
         else:
             ws = [w for w in pool if w[3] <= caption[1] + 1]
-            limit = max([b[3] for b in barriers if b[3] <= caption[1] + 1 and _over_x(b, caption, zone)] + [zy0])
+            limit = max([b[3] for b in barriers if b[3] <= caption[1] + 1 and _over_x(b, zone)] + [zy0])
             ws = [w for w in ws if w[1] >= limit - 1]
         lines = _lines(ws)
         if side == "above":
@@ -163,7 +219,7 @@ def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], 
         if side == "above":
             lines.reverse()
         cells = _grid(lines, h, rules)
-        if cells is None or not plausible(cells):
+        if cells is None or not plausible(cells) or not dense(cells):
             continue
         gap = lines[0][1] - caption[3] if side == "below" else caption[1] - lines[-1][3]
         if best is None or gap < best[0] - 2:
@@ -173,7 +229,7 @@ def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], 
     return best[1] if best else None
 
 
-def _over_x(b: Rect, caption: Rect, zone: Rect) -> bool:
+def _over_x(b: Rect, zone: Rect) -> bool:
     return overlap_x(b, (zone[0], 0, zone[2], 0)) > 0.3 * min(b[2] - b[0], zone[2] - zone[0])
 
 
@@ -270,7 +326,8 @@ def _grid(lines: list[tuple], h: float, rules: list[Rect]) -> list[list[str | No
         cur: list = []
         for w in ln[4] + [None]:
             # Words a plain space apart stay in one cell, even where a longer cell reaches into the gap.
-            if cur and (w is None or w[0] - cur[-1][2] >= min_gap and any(s[0] < w[0] and s[1] > cur[-1][2] for s in seps)):
+            if cur and (w is None or w[0] - cur[-1][2] >= min_gap
+                        and any(s[0] < w[0] and s[1] > cur[-1][2] for s in seps)):
                 first, last = col_of(cur[0][0] + 0.5), max(col_of(cur[0][0] + 0.5), col_of(cur[-1][2] - 0.5, end=True))
                 text = " ".join(x[4] for x in cur)
                 cells[first] = f"{cells[first]} {text}".strip() if cells[first] else text
