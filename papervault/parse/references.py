@@ -8,7 +8,8 @@ from papervault.models import Reference
 from papervault.parse.layout import Line
 from papervault.parse.text import join_lines
 
-REFERENCES_HEADING = re.compile(r"^(\d+\.?\s+|[IVX]+\.?\s+)?(references|bibliography|literature cited|works cited|"
+REFERENCES_HEADING = re.compile(r"^(\d+\.?\s+|[IVX]+\.?\s+|§\s*\d+\.?\s*)?"
+                                r"(references|bibliography|literature cited|works cited|"
                                 r"references and notes)\s*$", re.I)
 DOI_RE = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)", re.I)
 ARXIV_RE = re.compile(r"(?:arxiv(?:\.org/(?:abs|pdf)/|:\s*|\s+(?:preprint\s+)?(?:arxiv:)?\s*)|abs/)"
@@ -49,7 +50,11 @@ def split_reference_lines(lines: list[Line]) -> list[tuple[str, int]]:
     n_numbered = sum(1 for t in texts if _NUMBERED.match(t))
     starts: list[bool]
     if n_bracket >= 3 and n_bracket >= 0.15 * len(texts):
-        starts = [bool(_BRACKET.match(t)) for t in texts]
+        labels = [m.group(1).strip() for t in texts if (m := _BRACKET.match(t))]
+        # Numbered labels: a line that starts with "[Online]" or "[Accessed ...]" continues its entry.
+        numeric = sum(lb.isdigit() for lb in labels) >= 0.8 * len(labels)
+        starts = [bool(m) and (not numeric or m.group(1).strip().isdigit())
+                  for m in (_BRACKET.match(t) for t in texts)]
     elif n_numbered >= 3 and n_numbered >= 0.15 * len(texts):
         starts = _numbered_starts(texts)
     else:

@@ -29,6 +29,8 @@ def body_size(blocks: list[Block]) -> float:
 def effective_size(block: Block) -> float:
     """The block's font size, reading small capitals ("I. I<small>NTRODUCTION</small>", IEEE style) at the
     size of their large letters: most of their characters are set smaller than the body text."""
+    if not block.text.isupper():
+        return block.size
     sizes: Counter = Counter()
     for ln in block.lines:
         for s in ln.spans:
@@ -60,7 +62,7 @@ def is_italic(block: Block) -> bool:
 
 def is_ocr(block: Block) -> bool:
     """The block was read by OCR: its sizes are estimates and it has no bold or italic."""
-    return bool(block.lines) and all(s.font == "ocr" for ln in block.lines for s in ln.spans)
+    return bool(block.lines) and bool(block.lines[0].spans) and block.lines[0].spans[0].font == "ocr"
 
 
 # A theorem-like statement or a run-in paragraph label is not a section: "Definition 12 (...)", "Lemma 3.",
@@ -89,7 +91,6 @@ def heading_candidate(block: Block, body: float, strict: bool = False) -> tuple[
     size = effective_size(block)
     big = size >= body + 0.9
     bold = block.bold
-    italic = is_italic(block)
     upper = text.isupper() and sum(c.isalpha() for c in text) >= 4
     styled = big or bold or upper
     small = size < body - 1.2
@@ -104,7 +105,8 @@ def heading_candidate(block: Block, body: float, strict: bool = False) -> tuple[
         if roman_or_letter and not (styled and (upper or bold or big)):
             # "A. Subsection" in italics under roman-numbered sections (IEEE); `refine_headings` keeps it
             # only when the paper has roman-numbered sections.
-            if not (italic and len(num) == 1 and num in "ABCDEFGH" and not small and not title.endswith(".")):
+            if not (len(num) == 1 and num in "ABCDEFGH" and not small and not title.endswith(".")
+                    and is_italic(block)):
                 return None
             return num, title
         if num.count(".") == 0 and num.isdigit() and int(num) > 30:
@@ -118,7 +120,10 @@ def heading_candidate(block: Block, body: float, strict: bool = False) -> tuple[
     if key in KNOWN_SECTIONS and (styled or len(text) < 40) and not small and len(block.lines) == 1:
         return "", text.rstrip(".:")
     if styled and not small and not text.endswith((".", ",", ";", ":")) and len(block.lines) <= 2 \
-            and (big or bold and len(text.split()) <= 10) and not re.match(r"^[\d\W]+$", text):
+            and (big or bold and len(text.split()) <= 10) and not re.match(r"^[\d\W]+$", text) \
+            and not text[:1].islower() and not re.match(r"^[|+*=<>(\[{]", text) \
+            and not re.search(r"[a-z]{2}\.\s+[A-Z]", text):
+        # Not a keyword of pseudo-code ("return", "else"), nor a run-in label with its paragraph.
         return "", text
     return None
 
@@ -176,44 +181,49 @@ def number_depth(number: str) -> int:
 def assign_levels(heads: list[tuple[Block, str, str]]) -> None:
     """Set `block.level`: numbered headings by their depth; unnumbered ones by the style of numbered ones."""
     style_level: dict = {}
-    romans = {_style(b) for b, num, _ in heads if is_roman(num)}
+    styles = {id(b): _style(b) for b, _, _ in heads}  # computed once per heading
+    sizes_of = {id(b): effective_size(b) for b, _, _ in heads}
+    romans = {styles[id(b)] for b, num, _ in heads if is_roman(num)}
     ieee = len({num for _, num, _ in heads if is_roman(num)}) >= 2
 
     def depth(b: Block, num: str) -> int:
         # Under roman-numbered sections, "A." in another style is a subsection, "A.1" one level deeper.
-        if ieee and num[:1] in "ABCDEFGH" and not is_roman(num) and _style(b) not in romans:
+        if ieee and num[:1] in "ABCDEFGH" and not is_roman(num) and styles[id(b)] not in romans:
             return number_depth(num) + 1
         return number_depth(num)
 
     for b, num, _ in heads:
         if num:
-            key = _style(b)
+            key = styles[id(b)]
             lvl = depth(b, num)
             style_level[key] = min(style_level.get(key, 9), lvl)
-    sizes = sorted({effective_size(b) for b, _, _ in heads}, reverse=True)
+    sizes = sorted(set(sizes_of.values()), reverse=True)
     for b, num, title in heads:
+        st, size = styles[id(b)], sizes_of[id(b)]
         if num:
             b.level = min(6, depth(b, num))
         elif title.lower() in KNOWN_SECTIONS:
             b.level = 1
-        elif _style(b) in style_level:
-            b.level = style_level[_style(b)]
+        elif st in style_level:
+            b.level = style_level[st]
         elif style_level:
             top = [k for k, v in style_level.items() if v == 1]
             top_size = max((k[0] for k in top), default=0)
-            b.level = 1 if effective_size(b) >= top_size else min(3, max(style_level.values()) + 1)
+            b.level = 1 if size >= top_size else min(3, max(style_level.values()) + 1)
         else:
-            b.level = min(3, sizes.index(effective_size(b)) + 1)
+            b.level = min(3, sizes.index(size) + 1)
 
 
 def _style(b: Block) -> tuple:
     return (effective_size(b), b.bold, b.text.isupper(), is_italic(b))
 
 
-_NAME_STOP = re.compile(r"\b(university|universit[aä]t|institute|inc\.?|corp|department|dept|laboratory|labs?|research|"
-                        r"laborator(?:y|ies)|college|school|centre|center|google|microsoft|ibm|facebook|intel|amazon|usa|u\.s\.a|"
-                        r"california|cambridge|email|abstract|ca|ny|ma|technology|sciences?|engineering|"
-                        r"computer|faculty|foundation|project|memo|group|division|street|road|avenue)\b", re.I)
+_NAME_STOP = re.compile(r"\b(university|universit[aä]t|institute|inc\.?|corp|department|dept|laborator(?:y|ies)|"
+                        r"\w*labs?|research|college|school|centre|center|google|microsoft|ibm|facebook|intel|amazon|"
+                        r"usa|u\.s\.a|california|cambridge|email|abstract|ca|ny|ma|technology|sciences?|engineering|"
+                        r"computer|faculty|foundation|project|memo|group|division|street|road|avenue|uc|san|santa|"
+                        r"[ée]cole|normale|sup[ée]rieure|polytechnique|inria|cnrs|epfl|national|academy|hospital)\b",
+                        re.I)
 
 
 def parse_authors(texts: list[str]) -> list[str]:
