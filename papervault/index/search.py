@@ -13,6 +13,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
+import numpy as np
+
 from papervault.chunking.paper import CHUNKER_VERSION, count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index.embed import Embedder
@@ -132,12 +134,25 @@ class Searcher:
         self.db = open_db(workspace)
         self._checked = False
         self._executor: ThreadPoolExecutor | None = None
+        self._paper_vecs: tuple | None = None   # (papers table version, ids, unit vectors)
+        self._handles: tuple | None = None      # (papers, chunks) LanceDB tables, kept between searches
 
     def _tables(self):
+        """The papers and chunks tables at their latest versions. The handles are kept between searches and
+        moved to the latest version (~1 ms) rather than reopened (~5 ms); a failure (the tables were dropped
+        and rebuilt) reopens them."""
+        if self._handles is not None:
+            try:
+                for t in self._handles:
+                    t.checkout_latest()
+                return self._handles
+            except Exception:  # noqa: BLE001 - rebuilt or dropped underneath us: open afresh below
+                self._handles, self._checked = None, False
         names = set(table_names(self.db))
         if not {PAPERS, CHUNKS} <= names:
             return None, None
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+        self._handles = (papers, chunks)
         if not self._checked:
             check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION})
             check_meta(chunks, {"dim": str(self.embedder.dim)})
@@ -161,15 +176,14 @@ class Searcher:
             coarse = level is None
         coarse = coarse and mode == "hybrid"
         pwhere = build_where(filters, None, table=PAPERS) if coarse else None
-        # The candidate lists carry only ids (full rows are read for the winners only), and the four
-        # queries run at once: LanceDB works outside the GIL, so the full-text queries run while the query
-        # is embedded, and the two vector queries side by side after.
+        # The candidate lists carry only ids (full rows are read for the winners only). The full-text and
+        # vector queries run side by side (LanceDB works outside the GIL) after the query is embedded: ONNX
+        # Runtime's threads and LanceDB's compete for the cores, so the embedding is not overlapped.
+        vec = self.embedder.embed_query(query) if mode != "fts" else None
         pool = self._pool()
         f_fts = pool.submit(_fts, chunks, query, where, n, SLIM_COLUMNS) if mode != "vector" else None
-        f_pfts = pool.submit(_fts, papers, query, pwhere, COARSE_PAPERS, ["paper_id"]) if coarse else None
-        vec = self.embedder.embed_query(query) if mode != "fts" else None
         f_vec = pool.submit(_vector, chunks, vec, where, n, SLIM_COLUMNS) if vec is not None else None
-        f_pvec = pool.submit(_vector, papers, vec, pwhere, COARSE_PAPERS, ["paper_id"]) if coarse else None
+        p_vec = self._paper_vector_ranking(papers, vec, pwhere) if coarse else []
         fts_rows = f_fts.result() if f_fts else []
         vec_rows = f_vec.result() if f_vec else []
         rows = {r["id"]: r for r in (*vec_rows, *fts_rows)}
@@ -182,13 +196,38 @@ class Searcher:
             scores = rrf([([r["id"] for r in fts_rows], self.settings.fts_weight),
                           ([r["id"] for r in vec_rows], self.settings.vector_weight)], k)
             if coarse:
-                scores = _coarse_to_fine(f_pfts.result(), f_pvec.result(), rows, scores, k)
+                scores = _coarse_to_fine(p_vec, rows, scores, k)
         order = sorted(scores, key=lambda cid: -scores[cid])[:limit]
         full = _fetch(chunks, [rows[cid] for cid in order])
         hits = [_hit(full[cid], scores[cid]) for cid in order if cid in full]
         if budget is not None:
             hits = self._expand(chunks, hits, budget)
         return hits
+
+    def _paper_vector_ranking(self, papers, vec, where: str | None) -> list[dict]:
+        """The papers nearest the query by their title/abstract vector.
+
+        Without filters this is computed in memory: the papers table is small (one row per paper), and a
+        LanceDB query costs ~10 ms of fixed overhead while a dot product over 10,000 papers costs well under
+        1 ms. The vectors are reloaded when the table's version changes (a paper was added or re-indexed)."""
+        if where:
+            return _vector(papers, vec, where, COARSE_PAPERS, ["paper_id"])
+        version = papers.version
+        if self._paper_vecs is None or self._paper_vecs[0] != version:
+            t = papers.search().select(["paper_id", "vector"]).limit(None).to_arrow()
+            ids = t.column("paper_id").to_pylist()
+            mat = np.asarray(t.column("vector").to_pylist(), dtype=np.float32).reshape(len(ids), -1)
+            norms = np.linalg.norm(mat, axis=1, keepdims=True)
+            self._paper_vecs = (version, ids, mat / np.where(norms == 0, 1, norms))
+        _, ids, mat = self._paper_vecs
+        if not ids:
+            return []
+        q = np.asarray(vec, dtype=np.float32)
+        # Element-wise product and sum, not `mat @ q`: a BLAS call wakes OpenBLAS's threads, whose spinning
+        # took the cores from the LanceDB queries running meanwhile (it doubled the search's latency).
+        sims = np.multiply(mat, q / (np.linalg.norm(q) or 1.0)).sum(axis=1)
+        top = np.argsort(-sims)[:COARSE_PAPERS]
+        return [{"paper_id": ids[i], "_distance": float(1.0 - sims[i])} for i in top]
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -256,16 +295,15 @@ class Searcher:
         return out
 
 
-def _coarse_to_fine(p_fts: list[dict], p_vec: list[dict], rows: dict, scores: dict[str, float],
-                    k: int) -> dict[str, float]:
-    """Rank papers (their title/abstract row fused with their best chunks), then lift each chunk by its paper."""
+def _coarse_to_fine(p_vec: list[dict], rows: dict, scores: dict[str, float], k: int) -> dict[str, float]:
+    """Rank papers (the nearest papers by their title/abstract vector fused with the papers of the best chunks,
+    which include the papers' own title/abstract chunks found by full text), then lift each chunk by its paper."""
     best: dict[str, float] = {}
     for cid, s in scores.items():
         pid = rows[cid]["paper_id"]
         best[pid] = max(best.get(pid, 0.0), s)
     by_chunks = sorted(best, key=lambda p: -best[p])
-    paper_score = rrf([([r["paper_id"] for r in p_fts], 1.0), ([r["paper_id"] for r in p_vec], 1.0),
-                       (by_chunks, 2.0)], k)
+    paper_score = rrf([([r["paper_id"] for r in p_vec], 1.0), (by_chunks, 2.0)], k)
     ranked = sorted(paper_score, key=lambda p: -paper_score[p])
     prank = {p: i for i, p in enumerate(ranked, start=1)}
     return {cid: s + PAPER_BOOST * (1.0 / (k + prank.get(rows[cid]["paper_id"], len(prank) + 1)))

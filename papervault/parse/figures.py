@@ -10,12 +10,14 @@ MAX_GRAPHICS = 400          # beyond this many images/drawing clusters on a page
 CROP_DPI = 150
 
 
-def graphic_regions(page: pymupdf.Page, warnings: list[str], pno: int, drawings: bool = True) -> list[tuple[Rect, str]]:
+def graphic_regions(page: pymupdf.Page, warnings: list[str], pno: int, drawings: bool = True,
+                    exclude: list[Rect] = ()) -> list[tuple[Rect, str]]:
     """Rectangles holding images (and, if `drawings`, vector drawings) on a page, as (bbox, "raster" | "vector").
 
     Both come from one `get_bboxlog()` call, MuPDF's list of the bounding boxes of everything the page paints,
     made in C: several times faster than `get_drawings()`/`cluster_drawings()`, which build a Python object per
-    path (seconds on a page of plots).
+    path (seconds on a page of plots). Paths inside `exclude` (the tables found on the page) are left out, so
+    a table's rules never glue a figure next to it, and the text between them, into one region.
     """
     prect = page.rect
     parea = prect.width * prect.height
@@ -36,7 +38,7 @@ def graphic_regions(page: pymupdf.Page, warnings: list[str], pno: int, drawings:
         if is_image:
             if x1 - x0 >= 4 and y1 - y0 >= 4:
                 images.append((x0, y0, x1, y1))
-        elif (x1 - x0) * (y1 - y0) < 0.5 * parea:
+        elif (x1 - x0) * (y1 - y0) < 0.5 * parea and not any(inside((x0, y0, x1, y1), t, tol=3) for t in exclude):
             # Whole-page fills and frames are backgrounds; they would glue every drawing into one cluster.
             paths.append((x0, y0, x1, y1))
     regions: list[tuple[Rect, str]] = []
@@ -124,6 +126,9 @@ def figure_region(caption: Block, regions: list[tuple[Rect, str]], blocks: list[
             if lo - 40 <= hi and not blocked(min(lo, hi), max(lo, hi)) or overlap_y_any(r, rect):
                 rect = union([rect, r])
                 kinds.add(k)
+        # A figure whose caption sits in one column lies in that column: paths that stick out of it (white
+        # backgrounds, clipped frames) must not pull the text of the next column into the figure.
+        rect = (max(rect[0], col[0] - 6), rect[1], min(rect[2], col[1] + 6), rect[3])
         return rect, ("raster" if "raster" in kinds else "vector")
     return None
 
@@ -144,5 +149,12 @@ def crop_png(page: pymupdf.Page, rect: Rect, dpi: int = CROP_DPI) -> bytes:
 
 
 def blocks_inside(rect: Rect, blocks: list[Block]) -> list[Block]:
-    """Text blocks lying within a figure (labels, axis ticks, legends)."""
-    return [b for b in blocks if b.kind == "text" and inside(b.bbox, rect, tol=4)]
+    """Text blocks lying within a figure (labels, axis ticks, legends).
+
+    A paragraph of running text is never one of them, even inside the rectangle: a region that grew too large
+    may then show some text twice, but never loses a paragraph."""
+    return [b for b in blocks if b.kind == "text" and inside(b.bbox, rect, tol=4) and not _running_text(b)]
+
+
+def _running_text(b: Block) -> bool:
+    return len(b.lines) >= 4 and len(b.text) > 300 and sum(c.isalpha() or c == " " for c in b.text) > 0.8 * len(b.text)

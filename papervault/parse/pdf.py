@@ -309,7 +309,8 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     fcaps = [b for b in captions if b.kind == "figure_caption"]
     # Drawings are only looked at when a figure caption asks for them (they are the costly part); images
     # are looked at when the page has any, since a large uncaptioned picture is still a figure.
-    regions = [] if scanned else figures.graphic_regions(page, warnings, pno, drawings=bool(fcaps))
+    regions = [] if scanned else figures.graphic_regions(page, warnings, pno, drawings=bool(fcaps),
+                                                          exclude=table_rects)
     regions = [(r, k) for r, k in regions if not any(inside(r, t, tol=6) for t in table_rects)]
     taken: list = []
     for cb in fcaps:
