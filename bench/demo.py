@@ -25,6 +25,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(SHARED / "corpus" / "pdfs"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", help="build the workspace in DIR (which must not exist) and keep it")
     args = ap.parse_args()
     env = dict(os.environ)
     model = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
@@ -32,7 +33,7 @@ def main() -> int:
         env.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(model))
         env.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp) / "ws"
+        ws = Path(args.keep) if args.keep else Path(tmp) / "ws"
         env["PREFECT_HOME"] = str(Path(tmp) / "prefect")
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "papervault", "demo", "--papers", args.corpus,

@@ -49,7 +49,7 @@ class IndexSettings(Section):
     uri: str | None = Field(None, description="LanceDB URI (default: <workspace>/.papervault/index; may be s3://...)")
     # Tuned on bench/queries.yaml (docs/index.md): plain RRF (k=60, 1:1) loses to BM25 alone on those queries.
     rrf_k: int = Field(5, description="reciprocal-rank-fusion constant (measured on bench/queries.yaml, see docs/index.md)")
-    fts_weight: float = Field(1.5, description="weight of the full-text ranking in the fusion")
+    fts_weight: float = Field(2.0, description="weight of the full-text ranking in the fusion")
     vector_weight: float = Field(1.0, description="weight of the vector ranking in the fusion")
 
 
