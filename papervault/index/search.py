@@ -212,7 +212,7 @@ class Searcher:
         1 ms. The vectors are reloaded when the table's version changes (a paper was added or re-indexed)."""
         if where:
             return _vector(papers, vec, where, COARSE_PAPERS, ["paper_id"])
-        version = papers.version
+        version = (papers.version, papers.count_rows())
         if self._paper_vecs is None or self._paper_vecs[0] != version:
             t = papers.search().select(["paper_id", "vector"]).limit(None).to_arrow()
             ids = t.column("paper_id").to_pylist()
