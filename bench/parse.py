@@ -96,7 +96,7 @@ def main() -> int:
     for fl in failures:
         print(f"FAILED {fl['file']}: {fl['error']}")
     print()
-    print(f"| measure | value |\n|---|---|")
+    print("| measure | value |\n|---|---|")
     for k, v in summary.items():
         print(f"| {k} | {v} |")
     return 0

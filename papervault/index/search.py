@@ -91,10 +91,9 @@ def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> li
     q = table.search(_fts_query(query), query_type="fts")
     if where:
         q = q.where(where, prefilter=True)
-    if columns is SLIM_COLUMNS:
-        q = q.with_row_id(True)
     try:
-        return q.select([*columns, "_score"]).limit(n).to_list()
+        # Row ids let the winners' full rows be read directly (`_fetch`).
+        return q.with_row_id(True).select([*columns, "_score"]).limit(n).to_list()
     except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
@@ -110,9 +109,7 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     q = table.search(vec, vector_column_name="vector").distance_type("cosine")
     if where:
         q = q.where(where, prefilter=True)
-    if columns is SLIM_COLUMNS:
-        q = q.with_row_id(True)
-    return q.select([*columns, "_distance"]).limit(n).to_list()
+    return q.with_row_id(True).select([*columns, "_distance"]).limit(n).to_list()
 
 
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
@@ -231,7 +228,7 @@ class Searcher:
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="papervault-search")
+            self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="papervault-search")
         return self._executor
 
     def _expand(self, chunks, hits: list[Hit], budget: int) -> list[Hit]:

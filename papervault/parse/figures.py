@@ -10,21 +10,30 @@ MAX_GRAPHICS = 400          # beyond this many images/drawing clusters on a page
 CROP_DPI = 150
 
 
+def bbox_log(page: pymupdf.Page) -> list:
+    """MuPDF's list of (kind, bbox) of everything the page paints ("fill-path", "fill-image", ...), made in C;
+    read once per page and shared by the table and figure passes. Empty when the page cannot be run."""
+    try:
+        return page.get_bboxlog()
+    except Exception:
+        return []
+
+
 def graphic_regions(page: pymupdf.Page, warnings: list[str], pno: int, drawings: bool = True,
-                    exclude: list[Rect] = ()) -> list[tuple[Rect, str]]:
+                    exclude: list[Rect] = (), log: list | None = None) -> list[tuple[Rect, str]]:
     """Rectangles holding images (and, if `drawings`, vector drawings) on a page, as (bbox, "raster" | "vector").
 
-    Both come from one `get_bboxlog()` call, MuPDF's list of the bounding boxes of everything the page paints,
-    made in C: several times faster than `get_drawings()`/`cluster_drawings()`, which build a Python object per
-    path (seconds on a page of plots). Paths inside `exclude` (the tables found on the page) are left out, so
-    a table's rules never glue a figure next to it, and the text between them, into one region.
+    Both come from the page's `bbox_log` (passed in as `log` when already read): several times faster than
+    `get_drawings()`/`cluster_drawings()`, which build a Python object per path (seconds on a page of plots).
+    Paths inside `exclude` (the tables found on the page) are left out, so a table's rules never glue a figure
+    next to it, and the text between them, into one region.
     """
+    if log is None:
+        if not drawings and not page.get_images():  # reads the page's resources only: no page run
+            return []
+        log = bbox_log(page)
     prect = page.rect
     parea = prect.width * prect.height
-    try:
-        log = page.get_bboxlog()
-    except Exception:
-        log = []
     px0, py0, px1, py1 = prect
     images: list[Rect] = []
     paths: list[Rect] = []
@@ -84,10 +93,9 @@ def _merge(rects: list[Rect], gap: float) -> list[Rect]:
                 o = list(r)
                 out.append(o)
                 active.append(o)
-        result = [tuple(o) for o in out]
-        if not merged or len(result) == len(cur):
-            return result
-        cur = result
+        cur = [tuple(o) for o in out]
+        if not merged:
+            return cur
 
 
 def column_span(bbox: Rect, page_width: float, text_left: float, text_right: float) -> tuple[float, float]:

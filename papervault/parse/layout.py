@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 import pymupdf
 
@@ -100,18 +101,26 @@ class Block:
     def bold(self) -> bool:
         return bool(self.lines) and all(ln.bold for ln in self.lines)
 
-    @property
-    def mono_share(self) -> float:
-        total = mono = 0
+    def char_share(self, pred: Callable[[Span], bool]) -> float:
+        """The share of the block's (non-blank) characters that sit in spans for which `pred` holds."""
+        total = hit = 0
         for ln in self.lines:
             for s in ln.spans:
                 n = len(s.text.strip())
                 total += n
-                f = s.font.lower()
-                if s.flags & 8 or "mono" in f or "courier" in f or f.startswith(("cmtt", "sfmono", "inconsolata")) \
-                        or "typewriter" in f or "consol" in f:
-                    mono += n
-        return mono / total if total else 0.0
+                if n and pred(s):
+                    hit += n
+        return hit / total if total else 0.0
+
+    @property
+    def mono_share(self) -> float:
+        return self.char_share(_is_mono)
+
+
+def _is_mono(s: Span) -> bool:
+    f = s.font.lower()
+    return bool(s.flags & 8) or "mono" in f or "courier" in f or f.startswith(("cmtt", "sfmono", "inconsolata")) \
+        or "typewriter" in f or "consol" in f
 
 
 def union(rects) -> Rect:

@@ -55,9 +55,9 @@ def _no_spinning() -> None:
     except ImportError:  # another RapidOCR layout: keep its defaults
         return
     build = OrtInferSession.__dict__.get("_init_sess_opts")
-    if build is None or getattr(build, "_papervault", False):
-        return
     inner = build.__func__ if isinstance(build, staticmethod) else build
+    if inner is None or getattr(inner, "_papervault", False):  # missing, or patched already in this process
+        return
 
     def init_sess_opts(cfg):
         opts = inner(cfg)

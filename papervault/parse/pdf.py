@@ -266,9 +266,11 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
     # Tables first: their ruling lines would otherwise be taken for vector figures.
     table_rects = []
     tcaps = [b for b in captions if b.kind == "table_caption"]
+    log = None  # the page's bounding-box log, read once for tables and figures when either needs it
     if tcaps:
         words = page.get_text("words")
-        paths = tables.page_paths(page)
+        log = figures.bbox_log(page)
+        paths = tables.page_paths(log)
         cols = [figures.column_span(cb.bbox, width, text_left, text_right) for cb in tcaps]
         # The table finder's cost grows with the characters it looks at: it only sees the caption's column,
         # between the nearest paragraphs of running text above and below the caption.
@@ -307,10 +309,10 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
                 if b.kind == "text" and inside(b.bbox, rect, tol=3):
                     b.kind = "consumed"
     fcaps = [b for b in captions if b.kind == "figure_caption"]
-    # Drawings are only looked at when a figure caption asks for them (they are the costly part); images
-    # are looked at when the page has any, since a large uncaptioned picture is still a figure.
+    # Drawings are only clustered when a figure caption asks for them; images are looked at when the page has
+    # any, since a large uncaptioned picture is still a figure.
     regions = [] if scanned else figures.graphic_regions(page, warnings, pno, drawings=bool(fcaps),
-                                                          exclude=table_rects)
+                                                          exclude=table_rects, log=log)
     regions = [(r, k) for r, k in regions if not any(inside(r, t, tol=6) for t in table_rects)]
     taken: list = []
     for cb in fcaps:

@@ -49,15 +49,12 @@ def effective_size(block: Block) -> float:
 
 def is_italic(block: Block) -> bool:
     """Most of the block's characters are set in an italic or oblique font."""
-    total = ital = 0
-    for ln in block.lines:
-        for s in ln.spans:
-            n = len(s.text.strip())
-            total += n
-            f = s.font.lower()
-            if s.flags & 2 or "ital" in f or "oblique" in f or f.endswith(("-it", "-i")) or "cmti" in f:
-                ital += n
-    return total > 0 and ital >= 0.7 * total
+    return block.char_share(_italic_span) >= 0.7
+
+
+def _italic_span(s) -> bool:
+    f = s.font.lower()
+    return bool(s.flags & 2) or "ital" in f or "oblique" in f or f.endswith(("-it", "-i")) or "cmti" in f
 
 
 def is_ocr(block: Block) -> bool:

@@ -11,7 +11,7 @@ import html
 
 import pymupdf
 
-from papervault.parse.layout import Block, Rect, inside, overlap_x
+from papervault.parse.layout import Block, Rect, inside, overlap_x, overlap_y, union
 
 MAX_CELLS = 5000
 
@@ -126,12 +126,9 @@ class WordTable:
         return self.cells
 
 
-def page_paths(page: pymupdf.Page) -> list[Rect]:
-    """The boxes of the page's vector paths (strokes and fills), from MuPDF's cheap bounding-box log."""
-    try:
-        return [tuple(r) for kind, r in page.get_bboxlog() if kind in ("stroke-path", "fill-path")]
-    except Exception:
-        return []
+def page_paths(log: list) -> list[Rect]:
+    """The boxes of the page's vector paths (strokes and fills), from its bounding-box log (`figures.bbox_log`)."""
+    return [tuple(r) for kind, r in log if kind in ("stroke-path", "fill-path")]
 
 
 def horizontal_rules(paths: list[Rect]) -> list[Rect]:
@@ -151,8 +148,8 @@ def find_in_zones(page: pymupdf.Page, zones: list[Rect], paths: list[Rect]) -> l
                    for r in paths):
             continue
         for g in groups:
-            u = (min(g[0][0], z[0]), min(g[0][1], z[1]), max(g[0][2], z[2]), max(g[0][3], z[3]))
-            if _overlap(g[0], z) > 0 and _area(u) <= _area(g[0]) + _area(z):
+            u = union([g[0], z])
+            if overlap_x(g[0], z) * overlap_y(g[0], z) > 0 and _area(u) <= _area(g[0]) + _area(z):
                 g[0] = u
                 g[1].append(i)
                 break
@@ -169,9 +166,6 @@ def find_in_zones(page: pymupdf.Page, zones: list[Rect], paths: list[Rect]) -> l
 def _area(r: Rect) -> float:
     return max(0.0, r[2] - r[0]) * max(0.0, r[3] - r[1])
 
-
-def _overlap(a: Rect, b: Rect) -> float:
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def table_from_words(words: list, zone: Rect, caption: Rect, rules: list[Rect], barriers: list[Rect]):

@@ -274,6 +274,7 @@ def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[P
     known = index.known_remotes()
     if not known:
         return [], []
+    already = {(l["paper_id"], l["repo"]) for l in index.links()}   # one read, not one per paper
     links = []
     for pid in dict.fromkeys(paper_ids):
         try:
@@ -283,9 +284,8 @@ def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[P
             continue
         if not urls:
             continue
-        already = {l["repo"] for l in index.links(paper_id=pid)}
         for repo in sorted(known):
-            link = _fulltext_link(pid, repo, urls, known[repo]) if repo not in already else None
+            link = _fulltext_link(pid, repo, urls, known[repo]) if (pid, repo) not in already else None
             if link:
                 links.append(link)
     if not links:
