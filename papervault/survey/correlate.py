@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from papervault.agents.otherwork import references_text
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.select import SurveyPaper
 
@@ -91,18 +92,7 @@ class Correlation:
 
 # --- lineages --------------------------------------------------------------------------------------
 
-_REF_HEAD = re.compile(r"^#{1,6}\s*(?:\d+\.?\s*)?(references|bibliography|works cited)\s*$", re.I | re.M)
 _ARXIV_NEW = re.compile(r"\d{4}\.\d{4,5}")
-
-
-def references_text(fulltext: str) -> str:
-    """The raw text of a paper's reference list (after its last `References` heading), or ""."""
-    heads = list(_REF_HEAD.finditer(fulltext))
-    if heads:
-        return fulltext[heads[-1].end():]
-    # parsers that do not mark headings: the last line that is only "References"
-    m = list(re.finditer(r"^\s*(?:\*\*)?(references|bibliography)(?:\*\*)?\s*$", fulltext, re.I | re.M))
-    return fulltext[m[-1].end():] if m else ""
 
 
 def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:

@@ -101,7 +101,7 @@ def _theme_lines(cluster, papers: dict[str, SurveyPaper], correlation: Correlati
         builds = [x.builds_on for x in correlation.lineages if x.paper_id == pid and x.builds_on in members]
         after = f", which cites {', '.join(f'[@{b}]' for b in builds)}" if builds else ""
         parts.append(f"{who(papers[pid])} [@{pid}]{after}")
-    lines = [f"Papers, each after the ones it cites, then by year: {'; '.join(parts)}.", ""]
+    lines = ["Papers of this theme, each after the vault papers it cites, then by year:", "", "; ".join(parts) + ".", ""]
     if cluster.passages:
         phrases = ", ".join(f"*{t}*" for t in cluster.terms)
         lines += [f"Where the papers name the theme ({phrases}):", ""]

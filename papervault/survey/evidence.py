@@ -82,7 +82,7 @@ def support_score(claim: str, passage: str) -> float:
 
 @lru_cache(maxsize=256)
 def _paper_sentences(paper_id: str, fulltext: str) -> tuple[Passage, ...]:
-    from papervault.survey.attribution import other_work
+    from papervault.agents.otherwork import other_work
 
     doc = read_paper(fulltext)
     out: list[Passage] = []
@@ -197,7 +197,7 @@ def best_support(claim: str, paper_id: str, fulltext: str, *, ws=None, limit: in
 
     best = scored(rank_sentences(claim, paper_sentences(paper_id, fulltext), limit=limit, only_quotable=False), None)
     if ws is not None and (enough is None or best is None or best.score < enough):
-        from papervault.survey.attribution import other_work
+        from papervault.agents.otherwork import other_work
 
         title = read_paper(fulltext).title
         pool = []

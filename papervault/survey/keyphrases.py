@@ -112,6 +112,7 @@ class Vocabulary:
 
     def __init__(self, docs: dict[str, tuple[str, str]]):
         self.tf: dict[str, Counter] = {}
+        self.in_title: set[str] = set()
         self.phrases: dict[str, Phrase] = {}
         self.df: Counter = Counter()
         caps: dict[str, Counter] = defaultdict(Counter)     # word -> forms seen in running text
@@ -119,6 +120,7 @@ class Vocabulary:
             tf: Counter = Counter()
             for key, form, _ in candidates(title):
                 tf[key] += TITLE_WEIGHT
+                self.in_title.add(key)
                 self.phrases.setdefault(key, Phrase(key)).title_forms[form] += 1
             abstract = re.sub(r"(\w)- (\w)", lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0),
                               abstract)
@@ -172,6 +174,8 @@ class Vocabulary:
             words = key.split()
             if f < 2:
                 continue        # said once in one abstract: not what the group is about
+            if " " not in key and key not in self.in_title and (inside[key] < 2 or key.endswith("ing") or len(key) < 5):
+                continue        # a lone word names a theme only from a title or when several papers use it
             own = f - (sum(longer[key]) / len(longer[key]) if longer[key] else 0.0)
             if own <= 0:
                 continue
