@@ -270,8 +270,11 @@ def test_theme_section_lists_papers_and_defining_passages(with_planted):
         section = out.split(f"## Theme: {c.label}", 1)[1].split("\n## ", 1)[0]
         listed = re.findall(r"\[@([\w.:-]+)\](?:, which cites|;|\.)", section.split("\n\n")[2])
         assert listed[:len(c.paper_ids)] == c.paper_ids
-        for d in c.passages:
-            assert f"“{d['text']}” [@{d['paper']}, p. {d['page']}] ([p. {d['page']}](" in section
+        earlier = out.split(f"## Theme: {c.label}", 1)[0]
+        for d in c.passages:     # quoted here, unless an earlier section quoted it already
+            quoted = f"“{d['text']}” [@{d['paper']}, p. {d['page']}] ([p. {d['page']}]("
+            assert quoted in section or quoted in earlier
+        assert sum(f"“{d['text']}”" in section for d in c.passages) >= 1
 
 
 # --- comparison table and names --------------------------------------------------------------------

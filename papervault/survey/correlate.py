@@ -198,16 +198,20 @@ def lineage_order(ids: list[str], papers: dict[str, SurveyPaper], lineages: list
 
 
 def defining_passages(p: SurveyPaper, phrases: list[str]) -> list[dict[str, Any]]:
-    """The paper's own sentence (abstract first) in which a theme phrase occurs, with its page."""
+    """The paper's own sentence in which the most theme phrases occur (the earliest of equals: abstract first),
+    with its page and the first phrase it contains."""
     from papervault.survey.attribution import own_claim
 
-    sents = [s for s in paper_sentences(p.id, p.fulltext) if quotable(s.text) and own_claim(p, s)]
-    for phrase in phrases:
-        pat = re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", re.I)
-        for s in sents:
-            if pat.search(s.text):
-                return [{"paper": p.id, "text": s.text, "page": s.page, "phrase": phrase}]
-    return []
+    pats = [(ph, re.compile(rf"(?<![\w-]){re.escape(ph)}(?![\w-])", re.I)) for ph in phrases]
+    best, best_n = None, 0
+    for s in paper_sentences(p.id, p.fulltext):
+        hits = [ph for ph, pat in pats if pat.search(s.text)]
+        if len(hits) > best_n and quotable(s.text) and own_claim(p, s):
+            best, best_n = (s, hits[0]), len(hits)
+    if best is None:
+        return []
+    s, phrase = best
+    return [{"paper": p.id, "text": s.text, "page": s.page, "phrase": phrase}]
 
 
 def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int = 6,

@@ -91,8 +91,9 @@ def _comparison_table(correlation: Correlation, papers: dict[str, SurveyPaper]) 
     return lines
 
 
-def _theme_lines(cluster, papers: dict[str, SurveyPaper], correlation: Correlation) -> list[str]:
-    """A theme's papers in lineage order (and which vault papers each builds on) and its defining passages."""
+def _theme_lines(cluster, papers: dict[str, SurveyPaper], correlation: Correlation, used: set[str]) -> list[str]:
+    """A theme's papers in lineage order (and which vault papers each builds on) and its defining passages
+    (those not quoted earlier in the survey)."""
     members = [pid for pid in cluster.paper_ids if pid in papers]
     if not members:
         return []
@@ -102,13 +103,14 @@ def _theme_lines(cluster, papers: dict[str, SurveyPaper], correlation: Correlati
         after = f", which cites {', '.join(f'[@{b}]' for b in builds)}" if builds else ""
         parts.append(f"{who(papers[pid])} [@{pid}]{after}")
     lines = ["Papers of this theme, each after the vault papers it cites, then by year:", "", "; ".join(parts) + ".", ""]
-    if cluster.passages:
+    fresh = [d for d in cluster.passages if d["paper"] in papers and d["text"] not in used]
+    if fresh:
         phrases = ", ".join(f"*{t}*" for t in cluster.terms)
         lines += [f"Where the papers name the theme ({phrases}):", ""]
-        for d in cluster.passages:
-            p = papers.get(d["paper"])
-            if p is not None:
-                lines.append(quote_line(p, Passage(p.id, d["text"], d["page"])))
+        for d in fresh:
+            p = papers[d["paper"]]
+            lines.append(quote_line(p, Passage(p.id, d["text"], d["page"])))
+            used.add(d["text"])
         lines.append("")
     return lines
 
@@ -146,10 +148,10 @@ def draft_section(section: Section, topic: str, papers: dict[str, SurveyPaper], 
         if section.theme is not None and 0 <= section.theme < len(correlation.clusters):
             cluster = correlation.clusters[section.theme]
             terms = " ".join(cluster.terms)
-            lines += _theme_lines(cluster, papers, correlation)
-            for d in cluster.passages:
-                used.add(d["text"])
-                quotes.append({"paper": d["paper"], "text": d["text"], "page": d["page"]})
+            before = set(used)
+            lines += _theme_lines(cluster, papers, correlation, used)
+            quotes += [{"paper": d["paper"], "text": d["text"], "page": d["page"]}
+                       for d in cluster.passages if d["text"] in used and d["text"] not in before]
             order = {pid: i for i, pid in enumerate(cluster.paper_ids)}
             cited.sort(key=lambda p: order.get(p.id, len(order)))
         for p in cited:
