@@ -306,3 +306,20 @@ def test_paper_without_a_year_is_named_with_nd(corpus_papers):
     assert D.quote_line(undated, s).startswith("- **Fox and Brewer (n.d.)**: “")
     gaps = C.find_gaps([undated], "availability")
     assert gaps and all(g.text.startswith("Fox and Brewer (n.d.) [@foxharvest]: “") for g in gaps)
+
+
+def test_report_never_cuts_a_citation_in_half():
+    """Changes are shown cut short in polish-report.md; a cut must not leave a key that resolves to nothing."""
+    from papervault.survey.evidence import Passage
+
+    prefix = "- **van Renesse and Altinbuken (2015)**: "
+    quote = ("Replicas agree on the order of commands despite failures of some of them " * 4)[:187 - len(prefix) - 1] + "."
+    line = f"{prefix}“{quote}” [@vanrenesse2015paxos, p. 3]"
+    assert line.index("[@") == 190                 # a cut at 200 characters would split the key
+    res = P.polish(f"{line}\n{line}\n", known={"vanrenesse2015paxos"}, selected=["vanrenesse2015paxos"],
+                   support=lambda claim, pid: Passage(pid, claim, 3, "", 1.0), figure_exists=lambda s: True)
+    dup = [c for c in res.changes if c.kind == "duplicate"]
+    assert dup and len(dup[0].before) <= 202
+    for c in res.changes:
+        for text in (c.before, c.after):
+            assert set(re.findall(r"\[@([\w.:-]+)", text)) <= {"vanrenesse2015paxos"}, text

@@ -93,6 +93,9 @@ def remark(about_paper, source, s, *, name: str = "", link: str = "") -> str:
     return f"{subject}, as described by {who(source)}: “{s.text}” {cite(source.id, s.page)}{tail}"
 
 
+_DESCRIBED: dict[tuple, list] = {}     # (citing paper, described paper) -> the citing paper's sentences about it
+
+
 def remarks_about(p, papers, query: str, *, limit: int = 1) -> list:
     """The best sentences of the other selected papers that describe `p` (other work about it, found through
     their reference lists, author names or `p`'s system name), ranked for `query`: [(source paper, passage)]."""
@@ -102,9 +105,13 @@ def remarks_about(p, papers, query: str, *, limit: int = 1) -> list:
     for q in papers:
         if q.id == p.id:
             continue
-        for s in paper_sentences(q.id, q.fulltext):
-            if s.other and quotable(s.text) and p.id in about(s.text, q, [p]):
-                pool.append((q, s))
+        key = (q.id, q.fulltext, p.id, p.title, p.doi, tuple(p.authors), p.year)
+        if key not in _DESCRIBED:
+            if len(_DESCRIBED) > 4096:
+                _DESCRIBED.clear()
+            _DESCRIBED[key] = [s for s in paper_sentences(q.id, q.fulltext)
+                               if s.other and quotable(s.text) and p.id in about(s.text, q, [p])]
+        pool += [(q, s) for s in _DESCRIBED[key]]
     if not pool:
         return []
     by_text = {(s.paper_id, s.text): (q, s) for q, s in pool}

@@ -131,6 +131,18 @@ def check_citations(line: str, n: int, known: set[str], res: PolishResult) -> st
     return CITE_GROUP.sub(fix_group, line)
 
 
+def _clip(text: str, limit: int = 280) -> str:
+    """`text` cut short for the report without cutting a citation in half (a cut key would not resolve)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    i = cut.rfind("[@")
+    if i != -1 and "]" not in cut[i:]:
+        cut = cut[:i]
+    return cut.rstrip() + " …"
+
+
 _BULLET = re.compile(r"^\s*(?:[-+*]\s+)?")
 _LEAD = re.compile(r"^\s*(?:[-+*]\s+)?(?:\*\*(?P<who>[^*]+)\*\*\s*:?\s*)?")
 
@@ -149,7 +161,10 @@ def check_attribution(text: str, group: str, key: str, best: Passage | None, n: 
     subject = f"**{lead.group('who')}**" if lead and lead.group("who") else f"[@{key}]"
     loc = f", p. {best.page}" if best.page else ""
     new = f"{bullet}{subject}, describing other work: “{best.text}” [@{key}{loc}]"
-    res.changes.append(Change("attribution", n, (text + group).strip()[:300], new.strip(),
+    # the report shows both sides cut short: keep the citations whole
+    short = best.text if len(best.text) <= 120 else best.text[:120].rsplit(" ", 1)[0] + " …"
+    res.changes.append(Change("attribution", n, _clip(f"{_clip(text, 150)} {group}"),
+                              f"{subject}, describing other work: “{short}” [@{key}{loc}]",
                               f"the {key} passage describes other work ({best.other}), not its own claim"))
     res.attributed += 1
     return new
@@ -214,7 +229,8 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
                 bullet = _BULLET.match(text).group(0)
                 new_text = f"{bullet}{subject}, describing other work: “{best.text}” "
                 res.attributed += 1
-            res.changes.append(Change("support", n, text.strip() + " " + g.group(0), new_text + f"[@{best_key}{loc}]",
+            res.changes.append(Change("support", n, _clip(text.strip() + " " + g.group(0)),
+                                      _clip(new_text + f"[@{best_key}{loc}]"),
                                       f"replaced by the closest sentence of {best_key} ({best.score:.2f} → quotation)"))
             res.supported += 1
             out.append(new_text + f"[@{best_key}{loc}]")
@@ -327,7 +343,7 @@ def polish(markdown: str, *, known: set[str], selected: list[str], support: Supp
         norm = _norm(line)
         quotes = [" ".join(tokens(q)) for q in QUOTED.findall(line)]
         if norm and len(norm.split()) >= MIN_CLAIM_WORDS and (norm in seen_paras or (quotes and all(q in seen_quotes for q in quotes))):
-            res.changes.append(Change("duplicate", n, line.strip()[:200], "", "the same content appears earlier"))
+            res.changes.append(Change("duplicate", n, _clip(line, 200), "", "the same content appears earlier"))
             continue
         seen_paras.add(norm)
         seen_quotes.update(quotes)
