@@ -160,6 +160,10 @@ def test_descriptions_of_other_work_are_recognised(with_planted):
     assert own_claim(tiered, by_text[own])
     assert other_work("Moreover, Tiered Replication can support any data layout constraint [37].", "", tiered.fulltext,
                       title=tiered.title) == ""
+    elle = TITLES["elle"][0]
+    assert other_work("Elle can detect every anomaly in Adya et al’s formalism.", "", "", title=elle) == ""
+    assert other_work("The anomalies identified by Adya et al. are cycles.", "", "", title=elle).startswith("it names")
+    assert other_work("Biswas & Enea provided polynomial-time checkers.", "", "", title=elle).startswith("it names")
     # every sentence of the planted related-work section describes other work, for a stated reason
     related = [s for s in paper_sentences(plant.id, plant.fulltext) if s.section.endswith("Related Work")]
     assert len(related) == 4 and all(s.other for s in related), [(s.text, s.other) for s in related]

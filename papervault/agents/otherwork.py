@@ -109,8 +109,11 @@ def other_work(text: str, section: str, fulltext: str, *, title: str = "") -> st
     if FIRST_PERSON.search(text):
         return ""
     low = _dehyphen(text).lower()
-    if any(re.search(rf"\b{re.escape(n)}\b", low) for n in own_names(title)) and not ET_AL.search(text):
-        return ""
+    for n in own_names(title):
+        # the paper's own system as the subject ("Elle can detect every anomaly in Adya et al.'s formalism"),
+        # or named anywhere in a sentence that names no other authors
+        if low.startswith(n + " ") or (re.search(rf"\b{re.escape(n)}\b", low) and not ET_AL.search(text)):
+            return ""
     titled = set(re.findall(r"[\w'’-]+", title.lower()))
     if has_marker(text):
         return "it cites other work"
