@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from papervault.agents.otherwork import references_text
+from papervault.agents.otherwork import _dehyphen, references_text
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.select import SurveyPaper
 
@@ -100,7 +100,8 @@ def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
     from papervault.ids import normalize_title
 
     out: list[Lineage] = []
-    refs = {p.id: references_text(p.fulltext) for p in papers}
+    # line-break hyphenation ("dis- tributed") would hide a title from the match
+    refs = {p.id: _dehyphen(references_text(p.fulltext)) for p in papers}
     norm_refs = {pid: " " + normalize_title(text) + " " for pid, text in refs.items()}
     for citing in papers:
         raw = refs[citing.id]
