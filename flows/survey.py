@@ -39,7 +39,8 @@ def _code_version() -> str:
     h = hashlib.sha256()
     here = Path(_c.__file__).resolve().parent
     tmpl = here.parents[1] / "templates" / "survey"
-    for f in sorted([*here.glob("*.py"), *tmpl.glob("*.j2")]):
+    agents = here.parent / "agents"     # the stages read paper.md and judge attribution through these two
+    for f in sorted([*here.glob("*.py"), *tmpl.glob("*.j2"), agents / "paperdoc.py", agents / "otherwork.py"]):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:12]

@@ -47,7 +47,7 @@ def test_extractive_note(vault, extractive):
     out = analyse_paper(vault, PID, extractive)
     assert out.status == "analysed" and out.path == vault.note_path(PID)
     meta, body = vault.read_note(PID)
-    assert meta.status == "analysed" and meta.analyser == "extractive/rules-1"
+    assert meta.status == "analysed" and meta.analyser == "extractive/rules-2"
     assert meta.template.startswith("note@")
     assert meta.datasets == ["WidgetBench"]
     assert meta.baselines == ["Sprocket"]

@@ -45,7 +45,7 @@ def test_every_paper_gets_a_note(analysed):
     assert {pid: o.status for pid, o in outcomes.items()} == {pid: "analysed" for pid in PAPERS}
     for pid in PAPERS:
         meta, body = vault.read_note(pid)
-        assert meta.analyser == "extractive/rules-1" and meta.status == "analysed"
+        assert meta.analyser == "extractive/rules-2" and meta.status == "analysed"
         assert "## Summary" in body and "](paper.md#page-" in body
         assert set(meta.coverage) >= {"figures", "tables", "sections", "totals", "complete"}
 

@@ -29,7 +29,7 @@ def extractor(kind: str):
 
 class ExtractiveBackend(Backend):
     name = "extractive"
-    model = "rules-1"       # bump when the extraction rules change: notes made by older rules are re-analysed
+    model = "rules-2"       # bump when the extraction rules change: notes made by older rules are re-analysed
     verbatim = True
 
     def __init__(self, **kw):
@@ -240,11 +240,20 @@ def extract_note(task: Task) -> dict[str, Any]:
         raise BackendError(f"{task.key}: paper.md is empty", fix="parse the paper again (`papervault add --force`)")
     doc = read_paper(markdown)
     seen: set[str] = set()
-    abstract = _abstract_sents(doc)
+    from papervault.agents.otherwork import other_work
+
+    title = str(task.inputs.get("meta", {}).get("title") or doc.title or "")
+
+    def own(sents: list[Sentence]) -> list[Sentence]:
+        # a sentence describing other work (related work, a citation marker, "X et al.") is not this paper's
+        # summary, contribution, result or limitation
+        return [x for x in sents if not other_work(x.text, x.section, markdown, title=title)]
+
+    abstract = own(_abstract_sents(doc))
     intro_secs = _sections_like(doc, "introduction", "motivation", "overview", "background") or doc.body_sections[:1]
-    intro = _sents(doc, intro_secs[:2])
-    concl = _sents(doc, _sections_like(doc, "conclusion", "summary", "discussion", "future", "limitation", "concluding"))
-    evaluation = _sents(doc, _sections_like(doc, "evaluat", "experiment", "result", "performance", "measure", "benchmark", "empirical"))
+    intro = own(_sents(doc, intro_secs[:2]))
+    concl = own(_sents(doc, _sections_like(doc, "conclusion", "summary", "discussion", "future", "limitation", "concluding")))
+    evaluation = own(_sents(doc, _sections_like(doc, "evaluat", "experiment", "result", "performance", "measure", "benchmark", "empirical")))
     method_secs = _sections_like(doc, "method", "approach", "design", "algorithm", "model", "architecture", "system",
                                  "protocol", "framework", "implementation", "technique", "overview")
     method_secs = [s for s in method_secs if s not in intro_secs[:1]] or [s for s in doc.body_sections[1:4] if s.level == 2]
@@ -266,20 +275,21 @@ def extract_note(task: Task) -> dict[str, Any]:
     method_sent = next((s for s in abstract + intro if METHOD_CUES.search(s.text) and 30 <= len(s.text) <= 300), None)
     method_details = []
     for sec in method_secs[:4]:
-        lead = _pick(section_sentences(sec), None, 1, seen=seen)
+        lead = _pick(own(section_sentences(sec)), None, 1, seen=seen)
         method_details.extend(lead)
 
     results = _pick(evaluation + abstract + concl, RESULT_CUES, 3, seen=seen)
-    limit_secs = _sents(doc, _sections_like(doc, "limitation", "threats", "discussion", "conclusion", "future"))
+    limit_secs = own(_sents(doc, _sections_like(doc, "limitation", "threats", "discussion", "conclusion", "future")))
+    body = own(_sents(doc, doc.body_sections))
     limitations = (_pick(limit_secs, LIMIT_CUES, 3, seen=seen)
-                   or _pick(_sents(doc, doc.body_sections), STRONG_LIMIT_CUES, 3, seen=seen))
-    open_questions = _pick(concl + _sents(doc, doc.body_sections), OPEN_CUES, 3, seen=seen)
+                   or _pick(body, STRONG_LIMIT_CUES, 3, seen=seen))
+    open_questions = _pick(concl + body, OPEN_CUES, 3, seen=seen)
     urls = []
     for u in URL.findall(doc.text):
         u = u.rstrip(".,;:")
         if CODE_HOST.search(u) and u not in urls:
             urls.append(u)
-    repro = _pick(_sents(doc, doc.body_sections) + abstract, REPRO_CUES, 2, seen=seen)
+    repro = _pick(body + abstract, REPRO_CUES, 2, seen=seen)
 
     answer: dict[str, Any] = {
         "summary": _claims(summary),

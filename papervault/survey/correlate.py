@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from papervault.agents.otherwork import _dehyphen, references_text
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.select import SurveyPaper
 
@@ -25,9 +25,10 @@ Embed = Callable[[list[str]], np.ndarray]
 @dataclass
 class Cluster:
     label: str
-    paper_ids: list[str]
-    terms: list[str] = field(default_factory=list)
+    paper_ids: list[str]                 # ordered by lineage (a paper after the vault papers it cites), then year
+    terms: list[str] = field(default_factory=list)       # the key phrases, as the papers write them
     summary: str = ""
+    passages: list[dict[str, Any]] = field(default_factory=list)   # {"paper", "text", "page", "phrase"}
 
 
 @dataclass
@@ -47,6 +48,7 @@ class ComparisonRow:
     metrics: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)   # {"setting", "metric", "value", "page", "source"}
 
 
 @dataclass
@@ -90,18 +92,7 @@ class Correlation:
 
 # --- lineages --------------------------------------------------------------------------------------
 
-_REF_HEAD = re.compile(r"^#{1,6}\s*(?:\d+\.?\s*)?(references|bibliography|works cited)\s*$", re.I | re.M)
 _ARXIV_NEW = re.compile(r"\d{4}\.\d{4,5}")
-
-
-def references_text(fulltext: str) -> str:
-    """The raw text of a paper's reference list (after its last `References` heading), or ""."""
-    heads = list(_REF_HEAD.finditer(fulltext))
-    if heads:
-        return fulltext[heads[-1].end():]
-    # parsers that do not mark headings: the last line that is only "References"
-    m = list(re.finditer(r"^\s*(?:\*\*)?(references|bibliography)(?:\*\*)?\s*$", fulltext, re.I | re.M))
-    return fulltext[m[-1].end():] if m else ""
 
 
 def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
@@ -109,7 +100,8 @@ def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
     from papervault.ids import normalize_title
 
     out: list[Lineage] = []
-    refs = {p.id: references_text(p.fulltext) for p in papers}
+    # line-break hyphenation ("dis- tributed") would hide a title from the match
+    refs = {p.id: _dehyphen(references_text(p.fulltext)) for p in papers}
     norm_refs = {pid: " " + normalize_title(text) + " " for pid, text in refs.items()}
     for citing in papers:
         raw = refs[citing.id]
@@ -180,17 +172,55 @@ def _silhouette(sim: np.ndarray, labels: list[int]) -> float:
     return float(np.mean(scores))
 
 
-# Words that say nothing about a theme (frequent in any paper's prose).
-GENERIC = frozenset("""
-allow allows also approach based case cases different even example first given however large made make makes
-many much need needs new number often order part present presents problem provide provides second several show
-since small still system systems takes time using well work works would year years describe describes paper
-result results important design simple general set sets approach approaches
-""".split())
+def theme_text(p: SurveyPaper) -> str:
+    """The abstract a theme's key phrases are drawn from: the note's abstract, else the paper's opening sentences."""
+    if p.abstract:
+        return p.abstract
+    return " ".join(s.text for s in paper_sentences(p.id, p.fulltext)[:10])[:2500]
 
 
-def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int = 6) -> list[Cluster]:
-    """Themes: papers grouped by the similarity of their profiles, k chosen by silhouette, named by their terms."""
+def lineage_order(ids: list[str], papers: dict[str, SurveyPaper], lineages: list[Lineage]) -> list[str]:
+    """`ids` so that a paper comes after the papers among them it cites; otherwise by year (undated last), id."""
+    members = set(ids)
+    before = {i: {x.builds_on for x in lineages if x.paper_id == i and x.builds_on in members and x.builds_on != i}
+              for i in ids}
+
+    def key(i: str):
+        y = papers[i].year if i in papers else None
+        return (y is None, y or 0, i)
+
+    out: list[str] = []
+    left = sorted(ids, key=key)
+    while left:
+        ready = [i for i in left if not (before[i] - set(out))] or left[:1]     # a citation cycle: oldest first
+        out.append(ready[0])
+        left.remove(ready[0])
+    return out
+
+
+def defining_passages(p: SurveyPaper, phrases: list[str]) -> list[dict[str, Any]]:
+    """The paper's own sentence in which the most theme phrases occur (the earliest of equals: abstract first),
+    with its page and the first phrase it contains."""
+    from papervault.survey.attribution import own_claim
+
+    pats = [(ph, re.compile(rf"(?<![\w-]){re.escape(ph)}(?![\w-])", re.I)) for ph in phrases]
+    best, best_n = None, 0
+    for s in paper_sentences(p.id, p.fulltext):
+        hits = [ph for ph, pat in pats if pat.search(s.text)]
+        if len(hits) > best_n and quotable(s.text) and own_claim(p, s):
+            best, best_n = (s, hits[0]), len(hits)
+    if best is None:
+        return []
+    s, phrase = best
+    return [{"paper": p.id, "text": s.text, "page": s.page, "phrase": phrase}]
+
+
+def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int = 6,
+                   lineages: list[Lineage] | None = None) -> list[Cluster]:
+    """Themes: papers grouped by the similarity of their profiles, k chosen by silhouette, named by key phrases
+    of their titles and abstracts (`papervault.survey.keyphrases`), members ordered by lineage and year."""
+    from papervault.survey.keyphrases import Vocabulary, label as phrase_label
+
     if not papers:
         return []
     texts = [paper_profile(p) for p in papers]
@@ -207,46 +237,72 @@ def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int
         labels = best_labels
     else:
         labels = [0] * len(papers)
-    # Title words count three times: they name what a paper is about better than its prose does.
-    toks = [tokens(f"{p.title} {p.title} {p.title}") + tokens(t) for p, t in zip(papers, texts)]
-    df = Counter()
-    for t in toks:
-        df.update(set(t))
+    vocab = Vocabulary({p.id: (p.title, theme_text(p)) for p in papers})
+    by_id = {p.id: p for p in papers}
+    all_ids = [p.id for p in papers]
     clusters: list[Cluster] = []
     for c in sorted(set(labels), key=lambda c: labels.index(c)):
-        members = [i for i, lab in enumerate(labels) if lab == c]
-        tf = Counter()
-        for i in members:
-            tf.update({w: n for w, n in Counter(toks[i]).items()})
-        inside = Counter()
-        for i in members:
-            inside.update(set(toks[i]))
-        # distinctive terms: frequent in the cluster, shared by its members, rare outside it
-        score = {w: n * (inside[w] / len(members)) * math.log(1 + len(papers) / df[w])
-                 for w, n in tf.items() if not w.isdigit() and len(w) > 3 and w not in GENERIC}
-        terms = [w for w, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:4]]
-        label = ", ".join(terms[:3]) if terms else papers[members[0]].title
-        clusters.append(Cluster(label=label, paper_ids=[papers[i].id for i in members], terms=terms))
+        members = [papers[i].id for i, lab in enumerate(labels) if lab == c]
+        phrases = [vocab.shown(k) for k in vocab.rank(members, all_ids, limit=3)]
+        ordered = lineage_order(members, by_id, lineages or [])
+        passages = [d for pid in ordered for d in defining_passages(by_id[pid], phrases)]
+        name = phrase_label(phrases) or by_id[members[0]].title
+        clusters.append(Cluster(label=name, paper_ids=ordered, terms=phrases, passages=passages))
     return clusters
 
 
 # --- comparison ------------------------------------------------------------------------------------
 
-def _result_text(r: dict[str, Any]) -> str:
+# Column headers and row labels that name no metric or setting ("Measure", "Value", a bare number).
+PLACEHOLDER = frozenset("""
+measure measures measurement value values metric metrics result results score scores number numbers no no. # n/a
+na item items name names parameter parameters quantity quantities data setting settings column col row entry
+entries field fields variable variables type types - – — total
+""".split())
+
+
+def _known(text: Any) -> str:
+    """`text` when it names something (not empty, not a placeholder, not only a number or symbol), else ""."""
+    t = " ".join(str(text or "").split()).strip(" :|*")
+    if not t or t.lower() in PLACEHOLDER or len(t) < 2 or not re.search(r"[A-Za-z]{2}", t):
+        return ""
+    if re.fullmatch(r"(?i)(?:col(?:umn)?|row|measure|metric|value)\s*\d*", t):
+        return ""
+    return t
+
+
+def result_evidence(r: Any) -> dict[str, Any] | None:
+    """A reported number fit for a comparison table: its value, the metric and the setting it belongs to and
+    the page it is printed on are all known; None otherwise (a free-text result, a placeholder header, a
+    probability without the configuration it is for)."""
     if not isinstance(r, dict):
-        return str(r)
-    for k in ("result", "text", "claim", "value", "summary"):
-        if r.get(k):
-            base = str(r[k])
-            extra = ", ".join(f"{x}: {r[x]}" for x in ("metric", "dataset") if r.get(x) and str(r[x]) not in base)
-            return f"{base} ({extra})" if extra else base
-    return "; ".join(f"{k}: {v}" for k, v in r.items() if v not in (None, "", []))
+        return None
+    value = " ".join(str(r.get("value") or "").split())
+    metric = _known(r.get("metric"))
+    setting = _known(r.get("setting") or r.get("dataset"))
+    page = r.get("page")
+    if not value or not re.search(r"\d", value) or not metric or not setting or not isinstance(page, int) or page < 1:
+        return None
+    if metric.lower() == setting.lower():
+        return None
+    return {"setting": setting, "metric": metric, "value": value, "page": page,
+            "source": " ".join(str(r.get("source") or "").split())}
 
 
-def comparison_rows(papers: list[SurveyPaper]) -> list[ComparisonRow]:
-    """One row per paper from its note's structured fields (method, datasets, metrics, baselines, results)."""
-    return [ComparisonRow(p.id, p.method, list(p.datasets), list(p.metrics), list(p.baselines),
-                          [_result_text(r) for r in p.key_results][:3]) for p in papers]
+def result_text(e: dict[str, Any]) -> str:
+    where = f"{e['source']}, p. {e['page']}" if e.get("source") else f"p. {e['page']}"
+    return f"{e['setting']}: {e['metric']} = {e['value']} ({where})"
+
+
+def comparison_rows(papers: list[SurveyPaper], *, per_paper: int = 3) -> list[ComparisonRow]:
+    """One row per paper from its note's structured fields (method, datasets, metrics, baselines, results);
+    a result is shown only with its metric, its setting and its page (`result_evidence`)."""
+    rows = []
+    for p in papers:
+        ev = [e for e in (result_evidence(r) for r in p.key_results) if e][:per_paper]
+        rows.append(ComparisonRow(p.id, p.method, list(p.datasets), list(p.metrics), list(p.baselines),
+                                  [result_text(e) for e in ev], ev))
+    return rows
 
 
 # --- consensus, conflict, gaps (extractive) -------------------------------------------------------
@@ -272,22 +328,30 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 
 def find_gaps(papers: list[SurveyPaper], topic: str, *, per_paper: int = 2) -> list[Statement]:
-    """Open problems the papers name themselves: their sentences about future work, limitations, open questions."""
+    """Open problems the papers name themselves: their own sentences about future work, limitations, open
+    questions (a related-work sentence about another paper's limits is not the citing paper's gap)."""
+    from papervault.survey.attribution import own_claim, who
+
     out = []
     for p in papers:
-        cands = [s for s in paper_sentences(p.id, p.fulltext) if GAP.search(s.text) and quotable(s.text)]
+        cands = [s for s in paper_sentences(p.id, p.fulltext)
+                 if GAP.search(s.text) and quotable(s.text) and own_claim(p, s)]
         ranked = rank_sentences(topic + " " + p.title, cands, limit=per_paper) or cands[:per_paper]
         for s in ranked[:per_paper]:
-            out.append(Statement(f"{p.short_author} {cite(p.id)}: “{s.text}” {cite(p.id, s.page)}", [p.id], [_quote(s)]))
+            out.append(Statement(f"{who(p)} {cite(p.id)}: “{s.text}” {cite(p.id, s.page)}", [p.id], [_quote(s)]))
     return out
 
 
 def topic_sentences(p: SurveyPaper, query: str, limit: int = 6) -> list[Passage]:
-    """The paper's quotable sentences most about `query` (its abstract sentences when nothing matches)."""
-    ranked = rank_sentences(query, paper_sentences(p.id, p.fulltext), limit=limit)
+    """The paper's own quotable sentences most about `query` (its first ones when nothing matches); sentences
+    describing other work are left out."""
+    from papervault.survey.attribution import own_claim
+
+    own = [s for s in paper_sentences(p.id, p.fulltext) if own_claim(p, s)]
+    ranked = rank_sentences(query, own, limit=limit)
     if ranked:
         return ranked
-    return [s for s in paper_sentences(p.id, p.fulltext) if quotable(s.text)][:limit]
+    return [s for s in own if quotable(s.text)][:limit]
 
 
 def find_consensus_conflict(papers: list[SurveyPaper], topic: str, *, shared_min: int = 2,
@@ -331,37 +395,32 @@ def find_consensus_conflict(papers: list[SurveyPaper], topic: str, *, shared_min
         text = (f"“{sa.text}” {cite(sa.paper_id, sa.page)} — “{sb.text}” {cite(sb.paper_id, sb.page)}")
         st = Statement(text, [sa.paper_id, sb.paper_id], [_quote(sa), _quote(sb)])
         (conflicts if ca != cb else consensus).append(st)
-    # a paper that names another selected paper's system while contrasting with it
-    names = {p.id: _system_name(p) for p in papers}
+    # a paper that names another selected paper's system while contrasting with it: a remark about that
+    # paper, cited to it, with the remarking paper as its source
+    from papervault.survey.attribution import remark, system_name
+
+    names = {p.id: system_name(p.title) for p in papers}
+    by_id = {p.id: p for p in papers}
     for p in papers:
         for s in paper_sentences(p.id, p.fulltext):
             if not CONTRAST.search(s.text) or not quotable(s.text):
                 continue
             for other, name in names.items():
                 if other != p.id and name and re.search(rf"\b{re.escape(name)}\b", s.text):
-                    conflicts.append(Statement(
-                        f"{p.short_author} {cite(p.id)} on {name} {cite(other)}: “{s.text}” {cite(p.id, s.page)}",
-                        [p.id, other], [_quote(s)]))
+                    conflicts.append(Statement(remark(by_id[other], p, s, name=name), [other, p.id], [_quote(s)]))
                     break
-            if sum(1 for c in conflicts if c.cites[0] == p.id) >= 2:
+            if sum(1 for c in conflicts if len(c.cites) == 2 and c.cites[1] == p.id and not c.quotes[1:]) >= 2:
                 break
     return consensus, conflicts
-
-
-def _system_name(p: SurveyPaper) -> str:
-    """The name a paper gives its system ("Megastore: ..." -> "Megastore"); "" when the title has none."""
-    head = p.title.split(":")[0].strip()
-    if ":" in p.title and 2 < len(head) <= 24 and len(head.split()) <= 2 and head[0].isupper():
-        return head
-    return ""
 
 
 def correlate(topic: str, papers: list[SurveyPaper], *, embed: Embed | None = None) -> Correlation:
     """The extractive correlation of `papers`: every statement is a fact from the vault or a quotation."""
     consensus, conflicts = find_consensus_conflict(papers, topic)
+    lineages = find_lineages(papers)
     return Correlation(
-        topic=topic, papers=[p.id for p in papers], clusters=cluster_papers(papers, embed),
-        lineages=find_lineages(papers), comparison=comparison_rows(papers), consensus=consensus,
+        topic=topic, papers=[p.id for p in papers], clusters=cluster_papers(papers, embed, lineages=lineages),
+        lineages=lineages, comparison=comparison_rows(papers), consensus=consensus,
         conflicts=conflicts, gaps=find_gaps(papers, topic), backend="extractive",
     )
 

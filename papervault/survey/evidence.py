@@ -41,6 +41,7 @@ class Passage:
     section: str = ""
     score: float = 0.0
     source: str = "fulltext"          # "fulltext" | "index"
+    other: str = ""                   # why it describes other work (papervault.survey.attribution); "" = its own
 
 
 def tokens(text: str) -> list[str]:
@@ -81,6 +82,8 @@ def support_score(claim: str, passage: str) -> float:
 
 @lru_cache(maxsize=256)
 def _paper_sentences(paper_id: str, fulltext: str) -> tuple[Passage, ...]:
+    from papervault.agents.otherwork import other_work
+
     doc = read_paper(fulltext)
     out: list[Passage] = []
     seen: set[str] = set()
@@ -99,6 +102,7 @@ def _paper_sentences(paper_id: str, fulltext: str) -> tuple[Passage, ...]:
         if key in seen:
             continue
         seen.add(key)
+        p.other = other_work(p.text, p.section, fulltext, title=doc.title)
         keep.append(p)
     return tuple(keep)
 
@@ -153,7 +157,7 @@ def rank_sentences(query: str, candidates: list[Passage], *, limit: int = 5, onl
                 f = tf[w]
                 s += idf.get(w, 0.0) * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(t) / (avg or 1)))
         if s > 0:
-            scored.append(Passage(c.paper_id, c.text, c.page, c.section, s, c.source))
+            scored.append(Passage(c.paper_id, c.text, c.page, c.section, s, c.source, c.other))
     scored.sort(key=lambda p: (-p.score, p.page or 0))
     return scored[:limit]
 
@@ -188,14 +192,18 @@ def best_support(claim: str, paper_id: str, fulltext: str, *, ws=None, limit: in
         for p in pool:
             score = support_score(claim, p.text)
             if best is None or score > best.score:
-                best = Passage(p.paper_id, p.text, p.page, p.section, score, p.source)
+                best = Passage(p.paper_id, p.text, p.page, p.section, score, p.source, p.other)
         return best
 
     best = scored(rank_sentences(claim, paper_sentences(paper_id, fulltext), limit=limit, only_quotable=False), None)
     if ws is not None and (enough is None or best is None or best.score < enough):
+        from papervault.agents.otherwork import other_work
+
+        title = read_paper(fulltext).title
         pool = []
         for hit in index_passages(ws, paper_id, claim, limit=limit):
             for s in sentences(hit.text) or [hit.text]:
-                pool.append(Passage(paper_id, s, hit.page, hit.section, 0.0, "index"))
+                pool.append(Passage(paper_id, s, hit.page, hit.section, 0.0, "index",
+                                    other_work(s, hit.section, fulltext, title=title)))
         best = scored(pool, best)
     return best

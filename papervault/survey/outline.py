@@ -48,7 +48,10 @@ def make_outline(topic: str, correlation: Correlation, papers: list[SurveyPaper]
     secs = [Section("Introduction", f"Introduce {topic} and the {len(ids)} papers this survey covers.", ids, "intro")]
     for i, c in enumerate(correlation.clusters):
         name = c.label if c.label else f"Theme {i + 1}"
-        secs.append(Section(f"Theme: {name}", f"What the papers on {name} contribute to {topic}.",
+        first = name.split()[0]
+        # "Failures and replication" reads "the papers on failures and replication" inside a sentence
+        inline = name if first.isupper() or any(ch.isupper() for ch in first[1:]) else name[0].lower() + name[1:]
+        secs.append(Section(f"Theme: {name}", f"What the papers on {inline} contribute to {topic}.",
                             list(c.paper_ids), "theme", i))
     secs.append(Section("Methods compared", "Methods, datasets, metrics and reported results side by side, and "
                         "which papers build on which.", ids, "comparison"))

@@ -1,10 +1,13 @@
 """Stage 7 of a survey: check the assembled draft and fix or flag what fails, never keeping it silently.
 
 Checks: every `[@id]` names a vault paper; every cited claim is supported by a passage of the paper it cites
-(its best passage's support score reaches `SUPPORT_THRESHOLD`); every figure link points at a file in the
-vault; every formula has balanced `$`/`$$` and braces; no paragraph or quotation appears twice.
+(its best passage's support score reaches `SUPPORT_THRESHOLD`) and is attributed to the right paper (a
+passage that describes other work, see `papervault.survey.attribution`, is presented as the citing paper's
+remark, never as its claim); every figure link points at a file in the vault; every formula has balanced
+`$`/`$$` and braces; no paragraph or quotation appears twice.
 An unsupported claim is re-cited to another selected paper that supports it, or replaced by the cited paper's
-closest sentence (quoted, with its page), or flagged in the text and the report.
+closest sentence (quoted, with its page), or flagged in the text and the report. A misattributed claim is
+rewritten as the remark it is: the cited paper's sentence, quoted, introduced as its description of other work.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from papervault.survey.attribution import reported
 from papervault.survey.evidence import Passage, tokens
 
 # Measured with bench/survey.py --only support on the 7 related shared-corpus papers (280 sentences each way):
@@ -39,7 +43,7 @@ Support = Callable[[str, str], "Passage | None"]
 
 @dataclass
 class Change:
-    kind: str            # "citation" | "support" | "figure" | "latex" | "duplicate"
+    kind: str            # "citation" | "support" | "attribution" | "figure" | "latex" | "duplicate"
     line: int
     before: str
     after: str
@@ -61,6 +65,7 @@ class PolishResult:
     flags: list[Flag] = field(default_factory=list)
     claims: int = 0
     supported: int = 0
+    attributed: int = 0      # claims resting on a description of other work, shown as the citing paper's remark
     scores: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -126,6 +131,45 @@ def check_citations(line: str, n: int, known: set[str], res: PolishResult) -> st
     return CITE_GROUP.sub(fix_group, line)
 
 
+def _clip(text: str, limit: int = 280) -> str:
+    """`text` cut short for the report without cutting a citation in half (a cut key would not resolve)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    i = cut.rfind("[@")
+    if i != -1 and "]" not in cut[i:]:
+        cut = cut[:i]
+    return cut.rstrip() + " …"
+
+
+_BULLET = re.compile(r"^\s*(?:[-+*]\s+)?")
+_LEAD = re.compile(r"^\s*(?:[-+*]\s+)?(?:\*\*(?P<who>[^*]+)\*\*\s*:?\s*)?")
+
+
+def check_attribution(text: str, group: str, key: str, best: Passage | None, n: int, res: PolishResult) -> str:
+    """`text` + `group` cites `key` for a claim whose best passage is `best`. When that passage describes other
+    work (`Passage.other`) and the text does not present it as a remark ("as described by …"), rewrite the
+    piece as the quoted remark it is; returns the (possibly new) piece."""
+    if best is None or not best.other:
+        return text + group
+    if reported(text):
+        res.attributed += 1
+        return text + group
+    lead = _LEAD.match(text)
+    bullet = _BULLET.match(text).group(0)
+    subject = f"**{lead.group('who')}**" if lead and lead.group("who") else f"[@{key}]"
+    loc = f", p. {best.page}" if best.page else ""
+    new = f"{bullet}{subject}, describing other work: “{best.text}” [@{key}{loc}]"
+    # the report shows both sides cut short: keep the citations whole
+    short = best.text if len(best.text) <= 120 else best.text[:120].rsplit(" ", 1)[0] + " …"
+    res.changes.append(Change("attribution", n, _clip(f"{_clip(text, 150)} {group}"),
+                              f"{subject}, describing other work: “{short}” [@{key}{loc}]",
+                              f"the {key} passage describes other work ({best.other}), not its own claim"))
+    res.attributed += 1
+    return new
+
+
 def check_support(line: str, n: int, support: Support, selected: list[str], res: PolishResult,
                   threshold: float) -> str:
     """Check each cited claim of the line against the cited papers; re-cite, replace or flag what fails."""
@@ -146,14 +190,15 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
         good = [k for k in keys if scores[k] >= threshold]
         if len(good) == len(keys):
             res.supported += 1
-            out.append(text + g.group(0))
+            out.append(check_attribution(text, g.group(0), keys[0], found[keys[0]], n, res) if len(keys) == 1
+                       else text + g.group(0))
             continue
         if good:  # some cited papers support it: keep only those
             new = "[" + "; ".join(f"@{k}" for k in good) + "]"
             res.changes.append(Change("support", n, g.group(0), new,
                                       f"{', '.join(k for k in keys if k not in good)} does not support: {claim[:100]}"))
             res.supported += 1
-            out.append(text + new)
+            out.append(check_attribution(text, new, good[0], found[good[0]], n, res) if len(good) == 1 else text + new)
             continue
         # another selected paper may be the real source
         other = None
@@ -170,7 +215,7 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
                                       f"re-cited: {other.paper_id} supports it ({other.score:.2f}), "
                                       f"{', '.join(keys)} does not ({max(scores.values()):.2f})"))
             res.supported += 1
-            out.append(text + new)
+            out.append(check_attribution(text, new, other.paper_id, other, n, res))
             continue
         best_key = max(keys, key=lambda k: scores[k])
         best = found[best_key]
@@ -178,7 +223,14 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
             prefix = re.match(r"^\s*(?:[-+*]\s+)?(?:\*\*[^*]+\*\*:\s*)?", text).group(0)
             loc = f", p. {best.page}" if best.page else ""
             new_text = f"{prefix}“{best.text}” "
-            res.changes.append(Change("support", n, text.strip() + " " + g.group(0), new_text + f"[@{best_key}{loc}]",
+            if best.other:   # the closest sentence describes other work: quote it as the paper's remark
+                lead = _LEAD.match(text)
+                subject = f"**{lead.group('who')}**" if lead and lead.group("who") else f"[@{best_key}]"
+                bullet = _BULLET.match(text).group(0)
+                new_text = f"{bullet}{subject}, describing other work: “{best.text}” "
+                res.attributed += 1
+            res.changes.append(Change("support", n, _clip(text.strip() + " " + g.group(0)),
+                                      _clip(new_text + f"[@{best_key}{loc}]"),
                                       f"replaced by the closest sentence of {best_key} ({best.score:.2f} → quotation)"))
             res.supported += 1
             out.append(new_text + f"[@{best_key}{loc}]")
@@ -291,7 +343,7 @@ def polish(markdown: str, *, known: set[str], selected: list[str], support: Supp
         norm = _norm(line)
         quotes = [" ".join(tokens(q)) for q in QUOTED.findall(line)]
         if norm and len(norm.split()) >= MIN_CLAIM_WORDS and (norm in seen_paras or (quotes and all(q in seen_quotes for q in quotes))):
-            res.changes.append(Change("duplicate", n, line.strip()[:200], "", "the same content appears earlier"))
+            res.changes.append(Change("duplicate", n, _clip(line, 200), "", "the same content appears earlier"))
             continue
         seen_paras.add(norm)
         seen_quotes.update(quotes)
