@@ -207,12 +207,52 @@ def _items(counted: _Counting, nested: bool, *, max_depth: int = MAX_JSON_DEPTH,
     start = 0
     skipping = False
     for event, value in ijson.basic_parse(counted, use_float=True):
+        if stack:               # the hot path: inside an item
+            if event == "map_key":
+                keys[-1] = value
+                continue
+            if counted.read_bytes - start > max_item:
+                stack.clear()
+                keys.clear()
+                skipping = True
+            elif event == "start_map" or event == "start_array":
+                depth += 1
+                if depth > max_depth:
+                    raise _TooDeep()
+                stack.append({} if event == "start_map" else [])
+                keys.append(None)
+                continue
+            elif event == "end_map" or event == "end_array":
+                depth -= 1
+                value = stack.pop()
+                keys.pop()
+                if not stack:
+                    yield value
+                    continue
+                parent = stack[-1]
+                if parent.__class__ is list:
+                    parent.append(value)
+                else:
+                    parent[keys[-1]] = value
+                continue
+            else:
+                parent = stack[-1]
+                if parent.__class__ is list:
+                    parent.append(value)
+                else:
+                    parent[keys[-1]] = value
+                continue
         if event in _START:
             depth += 1
             if depth > max_depth:
                 raise _TooDeep()
         elif event in _END:
             depth -= 1
+        if skipping:            # an item over `max_item`, consumed unbuilt to its end
+            if depth == base and event in _END:
+                skipping = False
+                yield _Skipped(counted.read_bytes - start)
+            continue
         if not in_items:
             if not nested:
                 in_items = event == "start_array" and depth == 1
@@ -223,46 +263,12 @@ def _items(counted: _Counting, nested: bool, *, max_depth: int = MAX_JSON_DEPTH,
             continue
         if depth < base:        # the items array closed
             in_items, key = False, None
-            continue
-        if skipping:
-            if depth == base and event in _END:
-                skipping = False
-                yield _Skipped(counted.read_bytes - start)
-            continue
-        if not stack:
-            if event in _START:
-                start = counted.read_bytes
-                stack.append({} if event == "start_map" else [])
-                keys.append(None)
-            else:
-                yield value     # a scalar item: the caller reports it
-            continue
-        if counted.read_bytes - start > max_item:
-            stack.clear()
-            keys.clear()
-            if depth == base and event in _END:
-                yield _Skipped(counted.read_bytes - start)
-            else:
-                skipping = True
-            continue
-        if event in _START:
+        elif event in _START:   # an item begins
+            start = counted.read_bytes
             stack.append({} if event == "start_map" else [])
             keys.append(None)
-            continue
-        if event == "map_key":
-            keys[-1] = value
-            continue
-        if event in _END:
-            value = stack.pop()
-            keys.pop()
-            if not stack:
-                yield value
-                continue
-        parent = stack[-1]
-        if isinstance(parent, list):
-            parent.append(value)
         else:
-            parent[keys[-1]] = value
+            yield value         # a scalar item: the caller reports it
 
 
 _START = frozenset({"start_map", "start_array"})
