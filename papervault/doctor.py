@@ -53,15 +53,22 @@ def _vault(ws: Workspace) -> list[Check]:
                          level="warning"))
     else:
         out.append(Check("vault git", True, "clean working tree"))
-    broken = []
+    broken, misplaced = [], []
     for pid in vault.paper_ids():
         try:
-            vault.read_note(pid)
+            meta, _ = vault.read_note(pid)
         except Exception as exc:
             broken.append(f"{pid} ({exc})")
+            continue
+        if meta.id != pid:
+            misplaced.append(f"papers/{pid}/ (id: {meta.id})")
     if broken:
         out.append(Check("notes", False, f"{len(broken)} note(s) cannot be read: {'; '.join(broken[:3])}",
                          "repair the YAML frontmatter between the --- lines"))
+    if misplaced:
+        out.append(Check("note ids", False, f"{len(misplaced)} note(s) whose id differs from their folder, so "
+                         f"they are not indexed: {', '.join(misplaced[:3])}",
+                         "set `id:` in each note's frontmatter to its folder name, or rename the folder"))
     pending = [str(p.parent.name) for p in vault.papers_dir.glob("*/note.new.md")]
     if pending:
         out.append(Check("notes", True, f"{len(pending)} paper(s) have a new tool version beside your edited note: "

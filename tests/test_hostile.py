@@ -203,6 +203,11 @@ def test_entries_with_different_keys_in_one_file_stay_two_papers(ws, tmp_path):
     # both keys resolve, as `[@paxosagain]` in a survey needs
     for key in ("lamport2001paxos", "paxosagain"):
         assert cli(["show", key]).returncode == 0
+    # adding the file again finds each entry's own paper (by its key), even though they share a DOI
+    again = cli(["add", str(bib)])
+    assert "Added 0 paper(s)" in again.stdout, again.stdout
+    assert f"merged {bib}#paxosagain into paxosagain" in again.stdout
+    assert sorted(paper_ids(ws)) == ["lamport2001paxos", "paxosagain"]
     # the same paper from another file still merges
     res = cli(["add", str(other)])
     assert "merged" in res.stdout and "Added 0 paper(s)" in res.stdout, res.stdout
@@ -325,6 +330,10 @@ def test_index_refuses_a_note_whose_id_differs_from_its_folder_and_converges(ws,
     note = ws / "vault" / "papers" / "doe2020good" / "note.md"
     note.write_text(note.read_text(encoding="utf-8").replace("id: doe2020good", "id: somethingelse"),
                     encoding="utf-8")
+    doctor = cli(["doctor"])
+    assert doctor.returncode == 1
+    assert "[FAIL] note ids: 1 note(s) whose id differs from their folder, so they are not indexed: " \
+           "papers/doe2020good/ (id: somethingelse)" in doctor.stdout
     first = cli(["index"])
     assert first.returncode == 0, first.stderr
     assert ("skipped doe2020good: note id 'somethingelse' differs from its folder papers/doe2020good/; not indexed. "

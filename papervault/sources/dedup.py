@@ -238,7 +238,7 @@ def near_duplicate(a: str, b: str, threshold: float = TITLE_THRESHOLD) -> float:
 
 @dataclass
 class Match:
-    """Why a record is a paper already known: `reason` is arxiv | doi | title | near-title."""
+    """Why a record is a paper already known: `reason` is key | arxiv | doi | title | near-title."""
 
     paper_id: str
     reason: str
@@ -311,6 +311,7 @@ class DedupIndex:
         self._by_doi: dict[str, str] = {}
         self._by_title: dict[str, list[str]] = defaultdict(list)
         self._by_word: dict[str, list[str]] = defaultdict(list)
+        self._by_file_key: dict[tuple[str, str], str] = {}
         for meta in metas:
             self.add(meta, meta.id)
 
@@ -339,6 +340,7 @@ class DedupIndex:
             entry.year = entry.year or item.year
         for file, key in _file_keys(item):
             entry.keys.setdefault(file, set()).add(key)
+            self._by_file_key.setdefault((file, key), paper_id)
         if doi:
             entry.dois.add(doi)
             self._by_doi.setdefault(doi, paper_id)
@@ -361,8 +363,14 @@ class DedupIndex:
                 self._by_word[w].append(entry.id)
 
     def find(self, record: SourceRecord | PaperMeta) -> Match | None:
-        """The known paper `record` is, or None: by arXiv id, then DOI, then exact title, then near-duplicate title."""
+        """The known paper `record` is, or None: by its citation key in the same file (the entry imported
+        before), then arXiv id, then DOI, then exact title, then near-duplicate title."""
         doi, ax = _ids_of(record.doi, record.arxiv)
+        names = _names(record.authors)
+        for fk in _file_keys(record) if isinstance(record, SourceRecord) else ():
+            pid = self._by_file_key.get(fk)
+            if pid and self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True):
+                return Match(pid, "key")
         if ax and ax in self._by_arxiv and not _other_key_same_file(self._entries[self._by_arxiv[ax]], record):
             return Match(self._by_arxiv[ax], "arxiv")
         if doi and doi in self._by_doi and not _other_key_same_file(self._entries[self._by_doi[doi]], record):
@@ -370,7 +378,6 @@ class DedupIndex:
         title = normalize_title(record.title)
         if len(title) < 8:      # "Introduction", "Editorial": too generic to identify a paper
             return None
-        names = _names(record.authors)
         for pid in self._by_title.get(title, ()):
             if self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True) and \
                     not _other_key_same_file(self._entries[pid], record):
