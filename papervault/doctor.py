@@ -84,8 +84,14 @@ FIX = "run `papervault doctor --fix`"
 
 def _interrupted(ws: Workspace, repo) -> list[Check]:
     """What a killed command leaves in the vault: a journal, temp files, a git index.lock, staged changes."""
+    from papervault.errors import LockedError
     from papervault.vault.journal import Journal, temp_files
 
+    try:
+        with ws.write_lock("doctor"):
+            pass
+    except LockedError as exc:   # a writer at work has a journal, temp files and git's lock by right
+        return [Check("interrupted commands", True, f"not checked: {exc}", level="info")]
     out: list[Check] = []
     lock = ws.vault_dir / ".git" / "index.lock"
     if lock.exists():

@@ -182,3 +182,15 @@ def test_staged_but_uncommitted_changes_are_reported_and_unstaged(ws, bibs):
     assert "[fixed] unstaged 1 change(s): papers/doe2020first/note.md" in fixed.stdout
     assert fixed.returncode == 0, fixed.stdout
     assert staged(ws) == [] and note.read_text(encoding="utf-8") == edited   # the edit itself is kept
+
+
+def test_doctor_leaves_a_running_writer_alone(ws, tmp_path, bibs):
+    from papervault.workspace import Workspace
+
+    assert cli(["add", str(bibs["a"])]).returncode == 0
+    interrupt_add(ws, tmp_path, [bibs["b"]], leave_lock=True)
+    with Workspace(ws).write_lock("add"):   # as if the add were still running: its journal and lock are its own
+        doc = cli(["doctor"])
+        assert "interrupted add" not in doc.stdout and "vault git lock" not in doc.stdout, doc.stdout
+        assert "[ok  ] interrupted commands: not checked:" in doc.stdout
+    assert "[FAIL] interrupted add" in cli(["doctor"]).stdout
