@@ -1,10 +1,12 @@
 """Dedup before anything is stored: one paper once, whichever sources it arrives from.
 
-A record matches a known paper by arXiv id (without version), then normalised DOI, then exact normalised title,
-then a near-duplicate title (typos, OCR slips, hyphenation, British spelling) whose similarity reaches
-`TITLE_THRESHOLD`. Two records with different citation keys from one file never merge (the user keeps them
-apart, and each `[@key]` must resolve), nor do titles that differ by a word swapped for its opposite. The threshold was measured on labelled title pairs (`python bench/import_bench.py --titles`,
-see docs/sources.md): hard negatives (Paxos Made Simple / Live, Part I / II, "is not") stay apart.
+A record matches a known paper by its citation key from the same file, then arXiv id (without version), then
+normalised DOI, then exact normalised title, then a near-duplicate title (typos, OCR slips, hyphenation, British
+spelling) whose similarity reaches `TITLE_THRESHOLD`. Two records with different citation keys from one file
+never merge (the user keeps them apart, and each `[@key]` must resolve), nor do titles that differ by a word
+swapped for its opposite. The threshold was measured on labelled title pairs (`python bench/import_bench.py
+--titles`, see docs/sources.md): hard negatives (Paxos Made Simple / Live, Part I / II, "is not", before /
+after) stay apart.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from papervault.models import SourceRecord
 
 MAX_JSON_DEPTH = 64                 # a CSL item nests 4 deep (issued.date-parts); 64 leaves room for any exporter
 MAX_JSON_ITEM_BYTES = 64 << 20      # one CSL / Better BibTeX item; bigger items are skipped unread
-MAX_BIBTEX_FILE_BYTES = 512 << 20   # a 90,000-entry library is about 60 MB
+MAX_BIBTEX_FILE_BYTES = 256 << 20   # a 90,000-entry library is about 60 MB; the text may take 4x in memory
 MAX_BIBTEX_ENTRY_CHARS = 64 << 20   # one @entry{...}
 MAX_BIBTEX_BRACE_DEPTH = 64         # {{...}} nesting inside one value
 

@@ -4,8 +4,9 @@ Before a writer touches `papers/<id>/`, it appends the id here (fsynced). The jo
 vault commit. If a command dies in between, the next writer rolls those folders back to the last commit
 (a new folder is unstaged and removed; changed files, staged or not, are restored; files new to a folder
 are unstaged and removed), except a note a person edited, which is kept as it is. The temporary files of
-atomic writes and a `.git/index.lock` left by the killed git command go too. The interrupted work is then simply done again, so the end state is the
-same as an uninterrupted run and nothing is half-written or duplicated.
+atomic writes and a `.git/index.lock` left by the killed git command go too. The interrupted work is then
+simply done again, so the end state is the same as an uninterrupted run and nothing is half-written or
+duplicated.
 """
 
 from __future__ import annotations
