@@ -362,9 +362,17 @@ class Ingest:
 
 def recover(ws: Workspace) -> list[str]:
     """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
+    import git
+
+    from papervault.errors import WorkspaceError
     from papervault.vault.journal import Journal
 
-    return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
+    try:
+        return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
+    except git.GitCommandError as exc:
+        said = " ".join(str(exc.stderr or exc).split())[:200]
+        raise WorkspaceError(f"could not roll back an interrupted add ({said})",
+                             fix="run `papervault doctor` and follow its fix") from None
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
