@@ -127,14 +127,14 @@ def phase_zotero(n: int, full_add: bool) -> dict:
 
 def phase_titles() -> dict:
     from papervault.ids import normalize_title
-    from papervault.sources.dedup import TITLE_THRESHOLD, _guard_tokens, title_similarity
+    from papervault.sources.dedup import TITLE_THRESHOLD, title_similarity, titles_differ
 
     rows = [r for r in csv.reader(open(ROOT / "bench" / "title_pairs.tsv", encoding="utf-8"), delimiter="\t")
             if r and not r[0].startswith("#")]
     scored = []
     for label, a, b in rows:
         na, nb = normalize_title(a), normalize_title(b)
-        guard = _guard_tokens(na) == _guard_tokens(nb)
+        guard = not titles_differ(na, nb)
         scored.append((label, round(title_similarity(na, nb) if guard else 0.0, 3), a, b))
     same = sorted(s for lab, s, *_ in scored if lab == "same")
     diff = sorted(s for lab, s, *_ in scored if lab == "diff")

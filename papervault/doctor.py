@@ -45,10 +45,7 @@ def _vault(ws: Workspace) -> list[Check]:
     except Exception as exc:
         return [Check("vault git", False, f"cannot read the vault's git repository: {exc}",
                       "repair vault/.git or restore it from its remote")]
-    temp = [str(p.relative_to(ws.vault_dir)) for p in ws.vault_dir.rglob(".*.tmp")]
-    if temp:
-        out.append(Check("vault temp files", False, f"{len(temp)} unfinished write(s) from an interrupted command: "
-                         f"{', '.join(temp[:3])}", "delete them; the files they were replacing are intact"))
+    out += _interrupted(ws, repo)
     if dirty:
         human = [c for c in changed if not c.endswith(".tmp")]
         out.append(Check("vault git", True, f"{len(human)} uncommitted change(s) (your edits?): {', '.join(human[:5])}",
@@ -56,15 +53,22 @@ def _vault(ws: Workspace) -> list[Check]:
                          level="warning"))
     else:
         out.append(Check("vault git", True, "clean working tree"))
-    broken = []
+    broken, misplaced = [], []
     for pid in vault.paper_ids():
         try:
-            vault.read_note(pid)
+            meta, _ = vault.read_note(pid)
         except Exception as exc:
             broken.append(f"{pid} ({exc})")
+            continue
+        if meta.id != pid:
+            misplaced.append(f"papers/{pid}/ (id: {meta.id})")
     if broken:
         out.append(Check("notes", False, f"{len(broken)} note(s) cannot be read: {'; '.join(broken[:3])}",
                          "repair the YAML frontmatter between the --- lines"))
+    if misplaced:
+        out.append(Check("note ids", False, f"{len(misplaced)} note(s) whose id differs from their folder, so "
+                         f"they are not indexed: {', '.join(misplaced[:3])}",
+                         "set `id:` in each note's frontmatter to its folder name, or rename the folder"))
     pending = [str(p.parent.name) for p in vault.papers_dir.glob("*/note.new.md")]
     if pending:
         out.append(Check("notes", True, f"{len(pending)} paper(s) have a new tool version beside your edited note: "
@@ -73,6 +77,74 @@ def _vault(ws: Workspace) -> list[Check]:
     if not broken:
         out.append(Check("notes", True, f"{len(vault.paper_ids())} note(s) readable"))
     return out
+
+
+FIX = "run `papervault doctor --fix`"
+
+
+def _interrupted(ws: Workspace, repo) -> list[Check]:
+    """What a killed command leaves in the vault: a journal, temp files, a git index.lock, staged changes."""
+    from papervault.errors import LockedError
+    from papervault.vault.journal import Journal, temp_files
+
+    try:
+        with ws.write_lock("doctor"):
+            pass
+    except LockedError as exc:   # a writer at work has a journal, temp files and git's lock by right
+        return [Check("interrupted commands", True, f"not checked: {exc}", level="info")]
+    out: list[Check] = []
+    lock = ws.vault_dir / ".git" / "index.lock"
+    if lock.exists():
+        out.append(Check("vault git lock", False, "vault/.git/index.lock exists: a git command in the vault is "
+                         "running, or was killed and left it", f"if no git command is running in vault/, {FIX} "
+                         "(it deletes the file)"))
+    pending = Journal(_journal_path(ws), ws.vault).pending()
+    if pending:
+        out.append(Check("interrupted add", False, f"an interrupted `papervault add` left {len(pending)} paper "
+                         f"folder(s) uncommitted: {', '.join(pending[:5])}",
+                         f"{FIX} to roll them back (the next `papervault add` does so too), then add them again"))
+    temp = [str(p.relative_to(ws.vault_dir)) for p in temp_files(ws.vault_dir)]
+    if temp:
+        out.append(Check("vault temp files", False, f"{len(temp)} unfinished write(s) from an interrupted command: "
+                         f"{', '.join(temp[:3])}", f"{FIX} (deletes them; the files they were replacing are intact)"))
+    if not lock.exists() and repo.head.is_valid():
+        staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
+        if staged and not pending:
+            out.append(Check("vault git staged", False, f"{len(staged)} change(s) staged but never committed "
+                             f"(a command killed between `git add` and `git commit`?): {', '.join(staged[:5])}",
+                             f"{FIX} to unstage them (your files stay as they are), or commit them in vault/ "
+                             "with git"))
+    return out
+
+
+def _journal_path(ws: Workspace) -> Path:
+    return ws.state_dir / "journal" / "add"
+
+
+def fix(ws: Workspace) -> list[str]:
+    """Repair what `_interrupted` reports, under the write lock; returns what was done, one line each."""
+    from papervault.vault.journal import Journal, remove_temp_files
+
+    done: list[str] = []
+    with ws.write_lock("doctor --fix"):     # no papervault command is writing: a lock or journal left is stale
+        lock = ws.vault_dir / ".git" / "index.lock"
+        if lock.exists():
+            lock.unlink(missing_ok=True)
+            done.append("deleted vault/.git/index.lock")
+        journal = Journal(_journal_path(ws), ws.vault)
+        if journal.pending():
+            rolled = journal.recover()
+            done.append(f"rolled back the interrupted add ({len(rolled)} path(s): {', '.join(rolled[:5])})")
+        temp = remove_temp_files(ws.vault_dir)
+        if temp:
+            done.append(f"deleted {len(temp)} temporary file(s): {', '.join(temp[:3])}")
+        repo = ws.vault.repo
+        if repo.head.is_valid():
+            staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
+            if staged:
+                repo.git.reset("--quiet")
+                done.append(f"unstaged {len(staged)} change(s): {', '.join(staged[:5])}")
+    return done
 
 
 def _index(ws: Workspace) -> Check:

@@ -176,7 +176,7 @@ class Ingest:
                 except OSError as exc:
                     self.report.problems.append(Problem(rec.source, f"cannot read: {exc.strerror or exc}"))
                     continue
-                if sha in self.by_hash:
+                if sha in self.by_hash and not self.dedup.keeps_apart(self.by_hash[sha], rec):
                     pid = self.by_hash[sha]
                     meta = self.vault.read_meta(pid)
                     if rec.source not in meta.sources:
@@ -200,7 +200,11 @@ class Ingest:
 
     def _complete(self, rec: SourceRecord) -> SourceRecord:
         """Note the record's warnings and search reason; download its PDF (arXiv, DOI link, URL) unless the
-        paper it already is has one. A failed download leaves a metadata-only paper and a warning."""
+        paper it already is has one. A failed download leaves a metadata-only paper and a warning.
+        Every field is cut to its cap first (`papervault.sources.limits`), with a warning."""
+        from papervault.sources.limits import cap_record
+
+        rec = cap_record(rec)
         for w in rec.warnings:
             self.report.warnings.append(Problem(rec.source, w))
         if rec.reason:
@@ -219,7 +223,12 @@ class Ingest:
             return rec
 
     def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
-        rec = _merge_parsed(rec, parsed)
+        from papervault.sources.limits import cap_record
+
+        seen = len(rec.warnings)
+        rec = cap_record(_merge_parsed(rec, parsed))   # what the PDF says is capped like what a source says
+        for w in rec.warnings[seen:]:
+            self.report.warnings.append(Problem(rec.source, w))
         match = self.dedup.find(rec)
         if match:
             self._merge_into(match.paper_id, rec, parsed, sha, reason=match.describe())
@@ -258,6 +267,7 @@ class Ingest:
                                    zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors)
             if rec.reader_notes:
                 self._write_reader_notes(pid, rec)
+        self.dedup.add(rec, pid)   # the paper now also carries this record's key and identifiers
         self.touched.append(self.vault.paper_dir(pid))
         self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin, "reason": reason,
                                    "gained_pdf": gained_pdf, "new_source": rec.source not in before})
@@ -352,9 +362,17 @@ class Ingest:
 
 def recover(ws: Workspace) -> list[str]:
     """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
+    import git
+
+    from papervault.errors import WorkspaceError
     from papervault.vault.journal import Journal
 
-    return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
+    try:
+        return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
+    except git.GitCommandError as exc:
+        said = " ".join(str(exc.stderr or exc).split())[:200]
+        raise WorkspaceError(f"could not roll back an interrupted add ({said})",
+                             fix="run `papervault doctor` and follow its fix") from None
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,

@@ -100,12 +100,14 @@ def test_cli_add_reports_problems_warnings_and_merges(ws, tmp_path):
 
     bib = tmp_path / "refs.bib"
     bib.write_text("@article{lamport2001paxos, author={Lamport, Leslie}, title={Paxos Made Simple}, year={2001},"
-                   " file={missing.pdf}}\n@article{bad, title={Unclosed}\n"
-                   "@misc{dup, title={Paxos made simple}, author={Lamport, L.}, year={2001}}\n")
-    res = CliRunner().invoke(cli, ["add", str(bib), "--workspace", str(ws.root)])
+                   " file={missing.pdf}}\n@article{bad, title={Unclosed}\n")
+    # the same paper under another key in another file merges (two keys in one file stay two papers)
+    more = tmp_path / "more.bib"
+    more.write_text("@misc{dup, title={Paxos made simple}, author={Lamport, L.}, year={2001}}\n")
+    res = CliRunner().invoke(cli, ["add", str(bib), str(more), "--workspace", str(ws.root)])
     assert res.exit_code == 0, res.output
     out = res.output
     assert f"skipped {bib}:2: @article entry skipped: unbalanced braces" in out
     assert f"warning {bib}#lamport2001paxos: file field names missing PDF(s): {tmp_path / 'missing.pdf'}" in out
-    assert f"merged {bib}#dup into lamport2001paxos" in out
+    assert f"merged {more}#dup into lamport2001paxos" in out
     assert "Added 1 paper(s), merged 1" in out

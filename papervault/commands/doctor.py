@@ -10,17 +10,25 @@ from papervault.commands.common import emit_json, json_option, open_workspace, w
 
 
 @click.command()
+@click.option("--fix", "do_fix", is_flag=True,
+              help="Repair what an interrupted command left (stale git lock, staged or half-written files), "
+                   "then check.")
 @workspace_option
 @json_option
-def doctor(workspace, as_json):
+def doctor(do_fix, workspace, as_json):
     """Check every part of the workspace and say how to fix each problem (exit 1 if any check fails)."""
-    from papervault.doctor import run_checks
+    from papervault.doctor import fix, run_checks
 
     ws = open_workspace(workspace, require=False)
+    fixed = fix(ws) if do_fix and ws.exists else []
+    if not as_json:
+        for line in fixed:
+            click.echo(f"[fixed] {line}")
     checks = run_checks(ws)
     failed = [c for c in checks if not c.ok]
     if as_json:
-        emit_json({"workspace": str(ws.root), "ok": not failed, "checks": [c.as_dict() for c in checks]})
+        emit_json({"workspace": str(ws.root), "ok": not failed, "fixed": fixed,
+                   "checks": [c.as_dict() for c in checks]})
     else:
         for c in checks:
             mark = "ok  " if c.ok and c.level != "warning" else ("warn" if c.ok else "FAIL")

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text
-from papervault.errors import IndexMismatchError
+from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index.embed import Embedder
 from papervault.models import Chunk, PaperMeta
 
@@ -190,6 +190,9 @@ class PaperIndex:
                     report["unchanged"] += 1
                     continue
                 meta, body = vault.read_note(pid)
+                if meta.id != pid:   # rows are keyed by folder; indexing it under `id` would never converge
+                    raise WorkspaceError(f"note id {meta.id!r} differs from its folder papers/{pid}/; not indexed",
+                                         fix=f"set `id: {pid}` in its frontmatter, or rename the folder")
                 fulltext = ft_raw.decode("utf-8", errors="replace")
                 todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)

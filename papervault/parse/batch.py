@@ -68,12 +68,49 @@ def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: P
     return paper
 
 
-def _init_worker() -> None:
-    """Keep PyMuPDF from loading its optional ONNX layout model (seconds per process, never used here)."""
+def _init_worker(parent: int | None = None) -> None:
+    """Tie the worker's life to its parent's; keep PyMuPDF from loading its optional ONNX layout model
+    (seconds per process, never used here)."""
     import sys
 
+    if parent is not None:
+        die_with_parent(parent)
     if "pymupdf" not in sys.modules:
         sys.modules.setdefault("pymupdf.layout", None)  # `import pymupdf.layout` then fails fast; PyMuPDF allows that
+
+
+WATCH_SECONDS = 1.0   # how often a worker checks that its parent still lives (the fallback to PR_SET_PDEATHSIG)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this process exit when process `parent` dies, even by SIGKILL (a killed `add` left its ~113 MB
+    workers running forever).
+
+    On Linux the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG). A daemon thread that
+    checks the parent pid every WATCH_SECONDS covers other systems, and a parent that died before this ran.
+    """
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="papervault-parent-watch", daemon=True).start()
 
 
 def _worker(path: str, settings_dict: dict, cache_dir: str | None):
@@ -142,7 +179,8 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
         solo = not queue
         batch = [suspects.pop(0)] if solo else queue
         width = 1 if solo else min(workers, len(queue))
-        pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx, initializer=_init_worker)
+        pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(os.getpid(),))
         running: dict = {}
         broken = False
         try:

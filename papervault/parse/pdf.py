@@ -11,7 +11,7 @@ from papervault.config import ParseSettings
 from papervault.models import Figure, Heading, ParsedPaper, Reference, Table, page_anchor
 from papervault.parse import equations, figures, tables
 from papervault.parse.captions import attach_titles, caption_of
-from papervault.parse.document import file_sha256, open_pdf
+from papervault.parse.document import file_sha256, open_pdf, structure_error
 from papervault.parse.layout import Block, Line, extract_lines, find_running_lines, group_blocks, inside, reading_order
 from papervault.parse.metadata import pdf_metadata
 from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_reference_lines
@@ -33,6 +33,9 @@ def parse_pdf(path: Path, settings: ParseSettings | None = None, *, password: st
     doc = open_pdf(path, password=password, max_pages=settings.max_pages)
     try:
         paper = _parse(doc, settings)
+        limit = structure_error(path)
+        if limit:
+            raise limit
     finally:
         doc.close()
     paper.sha256 = file_sha256(path)

@@ -3,7 +3,8 @@
 Each entry is parsed on its own, from its `@type{` to the next line that starts an entry, so an unbalanced brace
 costs that entry only. `@string` macros, `#` concatenation, `{...}` and `"..."` values, LaTeX accents, biblatex
 fields (`date`, `journaltitle`, `eprint`/`eprinttype`) and `file` fields (Zotero, Better BibTeX, JabRef) are
-understood.
+understood. The file size, an entry's size and the brace depth inside a value are bounded
+(`papervault.sources.limits`): past a bound the file or entry is one problem and the rest goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Iterator
 from papervault.models import SourceRecord
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import order_main_first
+from papervault.sources.limits import MAX_BIBTEX_BRACE_DEPTH, MAX_BIBTEX_ENTRY_CHARS, MAX_BIBTEX_FILE_BYTES
 from papervault.sources.problems import SourceProblem
 
 _ENTRY_START = re.compile(r"^[ \t]*@[ \t]*([A-Za-z][\w-]*)[ \t]*([{(])", re.M)
@@ -74,6 +76,8 @@ def _braced(text: str, i: int) -> tuple[str, int]:
             continue
         if c == "{":
             depth += 1
+            if depth > MAX_BIBTEX_BRACE_DEPTH:
+                raise _Bad(f"braces nested deeper than {MAX_BIBTEX_BRACE_DEPTH} levels", i)
         elif c == "}":
             depth -= 1
             if depth == 0:
@@ -92,6 +96,8 @@ def _quoted(text: str, i: int) -> tuple[str, int]:
             continue
         if c == "{":
             depth += 1
+            if depth > MAX_BIBTEX_BRACE_DEPTH:
+                raise _Bad(f"braces nested deeper than {MAX_BIBTEX_BRACE_DEPTH} levels", i)
         elif c == "}":
             depth -= 1
             if depth < 0:
@@ -104,7 +110,7 @@ def _quoted(text: str, i: int) -> tuple[str, int]:
 
 def _value(text: str, i: int, macros: dict[str, str]) -> tuple[str, int]:
     """A field value: pieces joined by `#`, each braced, quoted, a number or a @string macro."""
-    parts = []
+    parts, total = [], 0
     while True:
         i = _skip_ws(text, i)
         if i >= len(text):
@@ -122,6 +128,10 @@ def _value(text: str, i: int, macros: dict[str, str]) -> tuple[str, int]:
             piece = word if word.isdigit() else macros.get(word.lower(), _MONTHS.get(word.lower()[:3], word))
             i = m.end()
         parts.append(piece)
+        total += len(piece)
+        if total > MAX_BIBTEX_ENTRY_CHARS:   # `@string` macros joined with `#` can double at every step
+            raise _Bad(f"a value longer than {MAX_BIBTEX_ENTRY_CHARS >> 20} M characters once @string macros "
+                       "are expanded", i)
         i = _skip_ws(text, i)
         if i < len(text) and text[i] == "#":
             i += 1
@@ -263,13 +273,19 @@ def parse_bibtex(text: str, source: str = "<bibtex>", base: Path | None = None) 
     base = base or Path.cwd()
     macros: dict[str, str] = {}
     starts = list(_ENTRY_START.finditer(text))
+    line, counted_to = 1, 0
     for n, m in enumerate(starts):
         kind = m.group(1).lower()
         end = starts[n + 1].start() if n + 1 < len(starts) else len(text)
-        line = text.count("\n", 0, m.start()) + 1
-        chunk = text[m.end() - 1:end]
+        line += text.count("\n", counted_to, m.start())   # counted incrementally: linear in the file
+        counted_to = m.start()
         if kind in ("comment", "preamble"):
             continue
+        if end - m.end() > MAX_BIBTEX_ENTRY_CHARS:
+            yield SourceProblem(source, f"@{kind} entry skipped: longer than {MAX_BIBTEX_ENTRY_CHARS >> 20} M "
+                                        f"characters (line {line})", line=line)
+            continue
+        chunk = text[m.end() - 1:end]
         try:
             close = ")" if m.group(2) == "(" else "}"
             if close == "}":
@@ -301,6 +317,11 @@ def read_bibtex(path: str | Path) -> Iterator[SourceRecord | SourceProblem]:
     """Entries of a .bib file; `file` paths are resolved relative to the file's folder."""
     path = Path(path).expanduser().resolve()
     try:
+        size = path.stat().st_size
+        if size > MAX_BIBTEX_FILE_BYTES:
+            yield SourceProblem(str(path), f"the file is {size >> 20} MB, more than the {MAX_BIBTEX_FILE_BYTES >> 20} "
+                                           "MB a BibTeX file may have; split it and add the parts")
+            return
         raw = path.read_bytes()
     except OSError as exc:
         yield SourceProblem(str(path), f"cannot read: {exc.strerror or exc}")

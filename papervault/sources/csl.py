@@ -1,8 +1,10 @@
 """CSL-JSON and Better BibTeX JSON exports, streamed so a 90,000-record file never sits in memory at once.
 
 A CSL-JSON export is a top-level array of items; a Better BibTeX JSON export is an object whose `items` are
-Zotero-shaped (`itemType`, `creators`, `citationKey`, `attachments`). Both are read item by item with ijson;
-an item with wrong-typed fields becomes a problem (or a warning), never the end of the import.
+Zotero-shaped (`itemType`, `creators`, `citationKey`, `attachments`). Both are read item by item from ijson's
+low-level events, with nesting depth and item size bounded while streaming (`papervault.sources.limits`): a file
+of 100,000 nested `[` is one problem, not gigabytes of memory. An item with wrong-typed fields becomes a
+problem (or a warning), never the end of the import.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import ijson
 from papervault.models import SourceRecord
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import order_main_first
+from papervault.sources.limits import MAX_JSON_DEPTH, MAX_JSON_ITEM_BYTES
 from papervault.sources.problems import SourceProblem
 from papervault.vault.store import ID_PATTERN
 
@@ -165,7 +168,7 @@ def record_from_bbt(item: dict, source: str, base: Path) -> SourceRecord:
 
 
 class _Counting:
-    """A binary file wrapper that counts bytes read, for progress over a huge file."""
+    """A binary file wrapper that counts bytes read, for progress over a huge file and the item size bound."""
 
     def __init__(self, fh):
         self.fh, self.read_bytes = fh, 0
@@ -174,6 +177,102 @@ class _Counting:
         data = self.fh.read(n)
         self.read_bytes += len(data)
         return data
+
+
+class _TooDeep(Exception):
+    """The JSON nests deeper than MAX_JSON_DEPTH: the rest of the file cannot be trusted to end."""
+
+
+class _Skipped:
+    """Stands for an item over MAX_JSON_ITEM_BYTES, whose events were consumed without building it."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+
+def _items(counted: _Counting, nested: bool, *, max_depth: int = MAX_JSON_DEPTH,
+           max_item: int = MAX_JSON_ITEM_BYTES) -> Iterator[Any]:
+    """The elements of the top-level array (or of the top-level object's `items` array when `nested`).
+
+    Built from ijson.basic_parse, which carries no path prefixes (ijson.items' prefixes grow with the depth and
+    made 100,000 nested `[` cost gigabytes): the depth is checked on every container opened, and an item whose
+    bytes exceed `max_item` is consumed without being built and comes back as `_Skipped`.
+    """
+    base = 2 if nested else 1   # the depth inside the items array
+    depth = 0
+    in_items = False
+    key = None                  # the last key of the top-level object (nested files)
+    stack: list = []            # the containers of the item being built
+    keys: list = []             # the pending key of each open map in `stack`
+    start = 0
+    skipping = False
+    for event, value in ijson.basic_parse(counted, use_float=True):
+        if stack:               # the hot path: inside an item
+            if event == "map_key":
+                keys[-1] = value
+                continue
+            if counted.read_bytes - start > max_item:
+                stack.clear()
+                keys.clear()
+                skipping = True
+            elif event == "start_map" or event == "start_array":
+                depth += 1
+                if depth > max_depth:
+                    raise _TooDeep()
+                stack.append({} if event == "start_map" else [])
+                keys.append(None)
+                continue
+            elif event == "end_map" or event == "end_array":
+                depth -= 1
+                value = stack.pop()
+                keys.pop()
+                if not stack:
+                    yield value
+                    continue
+                parent = stack[-1]
+                if parent.__class__ is list:
+                    parent.append(value)
+                else:
+                    parent[keys[-1]] = value
+                continue
+            else:
+                parent = stack[-1]
+                if parent.__class__ is list:
+                    parent.append(value)
+                else:
+                    parent[keys[-1]] = value
+                continue
+        if event in _START:
+            depth += 1
+            if depth > max_depth:
+                raise _TooDeep()
+        elif event in _END:
+            depth -= 1
+        if skipping:            # an item over `max_item`, consumed unbuilt to its end
+            if depth == base and event in _END:
+                skipping = False
+                yield _Skipped(counted.read_bytes - start)
+            continue
+        if not in_items:
+            if not nested:
+                in_items = event == "start_array" and depth == 1
+            elif depth == 1 and event == "map_key":
+                key = value
+            elif event == "start_array" and depth == 2 and key == "items":
+                in_items = True
+            continue
+        if depth < base:        # the items array closed
+            in_items, key = False, None
+        elif event in _START:   # an item begins
+            start = counted.read_bytes
+            stack.append({} if event == "start_map" else [])
+            keys.append(None)
+        else:
+            yield value         # a scalar item: the caller reports it
+
+
+_START = frozenset({"start_map", "start_array"})
+_END = frozenset({"end_map", "end_array"})
 
 
 def read_csl(path: str | Path, *, progress: Progress | None = None, every: int = 5000) -> Iterator[SourceRecord | SourceProblem]:
@@ -197,10 +296,13 @@ def read_csl(path: str | Path, *, progress: Progress | None = None, every: int =
             yield SourceProblem(src, "not a CSL-JSON or Better BibTeX JSON export (expected [ or { first)")
             return
         counted = _Counting(fh)
-        n = 0
+        n, broken = 0, False
         try:
-            for item in ijson.items(counted, prefix, use_float=True):
+            for item in _items(counted, prefix == "items.item"):
                 n += 1
+                if isinstance(item, _Skipped):
+                    yield SourceProblem(src, f"item {n} is larger than {MAX_JSON_ITEM_BYTES >> 20} MB; skipped")
+                    continue
                 if not isinstance(item, dict):
                     yield SourceProblem(src, f"item {n} is a {type(item).__name__}, not an object; skipped")
                     continue
@@ -215,10 +317,15 @@ def read_csl(path: str | Path, *, progress: Progress | None = None, every: int =
                                              f"{type(exc).__name__}: {exc}")
                 if progress and n % every == 0:
                     progress(n, counted.read_bytes / size)
+        except _TooDeep:
+            broken = True
+            yield SourceProblem(src, f"JSON nested deeper than {MAX_JSON_DEPTH} levels after item {n}; the rest of "
+                                     "the file was not read (not a CSL-JSON export?)")
         except ijson.JSONError as exc:
+            broken = True
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             yield SourceProblem(src, f"invalid JSON after item {n} ({first}); the items before it were read")
         if progress:
             progress(n, 1.0)
-        if n == 0 and prefix == "items.item":
+        if n == 0 and prefix == "items.item" and not broken:
             yield SourceProblem(src, "a JSON object without an `items` list: not a Better BibTeX export")

@@ -1,9 +1,12 @@
 """Dedup before anything is stored: one paper once, whichever sources it arrives from.
 
-A record matches a known paper by arXiv id (without version), then normalised DOI, then exact normalised title,
-then a near-duplicate title (typos, OCR slips, hyphenation, British spelling) whose similarity reaches
-`TITLE_THRESHOLD`. The threshold was measured on labelled title pairs (`python bench/import_bench.py --titles`,
-see docs/sources.md): hard negatives (Paxos Made Simple / Live, Part I / II, "is not") stay apart.
+A record matches a known paper by its citation key from the same file, then arXiv id (without version), then
+normalised DOI, then exact normalised title, then a near-duplicate title (typos, OCR slips, hyphenation, British
+spelling) whose similarity reaches `TITLE_THRESHOLD`. Two records with different citation keys from one file
+never merge (the user keeps them apart, and each `[@key]` must resolve), nor do titles that differ by a word
+swapped for its opposite. The threshold was measured on labelled title pairs (`python bench/import_bench.py
+--titles`, see docs/sources.md): hard negatives (Paxos Made Simple / Live, Part I / II, "is not", before /
+after) stay apart.
 """
 
 from __future__ import annotations
@@ -181,9 +184,53 @@ def _guard_tokens(norm: str) -> tuple[str, ...]:
     return tuple(sorted(w for w in norm.split() if w.isdigit() or w in _ROMAN or w in _NEGATION))
 
 
+# Words whose swap for their opposite makes another paper ("Fairness before/after Deployment"). Most are skip
+# words, invisible to the similarity; the rest differ in one content word, which a long title absorbs.
+_ANTONYMS = (("before", "after"), ("for", "against"), ("pro", "contra"), ("above", "below"), ("over", "under"),
+             ("with", "without"), ("pre", "post"), ("inside", "outside"), ("within", "beyond"), ("upper", "lower"),
+             ("up", "down"), ("higher", "lower"), ("high", "low"), ("more", "less"), ("most", "least"),
+             ("major", "minor"), ("maximum", "minimum"), ("max", "min"), ("best", "worst"), ("better", "worse"),
+             ("early", "late"), ("earlier", "later"), ("first", "last"), ("open", "closed"), ("online", "offline"),
+             ("static", "dynamic"), ("strong", "weak"), ("true", "false"), ("positive", "negative"),
+             ("increasing", "decreasing"), ("increase", "decrease"), ("sparse", "dense"), ("implicit", "explicit"),
+             ("synchronous", "asynchronous"), ("centralized", "decentralized"), ("local", "global"),
+             ("supervised", "unsupervised"), ("linear", "nonlinear"), ("convex", "nonconvex"))
+# Prefixes whose swap does the same inside a word: pretraining / posttraining, overfitting / underfitting.
+_ANTONYM_PREFIXES = (("pre", "post"), ("over", "under"), ("intra", "inter"), ("micro", "macro"),
+                     ("hyper", "hypo"), ("up", "down"))
+_OPPOSITE: dict[str, set[str]] = defaultdict(set)
+for _x, _y in _ANTONYMS:
+    _OPPOSITE[_x].add(_y)
+    _OPPOSITE[_y].add(_x)
+
+
+def _antonym_swap(a: str, b: str) -> bool:
+    """True when a word of normalised title `a` stands where `b` has its opposite (or an opposite prefix)."""
+    wa, wb = a.split(), b.split()
+    only_a = set(wa) - set(wb) or {w for w in wa if wa.count(w) > wb.count(w)}
+    only_b = set(wb) - set(wa) or {w for w in wb if wb.count(w) > wa.count(w)}
+    if not only_a or not only_b:
+        return False
+    for x in only_a:
+        if _OPPOSITE.get(x, set()) & only_b:
+            return True
+        for p, q in _ANTONYM_PREFIXES:
+            for p, q in ((p, q), (q, p)):
+                if x.startswith(p) and len(x) > len(p) + 2 and any(
+                        y.startswith(q) and y[len(q):] == x[len(p):] for y in only_b):
+                    return True
+    return False
+
+
+def titles_differ(a: str, b: str) -> bool:
+    """Two normalised titles that name different papers however alike they look: other numbers, part numerals
+    or negations, or a word swapped for its opposite (before / after, for / against, pre- / post-)."""
+    return _guard_tokens(a) != _guard_tokens(b) or _antonym_swap(a, b)
+
+
 def near_duplicate(a: str, b: str, threshold: float = TITLE_THRESHOLD) -> float:
     """The similarity of two normalised titles if they count as the same title, else 0.0."""
-    if _guard_tokens(a) != _guard_tokens(b):
+    if titles_differ(a, b):
         return 0.0
     sim = title_similarity(a, b)
     return sim if sim >= threshold else 0.0
@@ -193,7 +240,7 @@ def near_duplicate(a: str, b: str, threshold: float = TITLE_THRESHOLD) -> float:
 
 @dataclass
 class Match:
-    """Why a record is a paper already known: `reason` is arxiv | doi | title | near-title."""
+    """Why a record is a paper already known: `reason` is key | arxiv | doi | title | near-title."""
 
     paper_id: str
     reason: str
@@ -212,6 +259,28 @@ class _Entry:
     stems: frozenset[str] = frozenset()   # stems of the title's content words, for a cheap pre-filter
     dois: set[str] = field(default_factory=set)
     arxiv: str | None = None
+    keys: dict[str, set[str]] = field(default_factory=dict)   # source file -> the user's citation keys in it
+
+
+def _file_keys(item: SourceRecord | PaperMeta) -> list[tuple[str, str]]:
+    """(source file, citation key) pairs: a record's own key, or the `file#key` entries of a note's sources."""
+    if isinstance(item, SourceRecord):
+        if item.key and "#" in item.source:
+            return [(item.source.rsplit("#", 1)[0], item.key)]
+        return []
+    pairs = []
+    for src in item.sources:
+        if "#" in src:
+            file, key = src.rsplit("#", 1)
+            if key:
+                pairs.append((file, key))
+    return pairs
+
+
+def _other_key_same_file(entry: _Entry, record: SourceRecord | PaperMeta) -> bool:
+    """True when `record` carries a citation key and `entry` already has a different one from the same file:
+    two entries the user keeps apart in one file are two papers, however alike (`[@key]` must resolve)."""
+    return any(entry.keys.get(file) and key not in entry.keys[file] for file, key in _file_keys(record))
 
 
 def _names(authors: list[str]) -> frozenset[str]:
@@ -244,6 +313,7 @@ class DedupIndex:
         self._by_doi: dict[str, str] = {}
         self._by_title: dict[str, list[str]] = defaultdict(list)
         self._by_word: dict[str, list[str]] = defaultdict(list)
+        self._by_file_key: dict[tuple[str, str], str] = {}
         for meta in metas:
             self.add(meta, meta.id)
 
@@ -270,12 +340,20 @@ class DedupIndex:
                 self._index_title(entry)
             entry.names = entry.names or _names(item.authors)
             entry.year = entry.year or item.year
+        for file, key in _file_keys(item):
+            entry.keys.setdefault(file, set()).add(key)
+            self._by_file_key.setdefault((file, key), paper_id)
         if doi:
             entry.dois.add(doi)
             self._by_doi.setdefault(doi, paper_id)
         if ax:
             entry.arxiv = entry.arxiv or ax
             self._by_arxiv.setdefault(ax, paper_id)
+
+    def keeps_apart(self, paper_id: str, record: SourceRecord) -> bool:
+        """True when `record` must not merge into `paper_id` whatever matches: another key from the same file."""
+        entry = self._entries.get(paper_id)
+        return entry is not None and _other_key_same_file(entry, record)
 
     def _index_title(self, entry: _Entry) -> None:
         if not entry.title:
@@ -287,18 +365,24 @@ class DedupIndex:
                 self._by_word[w].append(entry.id)
 
     def find(self, record: SourceRecord | PaperMeta) -> Match | None:
-        """The known paper `record` is, or None: by arXiv id, then DOI, then exact title, then near-duplicate title."""
+        """The known paper `record` is, or None: by its citation key in the same file (the entry imported
+        before), then arXiv id, then DOI, then exact title, then near-duplicate title."""
         doi, ax = _ids_of(record.doi, record.arxiv)
-        if ax and ax in self._by_arxiv:
+        names = _names(record.authors)
+        for fk in _file_keys(record) if isinstance(record, SourceRecord) else ():
+            pid = self._by_file_key.get(fk)
+            if pid and self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True):
+                return Match(pid, "key")
+        if ax and ax in self._by_arxiv and not _other_key_same_file(self._entries[self._by_arxiv[ax]], record):
             return Match(self._by_arxiv[ax], "arxiv")
-        if doi and doi in self._by_doi:
+        if doi and doi in self._by_doi and not _other_key_same_file(self._entries[self._by_doi[doi]], record):
             return Match(self._by_doi[doi], "doi")
         title = normalize_title(record.title)
         if len(title) < 8:      # "Introduction", "Editorial": too generic to identify a paper
             return None
-        names = _names(record.authors)
         for pid in self._by_title.get(title, ()):
-            if self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True):
+            if self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True) and \
+                    not _other_key_same_file(self._entries[pid], record):
                 return Match(pid, "title")
         best: Match | None = None
         stems = frozenset(_stem(w) for w in _content_words(title))
@@ -311,7 +395,8 @@ class DedupIndex:
                 continue
             score = near_duplicate(title, entry.title, self.threshold)
             if score and (best is None or score > best.score) and \
-                    self._compatible(entry, names, record.year, doi, ax, exact=False):
+                    self._compatible(entry, names, record.year, doi, ax, exact=False) and \
+                    not _other_key_same_file(entry, record):
                 best = Match(pid, "near-title", score)
         return best
 

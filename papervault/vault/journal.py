@@ -2,9 +2,11 @@
 
 Before a writer touches `papers/<id>/`, it appends the id here (fsynced). The journal is cleared after the
 vault commit. If a command dies in between, the next writer rolls those folders back to the last commit
-(a new folder is removed; changed files are restored; untracked files removed), except a note a person
-edited, which is kept as it is. The interrupted work is then simply done again, so the end state is the
-same as an uninterrupted run and nothing is half-written or duplicated.
+(a new folder is unstaged and removed; changed files, staged or not, are restored; files new to a folder
+are unstaged and removed), except a note a person edited, which is kept as it is. The temporary files of
+atomic writes and a `.git/index.lock` left by the killed git command go too. The interrupted work is then
+simply done again, so the end state is the same as an uninterrupted run and nothing is half-written or
+duplicated.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
+from papervault.errors import WorkspaceError
 from papervault.vault.frontmatter import body_hash, split
+from papervault.vault.store import ID_PATTERN
 
 
 class Journal:
@@ -46,39 +50,84 @@ class Journal:
         return [ln.strip() for ln in self.path.read_text(encoding="utf-8").splitlines() if ln.strip()]
 
     def recover(self) -> list[str]:
-        """Undo what an interrupted command left uncommitted; returns what was rolled back."""
+        """Undo what an interrupted command left uncommitted; returns what was rolled back.
+
+        Handles a kill at any point: files half-written (temporary files of atomic writes), changes written
+        but not staged, staged but not committed (`git add` done, `git commit` not), and the `.git/index.lock`
+        a killed git command leaves. The lock is removed only when the journal shows a papervault command was
+        interrupted (the caller holds the write lock, so that command is dead); otherwise it may be a person's
+        git command at work, and recovery stops with a WorkspaceError naming the fix.
+        """
         done: list[str] = []
-        for tmp in self.vault.root.rglob(".*.tmp"):
-            if ".git" not in tmp.parts:
-                tmp.unlink(missing_ok=True)
-                done.append(str(tmp.relative_to(self.vault.root)))
-        ids = self.pending()
+        ids = [pid for pid in dict.fromkeys(self.pending()) if ID_PATTERN.match(pid) and ".." not in pid]
+        lock = self.vault.root / ".git" / "index.lock"
+        if lock.exists():
+            if not self.path.exists():
+                raise WorkspaceError(f"{lock} exists: a git command in the vault is running, or was killed",
+                                     fix="if none is running, run `papervault doctor --fix` (or delete the file)")
+            lock.unlink(missing_ok=True)
+            done.append(".git/index.lock")
+        done += remove_temp_files(self.vault.root)
         if not ids:
+            self.clear()
             return done
         repo = self.vault.repo
         head_ok = repo.head.is_valid()
-        for pid in dict.fromkeys(ids):
+        rels = [f"papers/{pid}" for pid in ids]
+        in_head = _git_files(repo, ["ls-tree", "-r", "--name-only", "HEAD"], rels) if head_ok else set()
+        staged = _git_files(repo, ["ls-files"], rels)                         # in the index (added or not)
+        untracked = _git_files(repo, ["ls-files", "--others", "--exclude-standard"], rels)
+        changed = (_git_files(repo, ["diff", "--name-only", "HEAD"], rels)
+                   | _git_files(repo, ["diff", "--cached", "--name-only", "HEAD"], rels)) if head_ok else set()
+        for pid, rel in zip(ids, rels):
             pdir = self.vault.papers_dir / pid
-            rel = f"papers/{pid}"
-            tracked = set(repo.git.ls_files("--", rel).splitlines()) if head_ok else set()
-            if not tracked:
-                if pdir.exists():
-                    shutil.rmtree(pdir)
+            mine = {f for f in in_head if f.startswith(rel + "/")}
+            if not mine:   # a paper this command created: unstage it and remove it
+                was_staged = any(f.startswith(rel + "/") for f in staged)
+                if was_staged:
+                    repo.git.rm("-r", "--cached", "--quiet", "--ignore-unmatch", "--", rel)
+                if was_staged or pdir.exists():
+                    shutil.rmtree(pdir, ignore_errors=True)
                     done.append(rel + "/")
                 continue
-            changed = set(repo.git.diff("--name-only", "HEAD", "--", rel).splitlines())
-            untracked = set(repo.git.ls_files("--others", "--exclude-standard", "--", rel).splitlines())
-            for f in sorted(changed | untracked):
+            for f in sorted(f for f in (changed | staged | untracked) if f.startswith(rel + "/")):
                 path = self.vault.root / f
                 if f.endswith("/note.md") and path.exists() and _edited_by_person(path):
                     continue
-                if f in tracked:
-                    repo.git.checkout("HEAD", "--", f)
+                if f in mine:
+                    if f in changed:
+                        repo.git.checkout("HEAD", "--", f)     # restores the index entry and the file
+                        done.append(f)
                 else:
+                    if f in staged:
+                        repo.git.rm("--cached", "--quiet", "--ignore-unmatch", "--", f)
                     path.unlink(missing_ok=True)
-                done.append(f)
+                    done.append(f)
         self.clear()
         return done
+
+
+def remove_temp_files(root: Path) -> list[str]:
+    """Delete the temporary files of atomic writes a killed command left (the files they replace are intact)."""
+    done = []
+    for tmp in temp_files(root):
+        tmp.unlink(missing_ok=True)
+        done.append(str(tmp.relative_to(root)))
+    return done
+
+
+def temp_files(root: Path) -> list[Path]:
+    """Temporary files of atomic writes (`.<name>.<random>.tmp`) under `root`, outside `.git`."""
+    return [p for p in root.rglob(".*.tmp") if ".git" not in p.relative_to(root).parts and p.is_file()]
+
+
+def _git_files(repo, command: list[str], rels: list[str], chunk: int = 500) -> set[str]:
+    """The paths a git listing command prints for `rels`, asked in chunks (a big import journals many ids)."""
+    out: set[str] = set()
+    for i in range(0, len(rels), chunk):
+        text = repo.git.execute(["git", *command, "--", *rels[i:i + chunk]])
+        out.update(ln for ln in text.splitlines() if ln)
+    return out
 
 
 def _edited_by_person(path: Path) -> bool:

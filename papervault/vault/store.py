@@ -34,13 +34,33 @@ def check_id(paper_id: str) -> str:
     return paper_id
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows (os.umask is not thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename over it: never a half-written file."""
+    """Write to a temporary file beside `path`, fsync, then rename over it: never a half-written file.
+
+    The file gets the mode a plain `open()` would give it (0666 less the umask, so a group sharing the vault
+    can read it); mkstemp alone leaves 0600. A file an older version wrote 0600 gets that mode when rewritten.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
@@ -92,14 +112,20 @@ class Vault:
         env = {"GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
                "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1]}
         specs = ["."] if paths is None else [str(Path(p).resolve().relative_to(self.root.resolve())) for p in paths]
-        with repo.git.custom_environment(**env):
-            repo.git.add("--all", "--", *specs)
-            if not repo.head.is_valid():
-                if not repo.index.entries:
+        try:
+            with repo.git.custom_environment(**env):
+                repo.git.add("--all", "--", *specs)
+                if not repo.head.is_valid():
+                    if not repo.index.entries:
+                        return None
+                elif not repo.index.diff("HEAD"):
                     return None
-            elif not repo.index.diff("HEAD"):
-                return None
-            repo.git.commit("-m", message, "--no-verify", "--quiet")
+                repo.git.commit("-m", message, "--no-verify", "--quiet")
+        except git.GitCommandError as exc:
+            said = " ".join(str(exc.stderr or exc).split())[:200]
+            fix = ("if no git command is running in vault/, run `papervault doctor --fix`"
+                   if "index.lock" in said else "run `papervault doctor` and follow its fix")
+            raise WorkspaceError(f"git could not commit in the vault ({said})", fix=fix) from None
         return repo.head.commit.hexsha
 
     def is_clean(self) -> bool:
