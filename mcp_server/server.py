@@ -227,8 +227,9 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
     def paper_resource(paper_id: str) -> str:
         try:
             T.check_id(paper_id)
-            return vt.vault.note_path(paper_id).read_text(encoding="utf-8") if vt.vault.has_paper(paper_id) \
-                else _missing(paper_id)
+            if not vt.vault.has_paper(paper_id):
+                _missing(paper_id)
+            return vt.vault.safe_path(vt.vault.note_path(paper_id)).read_text(encoding="utf-8")
         except PapervaultError as exc:
             raise ValueError(str(exc)) from None
 
