@@ -126,6 +126,25 @@ def path_url(path: str) -> str:
     return quote(path, safe="/#-._~")
 
 
+# --- Markdown from the vault ---------------------------------------------------------------------
+
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])")
+
+
+def escape_foreign_tags(markdown: str, allowed: frozenset[str] | set[str] = ALLOWED_TAGS) -> str:
+    """Markdown whose HTML tags outside `allowed` are shown as text (`&lt;script>`), code left verbatim.
+
+    The sanitiser would drop them, with their content for `<script>`, and an unclosed `<svg>` would take the
+    rest of the page with it; a paper about script injection should read as written instead.
+    """
+    from papervault.site.citations import _split_code
+
+    def tag(m: re.Match) -> str:
+        return m.group(0) if m.group(2).lower() in allowed else "&lt;" + m.group(1) + m.group(2)
+
+    return "".join(chunk if is_code else _TAG.sub(tag, chunk) for chunk, is_code in _split_code(markdown))
+
+
 # --- the rendering layer --------------------------------------------------------------------------
 
 class _Sanitize(Postprocessor):

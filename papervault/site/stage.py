@@ -20,7 +20,8 @@ import yaml
 
 from papervault.models import PaperMeta
 from papervault.site.citations import cited_keys, render_citations
-from papervault.site.sanitize import arxiv_url, doi_url, html_text, md_text, path_url, safe_url, yaml_str
+from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
+                                      safe_url, yaml_str)
 from papervault.errors import UnsafePathError
 from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
@@ -338,7 +339,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             code_page = f"code/{name}.md"
             links.append(f"[code: {md_escape(name)}]({path_url(rel_link(code_page, page))})"
                          if code_page in snap.code else f"code: {md_escape(name)}")
-        body, report = render_citations(H1.sub("", e.body, count=1), label, linker(page))
+        body, report = render_citations(escape_foreign_tags(H1.sub("", e.body, count=1)), label, linker(page))
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         data = {
@@ -356,7 +357,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             ft_page = f"papers/{pid}/paper.md"
             _, text = _strip_frontmatter(e.fulltext)
             text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>', text)
-            text, _ = render_citations(text, label, linker(ft_page), narrative=False)
+            text, _ = render_citations(escape_foreign_tags(text), label, linker(ft_page), narrative=False)
             pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
         for f in e.figure_files:
             assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
@@ -367,7 +368,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     survey_rows = []
     for s in snap.surveys:
         page = f"surveys/{s.slug}/survey.md"
-        body, report = render_citations(s.text, label, linker(page))
+        body, report = render_citations(escape_foreign_tags(s.text), label, linker(page))
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         refs = []
@@ -462,7 +463,7 @@ HIDE_VALUES = {"navigation", "toc", "footer", "path", "tags", "feedback"}
 
 def vault_page(text: str, default_title: str) -> str:
     """A Markdown page of the vault (code note, survey page, the user's own page) with frontmatter papervault
-    writes itself: its values escaped for YAML and HTML, unknown keys dropped. A page whose frontmatter does not
+    writes itself: its values escaped for YAML and HTML, unknown keys dropped, foreign HTML tags shown as text. A page whose frontmatter does not
     parse keeps it as text behind an empty block, so mkdocs never reads it as metadata."""
     data, body = _strip_frontmatter(text)
     title = data.get("title") or _title_of(text, default_title)
@@ -478,7 +479,7 @@ def vault_page(text: str, default_title: str) -> str:
     search = data.get("search")
     if isinstance(search, dict) and search.get("exclude") is True:
         out.append("search:\n  exclude: true")
-    return "---\n" + "\n".join(out) + "\n---\n\n" + body.lstrip("\n")
+    return "---\n" + "\n".join(out) + "\n---\n\n" + escape_foreign_tags(body.lstrip("\n"))
 
 
 def _title_of(text: str, default: str) -> str:
