@@ -11,10 +11,10 @@ from typing import Iterable, Iterator
 
 import git
 
-from papervault.errors import NotFoundError, WorkspaceError
+from papervault.errors import NotFoundError, UnsafePathError, WorkspaceError
 from papervault.models import PaperMeta, ParsedPaper, now_iso
 from papervault.vault import frontmatter
-from papervault.vault.paths import safe_vault_path
+from papervault.vault.paths import log, safe_vault_path
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 AUTHOR = ("papervault", "papervault@localhost")
@@ -155,6 +155,8 @@ class Vault:
         for pid in self.paper_ids():
             try:
                 yield self.read_meta(pid)
+            except UnsafePathError as exc:
+                log.warning("%s", exc)       # one line; the note is never read
             except (WorkspaceError, ValueError):
                 continue
 
