@@ -20,6 +20,7 @@ from pydantic import Field
 from mcp_server import tools as T
 from papervault import __version__
 from papervault.errors import PapervaultError
+from papervault.site.sanitize import agent_markdown
 from papervault.workspace import Workspace
 
 SERVER_NAME = "papervault"
@@ -229,7 +230,7 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
             T.check_id(paper_id)
             if not vt.vault.has_paper(paper_id):
                 _missing(paper_id)
-            return vt.vault.safe_path(vt.vault.note_path(paper_id)).read_text(encoding="utf-8")
+            return agent_markdown(vt.vault.safe_path(vt.vault.note_path(paper_id)).read_text(encoding="utf-8"))
         except PapervaultError as exc:
             raise ValueError(str(exc)) from None
 
@@ -240,7 +241,7 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
             T.check_id(paper_id)
             if not vt.vault.has_paper(paper_id):
                 _missing(paper_id)
-            return vt.vault.read_fulltext(paper_id)
+            return agent_markdown(vt.vault.read_fulltext(paper_id))
         except PapervaultError as exc:
             raise ValueError(str(exc)) from None
 

@@ -234,6 +234,15 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
         assert "Consensus under attack" in page.locator(".md-header__topic").last.inner_text()
         card = page.locator(".pv-card").first.inner_text()
         assert "Web" not in card and "DOI" not in card      # the payload URL and DOI are not linked
+        # search results (rendered by the theme's script from the search index) run nothing either
+        for query in ("attack", "Harmless title", "Hostile Paper"):
+            page.goto(server.url, wait_until="load")
+            page.locator("input.md-search__input").click()
+            page.keyboard.type(query)
+            page.locator(".md-search-result__item").first.wait_for(timeout=20000)
+            page.wait_for_timeout(300)
+            got = page.evaluate(check)
+            assert got["pwned"] is None and got["bad"] == [], (query, got)
         # the PDF's text reads as written: its tags are shown, not run and not dropped
         full = next(r for r in pages if r.startswith("papers/malloryhostile/paper/"))
         page.goto(server.url + full[: -len("index.html")], wait_until="load")
@@ -257,3 +266,33 @@ def test_dois_and_urls_are_checked_before_they_become_links():
     kept = clean_html('<table><tr><td colspan="2" rowspan="3">x</td></tr></table><a id="page-2" data-page="2"></a>'
                       '<figure class="pv-figure"><img alt="a" src="figures/f.png" loading="lazy"></figure>')
     assert 'colspan="2"' in kept and 'data-page="2"' in kept and 'src="figures/f.png"' in kept
+
+
+def test_mcp_serves_hostile_text_as_text(hostile_site):
+    """`read`, `get_paper` and the full-text resource over stdio: a paper's tags reach the client as text; the
+    page anchors papervault writes stay tags."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from support_mcp import papervault_cmd, server_env
+
+    cmd = papervault_cmd()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--workspace", str(hostile_site)],
+                                   env=server_env())
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as c:
+            read = await c.call_tool("read", {"paper_id": "malloryhostile"})
+            assert not read.is_error, read.content
+            paper = await c.call_tool("get_paper", {"paper_id": "csl-newline"})
+            assert not paper.is_error, paper.content
+            resource = await c.read_resource("papervault://paper/malloryhostile/fulltext")
+            return read.structured_content["text"], paper.structured_content["note"], resource.contents[0].text
+
+    read, note, full = anyio.run(main)
+    for text in (read, full):
+        assert f"carries &lt;script>{PWN}&lt;/script> inside" in text
+        assert "&lt;iframe src=javascript:alert(1)>" in text and "&lt;svg onload" in text
+        assert '<a id="page-1"></a>' in text
+        assert "<script" not in text and "<iframe" not in text and "<img" not in text
+    assert "<img" not in note and "<iframe" not in note

@@ -145,6 +145,24 @@ def escape_foreign_tags(markdown: str, allowed: frozenset[str] | set[str] = ALLO
     return "".join(chunk if is_code else _TAG.sub(tag, chunk) for chunk, is_code in _split_code(markdown))
 
 
+# The HTML papervault itself writes into paper.md: page anchors and tables (colspan/rowspan as HTML).
+_AGENT_TAG = re.compile(
+    r'(?P<own></?(?:table|thead|tbody|tfoot|tr|br|sup|sub)\s*/?>|<t[dh](?:\s+(?:colspan|rowspan)="\d+")*\s*>'
+    r'|</t[dh]>|<a id="page-\d+"(?: data-page="\d+")?></a>)'
+    r'|<(?P<close>/?)(?P<name>[A-Za-z][A-Za-z0-9-]*)(?=[\s/>])', re.I)
+
+
+def agent_markdown(markdown: str) -> str:
+    """Markdown for an MCP client: every HTML tag but the anchors and tables papervault writes is shown as
+    text (`&lt;script>`), code left verbatim, so a client that renders the answer runs nothing from a paper."""
+    from papervault.site.citations import _split_code
+
+    def tag(m: re.Match) -> str:
+        return m.group("own") or "&lt;" + m.group("close") + m.group("name")
+
+    return "".join(chunk if is_code else _AGENT_TAG.sub(tag, chunk) for chunk, is_code in _split_code(markdown))
+
+
 # --- the rendering layer --------------------------------------------------------------------------
 
 class _Sanitize(Postprocessor):
