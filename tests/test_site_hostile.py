@@ -296,3 +296,38 @@ def test_mcp_serves_hostile_text_as_text(hostile_site):
         assert '<a id="page-1"></a>' in text
         assert "<script" not in text and "<iframe" not in text and "<img" not in text
     assert "<img" not in note and "<iframe" not in note
+
+
+def test_site_serve_sanitises_too(hostile_site):
+    """`site serve` reloads the mkdocs configuration before each build; the sanitiser is in every one of them."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from support_mcp import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "papervault", "site", "serve", "--port", str(port),
+                             "-w", str(hostile_site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, text = time.monotonic() + 120, ""
+        while time.monotonic() < deadline and not text:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/mine/", timeout=5) as r:
+                    text = r.read().decode("utf-8")
+            except OSError:
+                time.sleep(0.5)
+        assert "My page" in text
+        parser = _Attrs()
+        parser.feed(text)
+        assert parser.bad == []
+        article = text[text.index("<article"):text.index("</article>")]
+        assert "<iframe" not in article and "<form" not in article and "<object" not in article
+        assert "&lt;iframe" in article                 # shown as text
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -190,3 +190,4 @@ def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, inte
               open_in_browser=open_browser)
     finally:
         stop.set()
+        mkdocs_serve.load_config = load_config

@@ -18,11 +18,11 @@ from typing import Any
 import jinja2
 import yaml
 
+from papervault.errors import UnsafePathError
 from papervault.models import PaperMeta
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
-from papervault.errors import UnsafePathError
 from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
 from papervault.vault.store import ID_PATTERN
