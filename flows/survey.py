@@ -334,7 +334,10 @@ def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) ->
 
     def support(claim: str, pid: str):
         if pid not in texts:
-            texts[pid] = v.read_fulltext(pid) if pid in known else ""
+            try:
+                texts[pid] = v.read_fulltext(pid) if pid in known else ""
+            except PapervaultError:          # a paper.md leading out of the vault is not evidence
+                texts[pid] = ""
         if not texts[pid]:
             return None
         return best_support(claim, pid, texts[pid], ws=ws, enough=threshold)

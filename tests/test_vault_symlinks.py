@@ -188,3 +188,15 @@ def test_mcp_refuses_linked_files_over_stdio(linked):
 
     texts = anyio.run(main)
     _no_secret("\n".join(texts))
+
+
+def test_survey_reads_no_linked_note_or_full_text(linked):
+    """The survey's reader of notes and full texts (stage 2 onwards) skips refused papers with one line each."""
+    from papervault.survey.select import load_papers
+    from papervault.workspace import Workspace
+
+    ws = Workspace(linked["root"])
+    papers, problems = load_papers(ws.vault, [linked["alpha"], linked["beta"], linked["gamma"], "evilfolder"])
+    assert [p.id for p in papers] == [linked["gamma"]]
+    assert len(problems) == 3 and all("leads out of the vault" in p and "\n" not in p for p in problems)
+    _no_secret("\n".join(problems) + "".join(p.note + p.fulltext for p in papers))
