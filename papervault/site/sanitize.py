@@ -1,12 +1,13 @@
 """What keeps text from papers, bibliographies and shared vaults from running script in the site.
 
 Two layers. When the site is staged, every value papervault itself writes into a page (frontmatter, titles,
-authors, links) is escaped for its syntax and for HTML, and every URL or DOI is checked before it becomes a
-link. When mkdocs renders a page, `SanitizeExtension` passes the finished HTML of the page body through an
+authors, links) is escaped for its syntax and for HTML, every URL or DOI is checked before it becomes a link,
+and HTML tags outside the allow-list in the vault's Markdown are written as text. When mkdocs renders a page, `SanitizeExtension` passes the finished HTML of the page body through an
 allow-list sanitiser (nh3): the tags and attributes papervault's pages and the configured Markdown extensions
 produce are kept, everything else (`<script>`, `on*=` handlers, `<iframe>`, `javascript:`/`data:` links,
 attributes set with `{ ... }` attr_list syntax) is dropped. The table of contents is cleaned the same way,
-because the theme prints its entries unescaped.
+because the theme prints its entries unescaped. `agent_markdown` is the MCP server's counterpart: paper text
+with every tag but papervault's own anchors and tables shown as text.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ ALLOWED_TAGS = frozenset("""
 _COMMON = {"id", "class", "title", "lang", "dir", "align"}
 ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
     "*": _COMMON,
-    "a": {"href", "name"},
+    "a": {"href", "name", "data-page"},     # data-page: the page anchors of a full text
     "img": {"src", "alt", "width", "height", "loading"},
     "td": {"colspan", "rowspan", "style"},
     "th": {"colspan", "rowspan", "style", "scope"},
@@ -49,7 +50,8 @@ URL_SCHEMES = frozenset({"http", "https", "mailto"})
 _CLEANER = nh3.Cleaner(
     tags=set(ALLOWED_TAGS), attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
     tag_attribute_values=ALLOWED_ATTRIBUTE_VALUES, url_schemes=set(URL_SCHEMES),
-    generic_attribute_prefixes={"data-"}, filter_style_properties={"text-align"},
+    # no generic `data-*`: the theme's script acts on `data-md-*` attributes
+    filter_style_properties={"text-align"},
     clean_content_tags={"script", "style"}, link_rel=None, strip_comments=True,
 )
 _TEXT_ONLY = nh3.Cleaner(tags=set(), clean_content_tags={"script", "style"})
