@@ -27,6 +27,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact  #
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from papervault.errors import PapervaultError  # noqa: E402
+from papervault.vault.paths import is_safe  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
 
@@ -86,7 +87,9 @@ def _digest(*parts: Any) -> str:
     return h.hexdigest()[:24]
 
 
-def _file_hash(path: Path) -> str:
+def _file_hash(path: Path, vault_root: Path | None = None) -> str:
+    if vault_root is not None and path.is_file() and not is_safe(vault_root, path):
+        return "refused"          # a link out of the vault is never read (the task then fails with one line)
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "-"
 
 
@@ -110,8 +113,8 @@ def _analyse_key(context, params) -> str:
     pid = params["paper_id"]
     # The workspace is part of the key: the task's effect is a note in that vault, and a copy of the vault
     # elsewhere must be analysed there too.
-    return "analyse-" + _digest(str(ws.root), pid, params["backend"], _file_hash(v.fulltext_path(pid)),
-                                _file_hash(v.note_path(pid)))
+    return "analyse-" + _digest(str(ws.root), pid, params["backend"], _file_hash(v.fulltext_path(pid), v.root),
+                                _file_hash(v.note_path(pid), v.root))
 
 
 def _inputs_key(context, params) -> str:
@@ -332,7 +335,10 @@ def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) ->
 
     def support(claim: str, pid: str):
         if pid not in texts:
-            texts[pid] = v.read_fulltext(pid) if pid in known else ""
+            try:
+                texts[pid] = v.read_fulltext(pid) if pid in known else ""
+            except PapervaultError:          # a paper.md leading out of the vault is not evidence
+                texts[pid] = ""
         if not texts[pid]:
             return None
         return best_support(claim, pid, texts[pid], ws=ws, enough=threshold)
@@ -457,7 +463,7 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
         # 6. outline (a person's edited outline is kept)
         t0 = time.perf_counter()
         opath = sdir / "outline.md"
-        existing = opath.read_text(encoding="utf-8") if opath.is_file() else None
+        existing = opath.read_text(encoding="utf-8") if opath.is_file() and is_safe(ws.vault.root, opath) else None
         out = outline(root, topic, ids, backend, corr_d, existing)
         o = Outline(topic=out["outline"]["topic"] or topic,
                     sections=[Section(**s) for s in out["outline"]["sections"]],

@@ -20,6 +20,7 @@ from pydantic import Field
 from mcp_server import tools as T
 from papervault import __version__
 from papervault.errors import PapervaultError
+from papervault.site.sanitize import agent_markdown
 from papervault.workspace import Workspace
 
 SERVER_NAME = "papervault"
@@ -227,8 +228,9 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
     def paper_resource(paper_id: str) -> str:
         try:
             T.check_id(paper_id)
-            return vt.vault.note_path(paper_id).read_text(encoding="utf-8") if vt.vault.has_paper(paper_id) \
-                else _missing(paper_id)
+            if not vt.vault.has_paper(paper_id):
+                _missing(paper_id)
+            return agent_markdown(vt.vault.safe_path(vt.vault.note_path(paper_id)).read_text(encoding="utf-8"))
         except PapervaultError as exc:
             raise ValueError(str(exc)) from None
 
@@ -239,7 +241,7 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
             T.check_id(paper_id)
             if not vt.vault.has_paper(paper_id):
                 _missing(paper_id)
-            return vt.vault.read_fulltext(paper_id)
+            return agent_markdown(vt.vault.read_fulltext(paper_id))
         except PapervaultError as exc:
             raise ValueError(str(exc)) from None
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from papervault.chunking.paper import FIGURE_NUM_RE, FIGURE_RE, HEADING_RE, PAGE_RE
 from papervault.errors import NotFoundError, PapervaultError
+from papervault.site.sanitize import agent_markdown
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
 
@@ -202,6 +203,11 @@ class VaultTools:
         hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
         result = _bounded(query, [h.model_dump() for h in hits],
                           lambda d: len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or []))
+        for d in result["hits"]:       # a paper's text, shown as text even by a client that renders HTML
+            d["text"] = agent_markdown(d["text"])
+            for c in d.get("context") or []:
+                if isinstance(c.get("text"), str):
+                    c["text"] = agent_markdown(c["text"])
         if not result["hits"]:
             result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
                               "indexed: `papervault index`)")
@@ -275,7 +281,7 @@ class VaultTools:
             "meta": {k: data[k] for k in keep if k in data and data[k] not in ([], {}, "")},
             "sections": [{"path": s.path, "title": s.title, "level": s.level, "page": s.page} for s in sections],
             "figures": [{"number": f.number, "caption": f.caption, "page": f.page, "path": f.path} for f in figures],
-            "note": note,
+            "note": agent_markdown(note),
             "has_fulltext": bool(fulltext),
             "fulltext": f"papers/{paper_id}/paper.md",
             "cite": f"[@{paper_id}]",
@@ -342,7 +348,7 @@ class VaultTools:
         nxt = offset + len(window)
         anchor = f"papers/{paper_id}/paper.md" + (f"#page-{page_start}" if page_start else "")
         return {"paper_id": paper_id, **where, "page_start": page_start, "page_end": page_end,
-                "anchor": anchor, "offset": offset, "text": window, "total_chars": len(text),
+                "anchor": anchor, "offset": offset, "text": agent_markdown(window), "total_chars": len(text),
                 "next_offset": nxt if nxt < len(text) else None}
 
     @staticmethod
@@ -379,7 +385,7 @@ class VaultTools:
         for c in picked:
             text, _ = _cut(c.text, MAX_HIT_CHARS)
             out.append({"chunk_id": c.id, "level": c.level, "section": c.section_path, "page": c.page_start,
-                        "page_end": c.page_end, "text": text, "target": c.id == chunk_id,
+                        "page_end": c.page_end, "text": agent_markdown(text), "target": c.id == chunk_id,
                         **({"figure": c.extra["figure"]} if c.extra.get("figure") else {})})
         return {"paper_id": paper_id, "chunk_id": chunk_id, "section": target.section_path,
                 "page_start": min((c["page"] for c in out if c["page"]), default=None),

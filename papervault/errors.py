@@ -51,3 +51,7 @@ class NotFoundError(PapervaultError):
 
 class SiteError(PapervaultError):
     """The static site could not be built or served."""
+
+
+class UnsafePathError(NotFoundError):
+    """A vault file is a symbolic link (or lies under one) that leads out of the vault; it is never read."""

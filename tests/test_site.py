@@ -52,7 +52,7 @@ def test_citations_render_as_links_with_page_locators():
 
 
 def test_markdown_escaping_and_anchors_keep_titles_and_chinese():
-    assert md_escape("A [draft] *of* <T>") == r"A \[draft\] \*of\* \<T\>"
+    assert md_escape("A [draft] *of* <T> & co") == r"A \[draft\] \*of\* &lt;T&gt; &amp; co"
     assert anchor("注意力", "tag") == "tag-注意力"
     assert anchor("Deep Learning", "tag") == "tag-deep-learning"
     assert anchor("!!!", "venue").startswith("venue-") and len(anchor("!!!", "venue")) > 6

@@ -33,8 +33,8 @@ def index(rebuild, quiet, workspace, as_json):
     if as_json:
         emit_json(report)
     else:
-        for pid, err in (report.get("errors") or {}).items():
-            click.echo(f"skipped {pid}: {err}", err=True)
+        for pid, err in sorted((report.get("errors") or {}).items()):
+            click.echo(f"warning: skipped {pid}: {err}", err=True)
         parts = ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, (int, float)) and k != "seconds")
         click.echo(f"Indexed in {report['seconds']} s ({parts})")
 

@@ -182,9 +182,9 @@ class PaperIndex:
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
         for pid in ids:
             try:
-                note_raw = vault.note_path(pid).read_bytes()
+                note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
                 ft_path = vault.fulltext_path(pid)
-                ft_raw = ft_path.read_bytes() if ft_path.is_file() else b""
+                ft_raw = vault.safe_path(ft_path).read_bytes() if ft_path.is_file() else b""
                 digest = _content_hash(note_raw, ft_raw, self.embedder.model_name)
                 if indexed.get(pid) == digest:
                     report["unchanged"] += 1

@@ -107,7 +107,7 @@ def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
     logger = logging.getLogger("mkdocs")
     logger.addHandler(handler)
     try:
-        cfg = load_config(config_file=str(staged["config"]), strict=strict)
+        cfg = with_sanitiser(load_config(config_file=str(staged["config"]), strict=strict))
         build(cfg)
     except ConfigurationError as exc:
         raise SiteError(f"mkdocs configuration: {exc}", fix=f"fix {ws.root / 'mkdocs.yml'} (see docs/site.md)") from None
@@ -120,6 +120,19 @@ def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
     return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
             "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
             "warnings": staged["warnings"] + handler.messages}
+
+
+def with_sanitiser(cfg):
+    """The loaded mkdocs configuration with papervault's HTML sanitiser as the last Markdown extension.
+
+    Added to the loaded configuration rather than written into the staged mkdocs.site.yml, because that file
+    inherits the user's mkdocs.yml, whose `markdown_extensions` list an override would replace, not extend.
+    """
+    from papervault.site.sanitize import SanitizeExtension
+
+    if not any(isinstance(e, SanitizeExtension) for e in cfg.markdown_extensions):
+        cfg.markdown_extensions.append(SanitizeExtension())
+    return cfg
 
 
 def _quiet_jieba() -> None:
@@ -149,8 +162,12 @@ def vault_signature(root: Path) -> tuple[int, int]:
 def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, interval: float = 1.0,
                open_browser: bool = False) -> None:
     """Live preview: mkdocs serve over the staging folder, re-staged whenever the vault changes."""
-    from mkdocs.commands.serve import serve
+    import mkdocs.commands.serve as mkdocs_serve
+    from mkdocs.config import load_config
 
+    # mkdocs serve loads the configuration again before every rebuild; each load gets the sanitiser too.
+    mkdocs_serve.load_config = lambda *a, **kw: with_sanitiser(load_config(*a, **kw))
+    serve = mkdocs_serve.serve
     _quiet_jieba()
     staged = stage(ws)
     stop = threading.Event()
@@ -173,3 +190,4 @@ def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, inte
               open_in_browser=open_browser)
     finally:
         stop.set()
+        mkdocs_serve.load_config = load_config

@@ -128,4 +128,7 @@ def _split_code(text: str):
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[").replace("]", "\\]")
+    """A label or locator as Markdown text (brackets, asterisks, angle brackets and `&` shown as written)."""
+    from papervault.site.sanitize import md_text
+
+    return md_text(text)

@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
+from papervault.errors import UnsafePathError
 from papervault.models import PaperMeta
 from papervault.site.citations import cited_keys, render_citations
+from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
+                                      safe_url, yaml_str)
 from papervault.vault import frontmatter
+from papervault.vault.paths import safe_vault_path
 from papervault.vault.store import ID_PATTERN
 
 PROJECT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
@@ -83,35 +88,51 @@ class SitePlan:
 # --- reading ---------------------------------------------------------------------------------------
 
 def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
-    """Read notes, full texts, surveys, code notes and the user's own pages; a broken note is reported, not fatal."""
+    """Read notes, full texts, surveys, code notes and the user's own pages; a broken note is reported, not fatal.
+
+    Every file goes through `safe_vault_path`: one that is (or lies under) a link out of the vault is neither
+    read nor published, and is reported as a problem (a warning of `site build`)."""
     snap = VaultSnapshot(root=vault_root)
+
+    def inside(path: Path) -> bool:
+        try:
+            safe_vault_path(vault_root, path)
+            return True
+        except UnsafePathError as exc:
+            snap.problems.append(str(exc))
+            return False
+
     papers_dir = vault_root / "papers"
-    if papers_dir.is_dir():
+    if papers_dir.is_dir() and inside(papers_dir):
         for pdir in sorted(papers_dir.iterdir()):
             if not pdir.is_dir() or not ID_PATTERN.match(pdir.name) or not (pdir / "note.md").is_file():
                 continue
             try:
-                entry = _read_paper(pdir, include_pdfs=include_pdfs)
+                entry = _read_paper(pdir, include_pdfs=include_pdfs, inside=inside)
+            except UnsafePathError as exc:
+                snap.problems.append(str(exc))
+                continue
             except (ValueError, OSError, UnicodeDecodeError) as exc:
                 snap.problems.append(f"papers/{pdir.name}/note.md: {exc}")
                 continue
             snap.papers[entry.meta.id] = entry
     surveys_dir = vault_root / "surveys"
-    if surveys_dir.is_dir():
+    if surveys_dir.is_dir() and inside(surveys_dir):
         for sdir in sorted(surveys_dir.iterdir()):
-            if sdir.is_dir() and (sdir / "survey.md").is_file():
-                snap.surveys.append(_read_survey(sdir))
+            if sdir.is_dir() and (sdir / "survey.md").is_file() and inside(sdir / "survey.md"):
+                snap.surveys.append(_read_survey(sdir, inside))
     code_dir = vault_root / "code"
-    if code_dir.is_dir():
+    if code_dir.is_dir() and inside(code_dir):
         for f in sorted(code_dir.rglob("*.md")):
-            snap.code[f.relative_to(vault_root).as_posix()] = f.read_text(encoding="utf-8", errors="replace")
+            if inside(f):
+                snap.code[f.relative_to(vault_root).as_posix()] = f.read_text(encoding="utf-8", errors="replace")
     for dirpath, dirnames, filenames in os.walk(vault_root):
         rel_dir = Path(dirpath).relative_to(vault_root)
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         if rel_dir == Path("."):
             dirnames[:] = [d for d in dirnames if d not in ("papers", "surveys", "code")]
         for name in sorted(filenames):
-            if name.startswith("."):
+            if name.startswith(".") or not inside(Path(dirpath) / name):
                 continue
             rel = (rel_dir / name).as_posix()
             if name.endswith(".md"):
@@ -121,20 +142,23 @@ def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
     return snap
 
 
-def _read_paper(pdir: Path, *, include_pdfs: bool) -> PaperEntry:
-    data, body = frontmatter.split((pdir / "note.md").read_text(encoding="utf-8"))
+def _read_paper(pdir: Path, *, include_pdfs: bool, inside) -> PaperEntry:
+    root = pdir.parent.parent
+    data, body = frontmatter.split(safe_vault_path(root, pdir / "note.md").read_text(encoding="utf-8"))
     data.setdefault("id", pdir.name)
     meta = PaperMeta.model_validate(data)
     meta.id = pdir.name     # the folder is the id the links use
     full = pdir / "paper.md"
-    fulltext = full.read_text(encoding="utf-8", errors="replace") if full.is_file() else ""
+    fulltext = full.read_text(encoding="utf-8", errors="replace") if full.is_file() and inside(full) else ""
     entry = PaperEntry(meta=meta, body=body, fulltext=fulltext)
     fig_dir = pdir / "figures"
     if fig_dir.is_dir():
-        entry.figure_files = sorted(f.name for f in fig_dir.iterdir() if f.is_file() and not f.name.startswith("."))
+        entry.figure_files = sorted(f.name for f in fig_dir.iterdir()
+                                    if f.is_file() and not f.name.startswith(".") and inside(f))
     entry.figures = _figures(fulltext, entry.figure_files)
     for f in sorted(pdir.iterdir()):
-        if f.is_file() and f.name not in PAPER_SKIP and not f.name.startswith(".") and f.suffix != ".md":
+        if f.is_file() and f.name not in PAPER_SKIP and not f.name.startswith(".") and f.suffix != ".md" \
+                and inside(f):
             if f.suffix.lower() == ".pdf" and not include_pdfs:
                 continue
             entry.other_files.append(f.name)
@@ -164,14 +188,14 @@ def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
     return out
 
 
-def _read_survey(sdir: Path) -> SurveyEntry:
+def _read_survey(sdir: Path, inside) -> SurveyEntry:
     text = (sdir / "survey.md").read_text(encoding="utf-8", errors="replace")
     data, body = frontmatter.split(text) if text.startswith("---") else ({}, text)
     m = re.search(r"^#\s+(.+)$", body, re.M)
     title = str(data.get("title") or (m.group(1).strip() if m else sdir.name))
     entry = SurveyEntry(slug=sdir.name, title=title, text=body)
     for f in sorted(sdir.rglob("*")):
-        if not f.is_file() or f.name.startswith(".") or f.name == "survey.md":
+        if not f.is_file() or f.name.startswith(".") or f.name == "survey.md" or not inside(f):
             continue
         rel = f.relative_to(sdir).as_posix()
         if f.suffix == ".md":
@@ -192,14 +216,16 @@ def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
                              comment_start_string="<#--", comment_end_string="--#>")
     env.filters["md"] = md_escape
     env.filters["anchor"] = anchor
-    env.filters["yamlstr"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    env.filters["yamlstr"] = yaml_str
+    env.filters["url"] = path_url
+    env.filters["doi_url"] = lambda d: doi_url(d) or ""
     return env
 
 
 def md_escape(text: Any) -> str:
-    """Text that Markdown shows as written (titles with brackets, asterisks, angle brackets or pipes)."""
-    s = " ".join(str(text).split())
-    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", s)
+    """Text that Markdown shows as written (titles with brackets, asterisks, angle brackets or pipes), with
+    `&`, `<` and `>` as HTML entities so that no title, author or venue can open a tag."""
+    return md_text(text)
 
 
 def anchor(text: str, kind: str = "x") -> str:
@@ -235,7 +261,7 @@ def rel_link(target: str, page: str) -> str:
 def _strip_frontmatter(text: str) -> tuple[dict, str]:
     try:
         return frontmatter.split(text)
-    except ValueError:
+    except (ValueError, yaml.YAMLError):
         return {}, text
 
 
@@ -296,21 +322,24 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         links = []
         pdfs = [f for f in e.other_files if f.lower().endswith(".pdf")]
         if pdfs:
-            links.append(f"[PDF]({pdfs[0]})")
+            links.append(f"[PDF]({path_url(pdfs[0])})")
         if e.fulltext:
             links.append("[Full text](paper.md)")
-        if m.doi:
-            links.append(f"[DOI {md_escape(m.doi)}](https://doi.org/{m.doi})")
-        if m.arxiv:
-            links.append(f"[arXiv {md_escape(m.arxiv)}](https://arxiv.org/abs/{m.arxiv})")
-        if m.url and not (m.doi and "doi.org" in m.url):
-            links.append(f"[Web](<{m.url}>)")
+        # Identifiers and URLs become links only when they have the shape they claim (no `javascript:`, no
+        # `)` or `>` that would end the link early); anything else is not linked.
+        if doi_url(m.doi):
+            links.append(f"[DOI {md_escape(m.doi)}]({doi_url(m.doi)})")
+        if arxiv_url(m.arxiv):
+            links.append(f"[arXiv {md_escape(m.arxiv)}]({arxiv_url(m.arxiv)})")
+        web = safe_url(m.url)
+        if web and not (m.doi and "doi.org" in web):
+            links.append(f"[Web]({web})")
         for repo in m.code:
             name = Path(str(repo).rstrip("/")).name.removesuffix(".git")
             code_page = f"code/{name}.md"
-            links.append(f"[code: {md_escape(name)}]({rel_link(code_page, page)})" if code_page in snap.code
-                         else f"code: `{name}`")
-        body, report = render_citations(H1.sub("", e.body, count=1), label, linker(page))
+            links.append(f"[code: {md_escape(name)}]({path_url(rel_link(code_page, page))})"
+                         if code_page in snap.code else f"code: {md_escape(name)}")
+        body, report = render_citations(escape_foreign_tags(H1.sub("", e.body, count=1)), label, linker(page))
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         data = {
@@ -328,7 +357,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             ft_page = f"papers/{pid}/paper.md"
             _, text = _strip_frontmatter(e.fulltext)
             text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>', text)
-            text, _ = render_citations(text, label, linker(ft_page), narrative=False)
+            text, _ = render_citations(escape_foreign_tags(text), label, linker(ft_page), narrative=False)
             pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
         for f in e.figure_files:
             assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
@@ -339,7 +368,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     survey_rows = []
     for s in snap.surveys:
         page = f"surveys/{s.slug}/survey.md"
-        body, report = render_citations(s.text, label, linker(page))
+        body, report = render_citations(escape_foreign_tags(s.text), label, linker(page))
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         refs = []
@@ -349,14 +378,14 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
                          "venue": mm.venue, "doi": mm.doi, "url": rel_link(note_path(k), page)})
         bib = next((f for f in s.files if f.endswith(".bib")), None)
         data, _ = (_strip_frontmatter(s.text) if s.text.startswith("---") else ({}, ""))
-        head = f"---\ntitle: {env.filters['yamlstr'](s.title)}\n---\n\n"
+        head = f"---\ntitle: {yaml_str(s.title)}\n---\n\n"
         pages[page] = head + body.rstrip() + "\n" + env.get_template("references.md.j2").render(
             refs=refs, missing=report.missing, bib=bib)
         extra = []
         for rel, text in s.pages.items():
             sub = f"surveys/{s.slug}/{rel}"
             rendered, _ = render_citations(text, label, linker(sub))
-            pages[sub] = rendered
+            pages[sub] = vault_page(rendered, Path(rel).stem)
             extra.append({"name": Path(rel).stem.replace("-", " "), "url": f"{s.slug}/{rel}"})
         for rel in s.files:
             assets[f"surveys/{s.slug}/{rel}"] = snap.root / "surveys" / s.slug / rel
@@ -368,7 +397,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     code_rows = []
     for rel, text in snap.code.items():
         rendered, _ = render_citations(text, label, linker(rel))
-        pages[rel] = rendered
+        pages[rel] = vault_page(rendered, Path(rel).stem)
         code_rows.append({"title": _title_of(text, Path(rel).stem), "path": rel})
     user_rows = []
     for rel, text in snap.user_pages.items():
@@ -378,7 +407,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         elif rel.lower() == "index.md":
             target = "home.md"     # the user's own front page is kept, beside the generated one
         rendered, _ = render_citations(text, label, linker(target))
-        pages[target] = rendered
+        pages[target] = vault_page(rendered, Path(rel).stem)
         user_rows.append({"title": _title_of(text, Path(rel).stem), "path": target})
     for rel in snap.user_files:
         assets[rel] = snap.root / rel
@@ -417,12 +446,40 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     # navigation entry per paper would be rendered into every page (quadratic in the number of papers).
     nav: list[Any] = [{"Home": "index.md"},
                       {"Papers": ["papers/index.md", {"By venue": "papers/venues.md"}, {"Tags": "tags.md"}]},
-                      {"Surveys": ["surveys/index.md"] + [{r["title"]: r["url"]} for r in survey_rows]},
-                      {"Code": ["code/index.md"] + [{c["title"]: c["path"]} for c in code_rows][:50]}]
+                      {"Surveys": ["surveys/index.md"] + [{html_text(r["title"]): r["url"]} for r in survey_rows]},
+                      {"Code": ["code/index.md"] + [{html_text(c["title"]): c["path"]} for c in code_rows][:50]}]
     if user_rows:
-        nav.append({"Notes": [{u["title"]: u["path"]} for u in user_rows]})
+        # the theme prints navigation titles unescaped
+        nav.append({"Notes": [{html_text(u["title"]): u["path"]} for u in user_rows]})
     not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/"]
     return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings)
+
+
+# Frontmatter keys of a vault page that reach the staged page; the theme prints some values unescaped
+# (`description` into an attribute, `title` into the header), and others select templates, so none else pass.
+PAGE_META_KEYS = {"title", "description", "hide", "tags", "search"}
+HIDE_VALUES = {"navigation", "toc", "footer", "path", "tags", "feedback"}
+
+
+def vault_page(text: str, default_title: str) -> str:
+    """A Markdown page of the vault (code note, survey page, the user's own page) with frontmatter papervault
+    writes itself: its values escaped for YAML and HTML, unknown keys dropped, foreign HTML tags shown as text. A page whose frontmatter does not
+    parse keeps it as text behind an empty block, so mkdocs never reads it as metadata."""
+    data, body = _strip_frontmatter(text)
+    title = data.get("title") or _title_of(text, default_title)
+    out = [f"title: {yaml_str(title)}"]
+    if data.get("description"):
+        out.append(f"description: {yaml_str(data['description'])}")
+    hide = data.get("hide")
+    if isinstance(hide, list) and any(h in HIDE_VALUES for h in hide):
+        out.append("hide: [" + ", ".join(h for h in hide if h in HIDE_VALUES) + "]")
+    tags = data.get("tags")
+    if isinstance(tags, list) and tags:
+        out.append("tags: [" + ", ".join(yaml_str(t) for t in tags if isinstance(t, (str, int))) + "]")
+    search = data.get("search")
+    if isinstance(search, dict) and search.get("exclude") is True:
+        out.append("search:\n  exclude: true")
+    return "---\n" + "\n".join(out) + "\n---\n\n" + escape_foreign_tags(body.lstrip("\n"))
 
 
 def _title_of(text: str, default: str) -> str:

@@ -21,6 +21,7 @@ from papervault.agents.base import Backend, Task, Usage
 from papervault.agents.paperdoc import PaperDoc, normalise, read_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.models import PaperMeta
+from papervault.vault.paths import is_safe
 from papervault.vault.store import Vault
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -209,7 +210,7 @@ def build_task(vault: Vault, meta: PaperMeta, fulltext: str, doc: PaperDoc, temp
     fig_dir = pdir / "figures"
     if fig_dir.is_dir():
         for f in sorted(fig_dir.iterdir()):
-            if f.is_file() and f.suffix.lower() in (".png", ".jpg", ".jpeg", ".svg"):
+            if f.is_file() and f.suffix.lower() in (".png", ".jpg", ".jpeg", ".svg") and is_safe(vault.root, f):
                 files[f"figures/{f.name}"] = f
     ctx = {"meta": meta, "doc": doc, "schema": template.schema}
     return Task(kind=TASK_KIND, key=meta.id,

@@ -150,10 +150,10 @@ def load_papers(vault, ids: Iterable[str]) -> tuple[list[SurveyPaper], list[str]
     for pid in ids:
         try:
             meta, body = vault.read_note(pid)
+            full = vault.read_fulltext(pid)      # a paper.md leading out of the vault is refused here too
         except PapervaultError as exc:
             problems.append(f"{pid}: {exc}")
             continue
-        full = vault.read_fulltext(pid)
         results = [r if isinstance(r, dict) else {"result": _text(r)} for r in (meta.key_results or [])]
         papers.append(SurveyPaper(
             id=meta.id, title=meta.title or meta.id, authors=list(meta.authors), year=meta.year, venue=meta.venue,

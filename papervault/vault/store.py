@@ -11,9 +11,10 @@ from typing import Iterable, Iterator
 
 import git
 
-from papervault.errors import NotFoundError, WorkspaceError
+from papervault.errors import NotFoundError, UnsafePathError, WorkspaceError
 from papervault.models import PaperMeta, ParsedPaper, now_iso
 from papervault.vault import frontmatter
+from papervault.vault.paths import log, safe_vault_path
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 AUTHOR = ("papervault", "papervault@localhost")
@@ -157,10 +158,15 @@ class Vault:
     def has_paper(self, paper_id: str) -> bool:
         return self.note_path(paper_id).is_file()
 
+    def safe_path(self, path: Path | str) -> Path:
+        """`path` (absolute or relative to the vault) resolved; UnsafePathError when it leads out of the vault."""
+        return safe_vault_path(self.root, path)
+
     def read_note(self, paper_id: str) -> tuple[PaperMeta, str]:
         path = self.note_path(paper_id)
         if not path.is_file():
             raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="see `papervault list`")
+        path = self.safe_path(path)
         try:
             data, body = frontmatter.split(path.read_text(encoding="utf-8"))
         except ValueError as exc:
@@ -175,12 +181,14 @@ class Vault:
         for pid in self.paper_ids():
             try:
                 yield self.read_meta(pid)
+            except UnsafePathError as exc:
+                log.warning("%s", exc)       # one line; the note is never read
             except (WorkspaceError, ValueError):
                 continue
 
     def read_fulltext(self, paper_id: str) -> str:
         path = self.fulltext_path(paper_id)
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
+        return self.safe_path(path).read_text(encoding="utf-8") if path.is_file() else ""
 
     def is_edited(self, paper_id: str) -> bool:
         """True when a person changed the note body since papervault last wrote it."""
