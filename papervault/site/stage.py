@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from papervault.models import PaperMeta
+from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
 from papervault.vault import frontmatter
 from papervault.vault.store import ID_PATTERN
@@ -257,6 +258,8 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
 
     def linker(page: str):
         def link(key: str, p: int | None) -> str:
+            # A citation's page is the printed one (`p. 223`); its link opens the PDF page that prints it.
+            p = pdf_page(papers[key].meta.page_labels, p) if p else p
             target = f"papers/{key}/paper.md" if p and papers[key].fulltext else note_path(key)
             return rel_link(target, page) + (f"#page-{p}" if p and papers[key].fulltext else "")
         return link
