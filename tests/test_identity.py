@@ -12,6 +12,8 @@ import pytest
 
 from papervault import pages
 from papervault.doctor import run_checks
+from papervault.index.search import search
+from papervault.index.store import PaperIndex
 from papervault.ingest import add
 from papervault.sources.bibtex import parse_bibtex
 from papervault.survey import export
@@ -195,6 +197,12 @@ def test_bibtex_round_trip_keeps_every_field_and_user_metadata_wins(ws, tmp_path
     assert [e["family"] for e in item["editor"]] == ["Smith", "Doe"]
     assert csl["stone1978report"]["type"] == "report"
     json.dumps(csl)   # plain JSON
+
+    # A search hit of the paper names its PDF as the source, not the .bib entry it was imported from.
+    PaperIndex(ws).sync()
+    hits = search(ws, "sharding the log for fast recovery", limit=3)
+    assert hits[0].paper_id == "pedersen2019shard"
+    assert hits[0].source == str((folder / "cover-page.pdf").resolve())
 
 
 def test_printed_page_helpers():

@@ -201,7 +201,7 @@ def title_text(lines: list[Line]) -> str:
     text = _MEMO_PREFIX.sub("", text)
     text = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", re.sub(r"\s+", " ", text)).strip()
     text = re.sub(r"(\w)[∗*†‡§¶]\d*$", r"\1", text)
-    return text.rstrip(" .,;")
+    return text.rstrip(" ,;")
 
 
 def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[str]:
