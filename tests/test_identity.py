@@ -212,3 +212,37 @@ def test_printed_page_helpers():
     assert pages.from_printed_numbers([set(), {2, 2015}, {3}, {4, 2015}]) == []   # PDF numbers = printed ones
     assert pages.from_printed_numbers([set(), {348}, {349}, {350}]) == ["347", "348", "349", "350"]
     assert pages.printed(["223", "224"], 2) == "224" and pages.printed([], 5) == "5"
+
+
+def test_a_users_edit_survives_add_reanalysis_and_survey(ws, tmp_path):
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    pdf = make("running-head", folder)
+    assert add(ws, [str(pdf)]).added == ["clark1991grounding"]
+    res = CliRunner().invoke(cli, ["edit", "clark1991grounding", "--title", "Grounding in Communication",
+                                   "--author", "Herbert H. Clark", "--author", "Susan E. Brennan", "--year", "1991",
+                                   "--venue", "Perspectives on Socially Shared Cognition", "--pages", "127--128",
+                                   "--workspace", str(ws.root)])
+    assert res.exit_code == 0, res.output
+    meta = ws.vault.read_meta("clark1991grounding")
+    assert meta.authors == ["Herbert H. Clark", "Susan E. Brennan"]
+    assert meta.provenance["authors"] == "user" and meta.provenance["venue"] == "user"
+    assert meta.page_labels == ["127", "128"] and ws.vault.is_clean()
+    assert "edit clark1991grounding" in ws.vault.history(limit=1)[0]["message"]
+
+    # The same PDF again, and a re-analysis: the correction stays.
+    add(ws, [str(pdf)])
+    add(ws, [str(pdf)], reanalyse=True)
+    meta = ws.vault.read_meta("clark1991grounding")
+    assert meta.authors == ["Herbert H. Clark", "Susan E. Brennan"]
+    assert meta.venue == "Perspectives on Socially Shared Cognition"
+    papers, _ = load_papers(ws.vault, ["clark1991grounding"])
+    assert "Susan E. Brennan" in export.bibtex(papers) and "pages = {127--128}" in export.bibtex(papers)
+    assert cite("clark1991grounding", 2) == "[@clark1991grounding, p. 128]"
+
+    bad = CliRunner().invoke(cli, ["edit", "clark1991grounding", "--title", " ", "--workspace", str(ws.root)])
+    assert bad.exit_code != 0 and "title cannot be empty" in str(bad.exception)
