@@ -17,6 +17,7 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "list_papers"),
     ("papervault.commands.vaultcmds", "show"),
     ("papervault.commands.edit", "edit"),
+    ("papervault.commands.edit", "enrich"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

@@ -406,4 +406,12 @@ def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progre
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse)
         job.run(_records(inputs, ws, options or {}))
         job.commit()
+        src = ws.settings.sources
+        if src.online and src.enrich_on_add and job.report.added:
+            # Identity from Crossref/OpenAlex/arXiv for the new papers; a failure never undoes the import.
+            from papervault.sources.enrich import enrich_locked
+
+            done = enrich_locked(ws, list(job.report.added))
+            for pid, err in done["failed"].items():
+                job.report.warnings.append(Problem(pid, f"not enriched: {err}"))
         return job.report

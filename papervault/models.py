@@ -128,6 +128,7 @@ class PaperMeta(BaseModel):
                                 "(pages, volume, number, publisher, editor, ...), by their BibTeX names")
     provenance: dict[str, str] = Field(default_factory=dict, description="where each identity field came from: "
                                        "bibtex, csl, zotero, doi, arxiv, pdf-xmp, layout, user")
+    retracted: bool | None = Field(None, description="retraction status, when Crossref or OpenAlex reports it")
     code: list[str] = Field(default_factory=list)
     # structured fields written by the analysis, tabulated by the survey
     method: str | None = None

@@ -1,4 +1,4 @@
-"""`papervault edit`: correct a paper's title, authors, year, venue or identifiers."""
+"""`papervault edit` and `papervault enrich`: a person's corrections and identity resolved online."""
 
 from __future__ import annotations
 
@@ -30,3 +30,25 @@ def edit(paper_id, title, authors, year, venue, doi, arxiv, bib_pages, workspace
     else:
         who = ", ".join(meta.authors) or "?"
         click.echo(f"{meta.id}: {meta.title} — {who} ({meta.year or 'no year'})")
+
+
+@click.command()
+@click.argument("paper_ids", nargs=-1)
+@workspace_option
+@json_option
+def enrich(paper_ids, workspace, as_json):
+    """Resolve papers' identity online (DOI via Crossref/OpenAlex, arXiv id, title search); needs
+    [sources] online = true. Your own metadata (BibTeX, Zotero, edits) is never replaced."""
+    from papervault.sources.enrich import enrich as run
+
+    ws = open_workspace(workspace)
+    report = run(ws, list(paper_ids) or None)
+    if as_json:
+        emit_json(report)
+        return
+    for pid, fields in report["enriched"].items():
+        click.echo(f"{pid}: {', '.join(fields)}")
+    for pid, err in report["failed"].items():
+        click.echo(f"{pid}: failed: {err}", err=True)
+    click.echo(f"{len(report['enriched'])} enriched, {len(report['unchanged'])} unchanged, "
+               f"{len(report['not_found'])} not found, {len(report['failed'])} failed")
