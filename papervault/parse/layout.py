@@ -190,7 +190,8 @@ def _lines_from(d: dict, chars: bool) -> tuple[list[Line], list[Line], bool]:
                 # Spaces between spans: the rebuilt texts carry none at their edges.
                 for i in range(1, len(spans)):
                     gap = spans[i].bbox[0] - spans[i - 1].bbox[2]
-                    if gap > 0.16 * spans[i].size and not spans[i - 1].text.endswith(" "):
+                    if gap > 0.16 * spans[i].size and not spans[i - 1].text.endswith(" ") \
+                            and not spans[i].text.startswith(" "):
                         spans[i].text = " " + spans[i].text
             if not spans or not "".join(s.text for s in spans).strip():
                 continue

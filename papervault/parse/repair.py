@@ -31,7 +31,7 @@ _OT1 = {"{": "\u2013", "|": "\u2014", "\x0b": "ff", "\x0c": "fi", "\x0d": "fl", 
 _OT1_FONT = re.compile(r"^(?:cm(?:r|bx|sl|ti|ss|csc|dunh|b|fib|u)\d|t3font|type3)|^[A-Z]{6}\+cm(?:r|bx|sl|ti)"
                        r"|type\s*3", re.I)
 _LIGATURE_GUESS = ("fi", "ffi", "ff", "fl", "ffl")
-_PUNCT = re.compile(r"ł(?=[A-Za-z])|(?<=[A-Za-z.,!?])ž|(?<=[A-Za-z0-9])[ÐÑ](?=[A-Za-z0-9\s])|"
+_PUNCT = re.compile(r"ł(?=[A-Za-z])|(?<=[A-Za-z.,!?])ž|(?<=[A-Za-z0-9ž”).,!?])[ÐÑ](?=[A-Za-z0-9\s“ł(])|"
                     r"(?<=[A-Za-z])Õ(?=[a-z])|(?<=\s)Ò(?=[A-Za-z])|(?<=[A-Za-z.,])Ó")
 _PUNCT_MAP = {"ł": "\u201c", "ž": "\u201d", "Ð": "\u2014", "Ñ": "\u2014", "Õ": "\u2019", "Ò": "\u201c",
               "Ó": "\u201d"}
