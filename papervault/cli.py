@@ -18,6 +18,7 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "show"),
     ("papervault.commands.edit", "edit"),
     ("papervault.commands.edit", "enrich"),
+    ("papervault.commands.edit", "rekey"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

@@ -129,6 +129,7 @@ class PaperMeta(BaseModel):
     provenance: dict[str, str] = Field(default_factory=dict, description="where each identity field came from: "
                                        "bibtex, csl, zotero, doi, arxiv, pdf-xmp, layout, user")
     retracted: bool | None = Field(None, description="retraction status, when Crossref or OpenAlex reports it")
+    aliases: list[str] = Field(default_factory=list, description="former ids (`papervault rekey`): [@old] resolves")
     code: list[str] = Field(default_factory=list)
     # structured fields written by the analysis, tabulated by the survey
     method: str | None = None

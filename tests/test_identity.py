@@ -246,3 +246,49 @@ def test_a_users_edit_survives_add_reanalysis_and_survey(ws, tmp_path):
 
     bad = CliRunner().invoke(cli, ["edit", "clark1991grounding", "--title", " ", "--workspace", str(ws.root)])
     assert bad.exit_code != 0 and "title cannot be empty" in str(bad.exception)
+
+
+def test_rekey_renames_everywhere_and_the_old_id_resolves(ws, tmp_path):
+    from papervault.identity import rekey
+    from papervault.site.stage import plan_site, read_vault
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("institution-banner", folder)
+    make("multi-line-title", folder)
+    assert sorted(add(ws, [str(folder)]).added) == ["aho1975efficient", "stonebraker1978early"]
+    old, new = "stonebraker1978early", "stonebraker1978experience"
+    vault = ws.vault
+    meta, body = vault.read_note("aho1975efficient")
+    vault.write_note(meta, body + "\nCompare [@stonebraker1978early, p. 1] and "
+                                  "[its text](../stonebraker1978early/paper.md#page-1); @stonebraker1978earlyx stays.\n")
+    sdir = vault.surveys_dir / "databases"
+    sdir.mkdir(parents=True)
+    (sdir / "survey.md").write_text("# Databases\n\nRelational systems [@stonebraker1978early; @aho1975efficient] "
+                                    "([p. 1](../../papers/stonebraker1978early/paper.md#page-1)).\n")
+    papers, _ = load_papers(vault, [old, "aho1975efficient"])
+    (sdir / "references.bib").write_text(export.bibtex(papers))
+    (sdir / "references.json").write_text(json.dumps(export.csl_json(papers), indent=2))
+    vault.commit("survey")
+    PaperIndex(ws).sync()
+
+    report = rekey(ws, old, new)
+    assert report["new"] == new and report["index"] == "updated"
+    assert not vault.paper_dir(old).exists() and vault.has_paper(new)
+    meta = vault.read_meta(new)
+    assert meta.id == new and meta.aliases == [old]
+    note = vault.read_note("aho1975efficient")[1]
+    assert f"[@{new}, p. 1]" in note and f"../{new}/paper.md#page-1" in note and old + "x" in note
+    survey = (sdir / "survey.md").read_text()
+    assert f"[@{new}; @aho1975efficient]" in survey and f"papers/{new}/paper.md#page-1" in survey
+    assert f"@techreport{{{new}," in (sdir / "references.bib").read_text() or f"{{{new}," in (sdir / "references.bib").read_text()
+    assert {i["id"] for i in json.loads((sdir / "references.json").read_text())} == {new, "aho1975efficient"}
+    assert vault.is_clean() and vault.history(limit=1)[0]["message"] == f"rekey {old} -> {new}"
+    hits = search(ws, "early experience with a relational database", limit=3)
+    assert hits[0].paper_id == new and all(h.paper_id != old for h in hits)
+
+    # A citation of the old id written later still resolves on the site, to the new paper's pages.
+    (sdir / "survey.md").write_text("# Databases\n\nAs before [@stonebraker1978early, p. 1].\n")
+    plan = plan_site(read_vault(vault.root))
+    page = next(v for k, v in plan.pages.items() if "databases" in k and "survey" in k.lower() or k.endswith("databases.md"))
+    assert "pv-cite-missing" not in page and f"papers/{new}/" in page

@@ -52,3 +52,22 @@ def enrich(paper_ids, workspace, as_json):
         click.echo(f"{pid}: failed: {err}", err=True)
     click.echo(f"{len(report['enriched'])} enriched, {len(report['unchanged'])} unchanged, "
                f"{len(report['not_found'])} not found, {len(report['failed'])} failed")
+
+
+@click.command()
+@click.argument("paper_id")
+@click.argument("new_id", required=False)
+@workspace_option
+@json_option
+def rekey(paper_id, new_id, workspace, as_json):
+    """Rename a paper everywhere (folder, citations, links, bibliographies, index) in one commit; without
+    NEW_ID the id is made again from its current authors, year and title. The old id stays an alias."""
+    from papervault.identity import rekey as run
+
+    ws = open_workspace(workspace)
+    report = run(ws, paper_id, new_id)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"{report['id']} -> {report['new']}: {len(report['changed'])} file(s) changed, "
+                   f"index {report.get('index', 'none')}")
