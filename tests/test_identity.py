@@ -4,7 +4,6 @@ layers, printed page numbers in citations, and bibliographic fields that survive
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 

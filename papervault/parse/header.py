@@ -126,10 +126,6 @@ def is_author_line(text: str) -> bool:
     return len(names) >= 2 or bool(re.search(r"\b[A-Z]\.", t))
 
 
-def _line_size(ln: Line) -> float:
-    return ln.size
-
-
 def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
     """The lines of the title on one page ([] when there is none)."""
     lines: list[Line] = []
