@@ -185,3 +185,21 @@ def test_arxiv_id_resolved_through_the_arxiv_api(ws, tmp_path, services, monkeyp
     meta = ws.vault.read_meta("gonzalez2019learning")
     assert report["enriched"]["gonzalez2019learning"] == ["authors"]
     assert meta.authors[-1] == "Ann Smith" and meta.provenance["authors"] == "arxiv"
+
+
+def test_an_offline_add_never_asks_the_network(tmp_path, services, monkeypatch):
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "false")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ENRICH_ON_ADD", "true")
+    ws = Workspace.init(tmp_path / "offline")[0]
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("running-head", folder)
+    assert add(ws, [str(folder)]).added == ["clark1991grounding"]
+    assert services.seen == [] and ws.vault.read_meta("clark1991grounding").provenance["title"] == "layout"
+
+    # Online, with enrich_on_add: the new paper is resolved during add.
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "true")
+    ws = Workspace.init(tmp_path / "online")[0]
+    assert add(ws, [str(folder)]).added == ["clark1991grounding"]
+    meta = ws.vault.read_meta("clark1991grounding")
+    assert meta.doi == DOI and meta.provenance["doi"] == "doi" and ws.vault.is_clean()

@@ -291,3 +291,15 @@ def test_rekey_renames_everywhere_and_the_old_id_resolves(ws, tmp_path):
     plan = plan_site(read_vault(vault.root))
     page = next(v for k, v in plan.pages.items() if "databases" in k and "survey" in k.lower() or k.endswith("databases.md"))
     assert "pv-cite-missing" not in page and f"papers/{new}/" in page
+
+
+def test_glyph_maps():
+    from papervault.parse.repair import fix_replacement_chars, is_ot1_font, map_ot1, map_punctuation
+
+    assert fix_replacement_chars("University of She\ufffdeld") == "University of Sheffield"
+    assert fix_replacement_chars("an e\ufffdcient \ufffdle", {"efficient", "file"}) == "an efficient file"
+    assert fix_replacement_chars("x \ufffd y") == "x \ufffd y"               # a lone symbol is not a ligature
+    assert is_ot1_font("ABCDEF+CMR10") and not is_ot1_font("CMMI10") and not is_ot1_font("Times-Roman")
+    assert map_ot1("Okapi at TREC{3 and {x}") == "Okapi at TREC\u20133 and {x}"
+    assert map_punctuation("a łquotež and DSGÐthe") == "a \u201cquote\u201d and DSG\u2014the"
+    assert map_punctuation("Michał Łukasz") == "Michał Łukasz"
