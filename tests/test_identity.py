@@ -303,3 +303,16 @@ def test_glyph_maps():
     assert map_ot1("Okapi at TREC{3 and {x}") == "Okapi at TREC\u20133 and {x}"
     assert map_punctuation("a łquotež and DSGÐthe") == "a \u201cquote\u201d and DSG\u2014the"
     assert map_punctuation("Michał Łukasz") == "Michał Łukasz"
+
+
+def test_lines_that_are_never_titles():
+    from papervault.parse.header import not_title
+
+    for line in ("Journal of Cryptology", "Downloaded from orbit.dtu.dk on: Aug 15, 2016", "Running Head: Common Ground",
+                 "Vol. 31, No. 2, October 1985", "UNIVERSITY OF CALIFORNIA,", "This paper appears in ECOOP 2004",
+                 "Copyright © 1974, Association for Computing Machinery", "Abstract", "Abstract—Memory corruption",
+                 "DOI: 10.1145/1.2"):
+        assert not_title(line), line
+    for title in ("Abstract Interpretation: A Unified Lattice Model", "Doing More with Less", "Letters from the Front",
+                  "Journaling the Linux ext2fs Filesystem", "Drafting Behind Akamai", "Liquid Types"):
+        assert not not_title(title), title

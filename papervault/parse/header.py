@@ -22,17 +22,19 @@ _YEAR = re.compile(r"(?<![\d/.-])(1[89]\d\d|20[0-4]\d)(?![\d])")
 _SHORT_YEAR = re.compile(r"['’‘`](\d\d)\b")
 _ARXIV_STAMP = re.compile(r"arXiv:\s?(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?", re.I)
 
-# Lines that are never the title.
+# Lines that are never the title: words that start them (a whole word: "Doing ..." is not "doi"), and marks.
 _NOT_TITLE = re.compile(
-    r"^(?:downloaded|accessed|retrieved|printed|generated|running\s+head|short\s+title|this\s+(?:paper|article|"
-    r"version|work|document|report)|(?:to\s+)?appear(?:s|ed)?\s+in|accepted|published|preprint|submitted|"
-    r"manuscript|draft|in\s+proceedings|proceedings\s+of|proc\.|presented\s+(?:at|by)|copyright|©|\(c\)|"
-    r"permission\s+to|all\s+rights|keywords?|index\s+terms|abstract|arxiv|doi|https?:|www\.|issn|isbn|"
-    r"technical\s+report|tech\.\s+rep|research\s+report|vol(?:ume|\.)?\s*\d|no\.\s*\d|number\s+\d|"
-    r"supervised\s+by|advisor|received|revised|editor|communicated\s+by|journal\s+of|transactions\s+on|"
-    r"communications\s+of|annals\s+of|bulletin\s+of|letters|ieee\s+transactions|acm\s+transactions|"
-    r"electronic\s+version|reprinted|research\s+paper\s+competition|open\s+access|sponsored\s+by|"
-    r"contents\s+lists|available\s+online|homepage|e-?mail|correspondence|corresponding)", re.I)
+    r"^(?:(?:downloaded|accessed|retrieved|printed|generated|running\s+head|short\s+title|this\s+(?:paper|"
+    r"article|version|work|document|report)|(?:to\s+)?appear(?:s|ed)?\s+in|accepted|published|preprint|"
+    r"submitted|manuscript|draft|in\s+proceedings|proceedings\s+of|presented\s+(?:at|by)|copyright|"
+    r"permission\s+to|all\s+rights|keywords?|index\s+terms|arxiv|issn|isbn|technical\s+report|"
+    r"research\s+report|vol(?:ume|\.)?\s*\d+|no\.\s*\d+|number\s+\d+|supervised\s+by|advisor|received|"
+    r"revised|editors?|edited\s+by|communicated\s+by|journal\s+of|transactions\s+on|communications\s+of|"
+    r"annals\s+of|bulletin\s+of|ieee\s+transactions|acm\s+transactions|electronic\s+version|reprinted|"
+    r"research\s+paper\s+competition|open\s+access|sponsored\s+by|contents\s+lists|available\s+online|"
+    r"homepage|e-?mail|correspondence|corresponding)\b"
+    r"|abstract(?:\s*$|\s*[.:\u2014\u2013-]|\s+(?:we|this|in|the|a|an|our)\b|\s+(?-i:[a-z]))"  # not "Abstract Interpretation"
+    r"|doi\s*:|doi\.org|https?:|www\.|proc\.|tech\.\s+rep|©|\(c\)\s)", re.I)
 _STAMP_ANYWHERE = re.compile(r"\b(?:downloaded\s+from|accessed\s+on|retrieved\s+from|printed\s+on|all\s+rights\s+"
                              r"reserved|creative\s+commons|licen[cs]ed?\s+under|this\s+paper\s+is\s+included|"
                              r"is\s+sponsored\s+by|usenix\s+association|memo\s+no\b)", re.I)
@@ -48,7 +50,9 @@ _DATE_LINE = re.compile(rf"^(?:\d{{1,2}}\s+)?{_MONTH}\s*(?:\d{{1,2}}(?:st|nd|rd|
 _BAD_DATE = re.compile(r"\b(?:downloaded|accessed|retrieved|printed|generated|viewed|recreated|reprinted|"
                        r"electronic\s+version|scanned|digiti[sz]ed|this\s+version|last\s+(?:modified|updated)|"
                        r"compiled|typeset)\b", re.I)
-_BODY_START = re.compile(r"^(?:abstract|summary|1\.?\s+introduction|introduction|keywords)\b", re.I)
+# Where the body starts: an abstract (not a title such as "Abstract Interpretation: ..."), an introduction.
+_BODY_START = re.compile(r"^(?:abstract(?:\s*$|\s*[.:\u2014\u2013-]|\s+(?:we|this|in|the|a|an|our)\b|\s+(?-i:[a-z]))"
+                         r"|(?:summary|keywords|index\s+terms)\b|1\.?\s+introduction\b|introduction\s*$)", re.I)
 # Where a line's year is the paper's own date, strongest first.
 _GOOD_DATE = [
     (re.compile(r"(?:©|\(c\)|copyright)", re.I), 6),
@@ -144,8 +148,8 @@ def find_title(blocks: list[Block], height: float, scanned: bool = False) -> lis
              and not (is_author_line(ln.text) and ln.size < body + 4)]
     # Never past the abstract or the first section (of the left column: the right one may start higher).
     x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
-    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0) and re.match(
-        r"^(?:abstract|summary|1\.?\s+introduction|introduction)\b", ln.text.strip(), re.I)), None)
+    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
+                 and _BODY_START.match(ln.text.strip())), None)
     if stop is not None:
         cands = [ln for ln in cands if ln.bbox[1] < stop - 1]
     if not cands:
@@ -218,7 +222,7 @@ def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[
     texts: list[str] = []
     for ln in lines:
         t = ln.text.strip()
-        if re.match(r"^(?:abstract|summary|keywords|index terms|introduction|1\.?\s+intro)", t, re.I) \
+        if _BODY_START.match(t) \
                 or len(t) > 200:
             break
         if re.match(r"^by\s+", t, re.I):
