@@ -134,6 +134,11 @@ class SourcesSettings(Section):
     retries: int = Field(3, description="attempts per request")
     max_pdf_mb: float = Field(100.0, description="largest PDF downloaded from a URL, in MB")
     user_agent: str = Field("papervault/0.1 (mailto:papervault@localhost)", description="User-Agent of requests")
+    online: bool = Field(False, description="allow `papervault enrich` (Crossref, OpenAlex, arXiv) to use the network")
+    enrich_on_add: bool = Field(False, description="with online = true: enrich new papers during `add`")
+    crossref_url: str = Field("https://api.crossref.org", description="Crossref REST API (its /works)")
+    openalex_url: str = Field("https://api.openalex.org", description="OpenAlex API (its /works)")
+    enrich_delay: float = Field(1.0, description="seconds between requests to one metadata service")
 
 
 class SiteSettings(Section):

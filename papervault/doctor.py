@@ -147,6 +147,31 @@ def fix(ws: Workspace) -> list[str]:
     return done
 
 
+def _identity(ws: Workspace) -> list[Check]:
+    """Papers whose text layer was repaired or OCR'd (per paper), and ids made without a year."""
+    repaired, ocr, no_year = [], [], []
+    for pid in ws.vault.paper_ids():
+        try:
+            meta = ws.vault.read_meta(pid)
+        except Exception:
+            continue   # reported by the notes check
+        if meta.repaired_pages:
+            repaired.append(f"{pid} ({len(meta.repaired_pages)} of {meta.pages or '?'} pages)")
+        if meta.ocr_pages:
+            ocr.append(f"{pid} ({len(meta.ocr_pages)} of {meta.pages or '?'} pages)")
+        if not meta.year:
+            no_year.append(pid)
+    out = [Check("text layers", True,
+                 f"{len(repaired)} paper(s) with repaired text layers"
+                 + (f": {', '.join(repaired[:5])}" if repaired else "")
+                 + f"; {len(ocr)} with OCR'd pages" + (f": {', '.join(ocr[:5])}" if ocr else ""), level="info")]
+    if no_year:
+        out.append(Check("paper years", True, f"{len(no_year)} paper(s) without a year: {', '.join(no_year[:5])}",
+                         "add the year to the note's frontmatter (or import the paper's BibTeX entry)",
+                         level="warning"))
+    return out
+
+
 def _index(ws: Workspace) -> Check:
     try:
         from papervault.index.store import PaperIndex
@@ -253,5 +278,6 @@ def run_checks(ws: Workspace) -> list[Check]:
     checks = [_tools(), _config(ws)]
     checks += _vault(ws)
     if ws.exists:
+        checks += _identity(ws)
         checks += [_embedding(ws), _index(ws), _zotero(ws), _backend(ws), _lock(ws)]
     return checks

@@ -82,9 +82,34 @@ def _merge_parsed(rec: SourceRecord, parsed: ParsedPaper | None) -> SourceRecord
     """Fill what the source did not say from what the PDF says; a source's metadata always wins."""
     if parsed is None:
         return rec
-    upd = {f: getattr(parsed, f) for f in ("title", "authors", "year", "doi", "arxiv", "abstract")
+    upd = {f: getattr(parsed, f) for f in ("title", "authors", "year", "venue", "doi", "arxiv", "abstract")
            if not getattr(rec, f) and getattr(parsed, f)}
     return rec.model_copy(update=upd) if upd else rec
+
+
+# Where a record's own metadata came from, for `provenance` (the order of trust: the user's own metadata,
+# then identifiers resolved online, then the PDF's document information, then its layout).
+_ORIGIN_SOURCE = {"bibtex": "bibtex", "csl": "csl", "zotero": "zotero", "arxiv": "arxiv", "doi": "doi",
+                  "url": "url"}
+IDENTITY_FIELDS = ("title", "authors", "year", "venue", "doi", "arxiv")
+
+
+def _provenance(rec: SourceRecord, parsed: ParsedPaper | None) -> dict[str, str]:
+    """Field -> source of each identity field, as `_merge_parsed` fills them."""
+    out: dict[str, str] = {}
+    for f in IDENTITY_FIELDS:
+        if getattr(rec, f) and rec.origin in _ORIGIN_SOURCE:
+            out[f] = _ORIGIN_SOURCE[rec.origin]
+        elif parsed is not None and getattr(parsed, f):
+            out[f] = parsed.provenance.get(f, "layout")
+    return out
+
+
+def _page_labels(parsed: ParsedPaper, bib: dict[str, str]) -> list[str]:
+    """The printed page labels: the PDF's (own labels or printed numbers), else the `pages` field's first page."""
+    from papervault import pages
+
+    return list(parsed.page_labels) or pages.from_pages_field(bib.get("pages"), parsed.pages)
 
 
 def _meta_from(rec: SourceRecord, paper_id: str) -> PaperMeta:
@@ -92,7 +117,7 @@ def _meta_from(rec: SourceRecord, paper_id: str) -> PaperMeta:
         id=paper_id, title=rec.title or Path(rec.source).stem, authors=rec.authors, year=rec.year,
         venue=rec.venue, doi=rec.doi, arxiv=rec.arxiv, url=rec.url, zotero_key=rec.zotero_key,
         abstract=rec.abstract, sources=[rec.source], tags=list(rec.tags), collections=list(rec.collections),
-        status="metadata",
+        status="metadata", bib=dict(rec.bib),
     )
 
 
@@ -225,6 +250,7 @@ class Ingest:
     def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
         from papervault.sources.limits import cap_record
 
+        prov = _provenance(rec, parsed)
         seen = len(rec.warnings)
         rec = cap_record(_merge_parsed(rec, parsed))   # what the PDF says is capped like what a source says
         for w in rec.warnings[seen:]:
@@ -241,6 +267,7 @@ class Ingest:
             key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken)
         self.taken.add(key)
         meta = _meta_from(rec, key)
+        meta.provenance = prov
         self._store(meta, rec, parsed, sha)
         self.dedup.add(meta, key)
         self.report.added.append(key)
@@ -253,18 +280,26 @@ class Ingest:
         meta.sources = _union(meta.sources, [rec.source])
         meta.tags = _union(meta.tags, rec.tags)
         meta.collections = _union(meta.collections, rec.collections)
+        prov = _provenance(rec, parsed)
         for f in ("doi", "arxiv", "url", "venue", "year", "zotero_key", "abstract"):
             if not getattr(meta, f) and getattr(rec, f):
                 setattr(meta, f, getattr(rec, f))
+                if f in prov:
+                    meta.provenance[f] = prov[f]
         if not meta.authors and rec.authors:
             meta.authors = rec.authors
+            if "authors" in prov:
+                meta.provenance["authors"] = prov["authors"]
+        # The bibliographic fields a source gives are kept; one the note already has is not overwritten.
+        meta.bib = {**rec.bib, **meta.bib}
         gained_pdf = parsed is not None and not meta.sha256
         if gained_pdf:
             self._store(meta, rec, parsed, sha)
         else:
             self.vault.update_meta(pid, sources=meta.sources, tags=meta.tags, collections=meta.collections,
                                    doi=meta.doi, arxiv=meta.arxiv, url=meta.url, venue=meta.venue, year=meta.year,
-                                   zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors)
+                                   zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors,
+                                   bib=meta.bib, provenance=meta.provenance)
             if rec.reader_notes:
                 self._write_reader_notes(pid, rec)
         self.dedup.add(rec, pid)   # the paper now also carries this record's key and identifiers
@@ -298,6 +333,11 @@ class Ingest:
             meta.pages = parsed.pages
             meta.parser = parsed.parser
             meta.ocr_pages = list(parsed.ocr_pages)
+            meta.repaired_pages = list(parsed.repaired_pages)
+            meta.page_labels = _page_labels(parsed, meta.bib)
+            for f, src in parsed.provenance.items():
+                if getattr(meta, f, None) == getattr(parsed, f, None):
+                    meta.provenance.setdefault(f, src)
             meta.files = list(rec.pdfs)
             meta.status = "parsed"
             if parsed.keywords and not meta.tags:
@@ -313,7 +353,7 @@ class Ingest:
             meta.generated_hash = body_hash(body) if not self.vault.is_edited(pid) else self.vault.read_meta(pid).generated_hash
             self.vault.update_meta(pid, **{k: getattr(meta, k) for k in (
                 "sha256", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
-                "doi", "arxiv", "abstract")})
+                "doi", "arxiv", "abstract", "venue", "repaired_pages", "page_labels", "bib", "provenance")})
         if parsed is None and not self.vault.fulltext_path(pid).is_file():
             return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
         analyse_paper(self.vault, pid, self.backend, force=self.reanalyse,
@@ -384,4 +424,12 @@ def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progre
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse)
         job.run(_records(inputs, ws, options or {}))
         job.commit()
+        src = ws.settings.sources
+        if src.online and src.enrich_on_add and job.report.added:
+            # Identity from Crossref/OpenAlex/arXiv for the new papers; a failure never undoes the import.
+            from papervault.sources.enrich import enrich_locked
+
+            done = enrich_locked(ws, list(job.report.added))
+            for pid, err in done["failed"].items():
+                job.report.warnings.append(Problem(pid, f"not enriched: {err}"))
         return job.report

@@ -71,11 +71,16 @@ class ParsedPaper:
     doi: str | None = None
     arxiv: str | None = None
     keywords: list[str] = field(default_factory=list)
+    venue: str | None = None
+    # Where each header field came from: "layout" (the first page's text) or "pdf-xmp" (document info).
+    provenance: dict[str, str] = field(default_factory=dict)
     headings: list[Heading] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     ocr_pages: list[int] = field(default_factory=list)
+    repaired_pages: list[int] = field(default_factory=list)   # pages whose text layer was repaired
+    page_labels: list[str] = field(default_factory=list)      # printed page labels (see papervault.pages)
     warnings: list[str] = field(default_factory=list)
     parser: str = ""       # "pymupdf/<parser version>"
     sha256: str = ""
@@ -117,6 +122,14 @@ class PaperMeta(BaseModel):
     analyser: str | None = None
     template: str | None = None
     ocr_pages: list[int] = Field(default_factory=list)
+    repaired_pages: list[int] = Field(default_factory=list, description="pages whose text layer was repaired")
+    page_labels: list[str] = Field(default_factory=list, description="printed page of each PDF page; [] = 1..N")
+    bib: dict[str, str] = Field(default_factory=dict, description="the other bibliographic fields a source gave "
+                                "(pages, volume, number, publisher, editor, ...), by their BibTeX names")
+    provenance: dict[str, str] = Field(default_factory=dict, description="where each identity field came from: "
+                                       "bibtex, csl, zotero, doi, arxiv, pdf-xmp, layout, user")
+    retracted: bool | None = Field(None, description="retraction status, when Crossref or OpenAlex reports it")
+    aliases: list[str] = Field(default_factory=list, description="former ids (`papervault rekey`): [@old] resolves")
     code: list[str] = Field(default_factory=list)
     # structured fields written by the analysis, tabulated by the survey
     method: str | None = None
@@ -202,3 +215,4 @@ class SourceRecord(BaseModel):
     reader_notes: list[str] = Field(default_factory=list)  # Markdown: the reader's own notes/annotations
     warnings: list[str] = Field(default_factory=list)
     reason: str | None = None                           # why a search chose this record (arXiv search)
+    bib: dict[str, str] = Field(default_factory=dict)   # the other bibliographic fields (BibTeX names)

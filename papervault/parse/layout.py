@@ -10,6 +10,7 @@ from typing import Callable
 
 import pymupdf
 
+from papervault.parse import repair
 from papervault.parse.text import clean, norm_key
 
 Rect = tuple[float, float, float, float]
@@ -146,16 +147,52 @@ def inside(inner: Rect, outer: Rect, tol: float = 2.0) -> bool:
 
 def extract_lines(page: pymupdf.Page) -> tuple[list[Line], list[Line]]:
     """Horizontal text lines of a page, and the rotated ones apart (margin stamps such as arXiv's)."""
-    d = page.get_text("dict", flags=TEXT_FLAGS)
+    lines, rotated, _ = extract_lines_repaired(page)
+    return lines, rotated
+
+
+def extract_lines_repaired(page: pymupdf.Page) -> tuple[list[Line], list[Line], bool]:
+    """`extract_lines`, with the text layer repaired where it is broken; the flag says it was.
+
+    Glyphs of TeX's OT1 fonts and mis-mapped quotes and dashes are mapped to their Unicode on every page; a
+    page whose words look split by spaces (`repair.needs_repair`) is read again glyph by glyph and its words
+    rebuilt from the gaps between the glyphs.
+    """
+    lines, rotated, mapped = _lines_from(page.get_text("dict", flags=TEXT_FLAGS), chars=False)
+    if repair.needs_repair([ln.text for ln in lines]):
+        raw = page.get_text("rawdict", flags=TEXT_FLAGS)
+        fixed, rot2, _ = _lines_from(raw, chars=True)
+        before = repair.fragment_share([ln.text for ln in lines])
+        if fixed and repair.fragment_share([ln.text for ln in fixed]) < before:
+            return fixed, rot2, True
+    return lines, rotated, mapped
+
+
+def _lines_from(d: dict, chars: bool) -> tuple[list[Line], list[Line], bool]:
     lines: list[Line] = []
     rotated: list[Line] = []
+    mapped = False
     for bno, b in enumerate(d.get("blocks", ())):
         if b.get("type") != 0:
             continue
         prev: Line | None = None
         for ln in b.get("lines", ()):
-            spans = [Span(clean(s["text"]), s["size"], s["font"], s["flags"], tuple(s["bbox"]))
-                     for s in ln.get("spans", ()) if s["text"]]
+            raw_spans = ln.get("spans", ())
+            texts = repair.line_text_from_chars(raw_spans) if chars else [s["text"] for s in raw_spans]
+            spans = []
+            for s, t in zip(raw_spans, texts):
+                if not t:
+                    continue
+                fixed = _fix_glyphs(t, s["font"])
+                mapped = mapped or fixed != t
+                spans.append(Span(clean(fixed), s["size"], s["font"], s["flags"], tuple(s["bbox"])))
+            if chars:
+                # Spaces between spans: the rebuilt texts carry none at their edges.
+                for i in range(1, len(spans)):
+                    gap = spans[i].bbox[0] - spans[i - 1].bbox[2]
+                    if gap > 0.16 * spans[i].size and not spans[i - 1].text.endswith(" ") \
+                            and not spans[i].text.startswith(" "):
+                        spans[i].text = " " + spans[i].text
             if not spans or not "".join(s.text for s in spans).strip():
                 continue
             line = Line(spans=spans, bbox=tuple(ln["bbox"]), block=bno)
@@ -172,7 +209,15 @@ def extract_lines(page: pymupdf.Page) -> tuple[list[Line], list[Line]]:
                 continue
             lines.append(line)
             prev = line
-    return lines, rotated
+    return lines, rotated, mapped
+
+
+def _fix_glyphs(text: str, font: str) -> str:
+    if repair.is_math_font(font):
+        return text
+    if repair.is_ot1_font(font):
+        text = repair.map_ot1(text)
+    return repair.fix_replacement_chars(repair.map_punctuation(text))
 
 
 _PAGE_NUMBER = re.compile(r"^(page\s*)?[\divxlcIVXLC]{1,6}(\s*(of|/)\s*\d+)?$", re.I)

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pymupdf
 
+from papervault import pages as pages_mod
 from papervault.config import ParseSettings
 from papervault.models import Figure, Heading, ParsedPaper, Reference, Table, page_anchor
 from papervault.parse import equations, figures, tables
 from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf, structure_error
-from papervault.parse.layout import Block, Line, extract_lines, find_running_lines, group_blocks, inside, reading_order
-from papervault.parse.metadata import pdf_metadata
+from papervault.parse.layout import Block, Line, extract_lines_repaired, find_running_lines, group_blocks, inside, reading_order
+from papervault.parse.header import Header, read_header
 from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_reference_lines
 from papervault.parse.structure import (KNOWN_SECTIONS, TOC_ENTRY, assign_levels, body_size, effective_size,
-                                        heading_candidate, parse_authors, refine_headings)
+                                        heading_candidate, refine_headings)
 from papervault.parse.text import garbage_score, hyphenated_words, join_lines
 from papervault.parse.version import PARSER
 
@@ -43,20 +44,20 @@ def parse_pdf(path: Path, settings: ParseSettings | None = None, *, password: st
     return paper
 
 
-def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
-    warnings: list[str] = []
-    if getattr(doc, "is_repaired", False):
-        warnings.append("the PDF was damaged and repaired while opening; some pages may be missing or empty")
-    n = doc.page_count
+def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warnings: list[str]):
+    """Blocks of the first `upto` pages (OCR'd where the text layer is unusable), without running lines."""
     page_lines: list[list[Line]] = []
     rotated: list[str] = []
     ocr_pages: list[int] = []
     sizes: list[tuple[float, float]] = []
-    for pno in range(1, n + 1):
+    repaired: list[int] = []
+    for pno in range(1, upto + 1):
         try:
             page = doc[pno - 1]
             sizes.append((page.rect.width, page.rect.height))
-            lines, rot = extract_lines(page)
+            lines, rot, fixed = extract_lines_repaired(page)
+            if fixed:
+                repaired.append(pno)
         except Exception as exc:
             warnings.append(f"page {pno}: could not be read ({type(exc).__name__}); left empty")
             page_lines.append([])
@@ -78,6 +79,9 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
         page_lines.append(lines)
 
     drop = find_running_lines(page_lines, [h for _, h in sizes])
+    # The numbers printed in the header or footer, before the running lines are dropped.
+    edges = [pages_mod.edge_numbers([ln.text for li, ln in enumerate(lines) if (pi, li) in drop])
+             for pi, lines in enumerate(page_lines)]
     hyph = hyphenated_words([ln.text for lines in page_lines for ln in lines])
     pages: list[list[Block]] = []
     for pi, lines in enumerate(page_lines):
@@ -86,6 +90,29 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
         for b in blocks:
             b.text = join_lines([ln.text for ln in b.lines], hyph)
         pages.append(blocks)
+    return pages, sizes, rotated, ocr_pages, repaired, edges
+
+
+def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int = 3) -> Header:
+    """The header (title, authors, year, venue, ids) of the PDF at `path`, read from its first pages only."""
+    settings = settings or ParseSettings()
+    doc = open_pdf(Path(path), max_pages=settings.max_pages)
+    try:
+        blocks, sizes, rotated, ocr_pages, _, _ = _read_pages(doc, settings, min(pages, doc.page_count), [])
+        blocks = [reading_order(bl, sizes[i][0]) for i, bl in enumerate(blocks)]
+        return read_header(blocks, [h for _, h in sizes], info=doc.metadata or {}, rotated=rotated,
+                           scanned={p - 1 for p in ocr_pages}, cover=_is_cover(blocks, doc.page_count))
+    finally:
+        doc.close()
+
+
+def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
+    warnings: list[str] = []
+    if getattr(doc, "is_repaired", False):
+        warnings.append("the PDF was damaged and repaired while opening; some pages may be missing or empty")
+    n = doc.page_count
+    pages, sizes, rotated, ocr_pages, repaired, edges = _read_pages(doc, settings, n, warnings)
+    labels = pages_mod.pdf_labels(doc) or pages_mod.from_printed_numbers(edges)
     body = body_size([b for bl in pages for b in bl])
 
     figs: list[Figure] = []
@@ -101,17 +128,13 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
             warnings.append(f"page {pi + 1}: figures/tables skipped ({type(exc).__name__}: {str(exc)[:80]})")
             pages[pi] = reading_order(blocks, sizes[pi][0])
 
-    meta = pdf_metadata(doc, pages, rotated)
     # A publisher's cover page (USENIX: "This paper is included in the Proceedings of ...") is not the paper:
     # its lines are never headings, and the title and authors come from the paper's own first page.
-    tp = 1 if _is_cover(pages) else 0
-    title_blocks = _title_blocks(pages[tp] if pages else [], body, sizes[tp][1] if sizes else 792,
-                                 scanned=(tp + 1) in ocr_pages)
-    if tp and not title_blocks:
-        title_blocks = _title_blocks(pages[0], body, sizes[0][1], scanned=1 in ocr_pages)
-    title = _title_text(title_blocks) or meta.get("title") or ""
-    for b in title_blocks:
-        b.kind = "title"
+    head = read_header(pages[:3], [h for _, h in sizes[:3]], info=doc.metadata or {}, rotated=rotated,
+                       scanned={p - 1 for p in ocr_pages}, cover=_is_cover(pages, n))
+    tp = head.title_page
+    title = head.title
+    title_blocks = _claim_title(pages[tp] if pages else [], head.title_lines)
 
     heads = _heading_blocks(pages, body, ocr_pages, first=tp)
     heads = _drop_front_matter(heads, title_blocks, title_page=tp + 1)
@@ -120,7 +143,6 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
     for b, num, ttl in heads:
         b.kind, b.number, b.data["title"] = "heading", num, ttl
 
-    authors = _authors(pages[tp] if pages else [], title_blocks)
     abstract = _abstract(pages[tp:])
     refs, ref_blocks = _references(pages)
     for b in ref_blocks:
@@ -129,19 +151,20 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
     md = _markdown(title, pages, refs, figs, tabs)
     headings = [Heading(title=b.data["title"], level=b.level, page=b.page, number=b.number)
                 for blocks in pages for b in blocks if b.kind == "heading"]
-    return ParsedPaper(markdown=md, pages=n, title=_clip(title, 300), authors=authors or meta.get("authors", []),
-                       year=meta.get("year"), abstract=abstract, doi=meta.get("doi"), arxiv=meta.get("arxiv"),
-                       keywords=meta.get("keywords", []), headings=headings, figures=figs, tables=tabs,
-                       references=refs, ocr_pages=ocr_pages, warnings=warnings)
+    return ParsedPaper(markdown=md, pages=n, title=_clip(title, 300), authors=head.authors, year=head.year,
+                       abstract=abstract, doi=head.doi, arxiv=head.arxiv, venue=head.venue,
+                       provenance=dict(head.provenance), keywords=head.keywords, headings=headings, figures=figs,
+                       tables=tabs, references=refs, ocr_pages=ocr_pages, repaired_pages=repaired, page_labels=labels,
+                       warnings=warnings)
 
 
 _COVER = re.compile(r"this paper is included in the proceedings|open access to the proceedings|"
                     r"is brought to you for free and open access", re.I)
 
 
-def _is_cover(pages: list[list[Block]]) -> bool:
+def _is_cover(pages: list[list[Block]], n: int | None = None) -> bool:
     """Page 1 is a publisher's cover: a short page that says so, without an abstract, before the paper."""
-    if len(pages) < 3:
+    if (n if n is not None else len(pages)) < 3 or len(pages) < 2:
         return False
     text = " ".join(b.text for b in pages[0])
     return bool(_COVER.search(text)) and len(text) < 3000 and not re.search(r"\babstract\b", text, re.I)
@@ -428,67 +451,22 @@ def _unique(stem: str, used: set[str]) -> str:
     return name
 
 
-def _title_blocks(blocks: list[Block], body: float, height: float, scanned: bool = False) -> list[Block]:
-    """The title: the largest text in the top half of page 1 (continued by blocks of the same size below)."""
-    cands = [b for b in blocks if b.kind == "text" and b.bbox[1] < 0.5 * height and len(b.text) >= 8
-             and not b.text.lower().startswith(("arxiv", "proceedings", "appears in", "copyright", "to appear"))]
-    if not cands:
-        return []
-    if scanned:
-        # OCR sizes are estimates from box heights, too noisy to rank; the first short block is the title.
-        top = min(cands, key=lambda b: b.bbox[1])
-        return [top] if len(top.text) < 200 else []
-    top = max(cands, key=lambda b: (b.size, -b.bbox[1]))
-    if top.size < body + 1.5 and len(cands) > 1:
-        # No larger font: a memo or typewritten scan; its first block is the best guess.
-        top = min(cands, key=lambda b: b.bbox[1])
-        return [top] if len(top.text) < 200 else []
-    out = [top]
-    for b in sorted(cands, key=lambda b: b.bbox[1]):
-        # The next line of the title; large type's line boxes may overlap a little.
-        if b is not top and abs(b.size - top.size) < 0.6 and b.bbox[1] > out[-1].bbox[1] \
-                and -0.3 * top.size < b.bbox[1] - out[-1].bbox[3] < 2 * top.size:
-            out.append(b)
-    return out
-
-
-def _title_text(blocks: list[Block]) -> str:
-    """The title's text without a trailing footnote mark ("Liquid Types ∗")."""
-    return re.sub(r"\s*[∗*†‡§¶]+$", "", " ".join(b.text for b in blocks).strip())
-
-
-def _authors(blocks: list[Block], title_blocks: list[Block]) -> list[str]:
-    if not title_blocks:
-        return []
-    bottom = max(b.bbox[3] for b in title_blocks)
-    left, right = min(b.bbox[0] for b in title_blocks), max(b.bbox[2] for b in title_blocks)
-    texts: list[str] = []
-    n = 0
-    for b in sorted(blocks, key=lambda b: (round(b.bbox[1] / 4), b.bbox[0])):
-        if b.bbox[1] < bottom - 1 or b in title_blocks:
+def _claim_title(blocks: list[Block], title_lines: list[Line]) -> list[Block]:
+    """Mark the blocks of the title's lines as the title (lines of a banner sharing a block stay text)."""
+    ids = {id(ln) for ln in title_lines}
+    out = []
+    for b in blocks:
+        mine = [ln for ln in b.lines if id(ln) in ids]
+        if not mine:
             continue
-        if (b.bbox[0] > right or b.bbox[2] < left) and (b.kind != "text" or len(b.text) > 200):
-            continue  # the other column of a title page whose title sits in one column
-        n += 1
-        if b.kind != "text" or b.text.lower().startswith("abstract") or len(b.text) > 400 or n > 13:
-            break
-        # Line by line: a name and its affiliation or e-mail are often one block ("Eric A. Brewer /
-        # University of California at Berkeley").
-        texts.extend(_spaced_text(ln) for ln in b.lines)
-    return parse_authors(texts)
-
-
-def _spaced_text(ln: Line) -> str:
-    """A line's text with wide gaps between its spans kept as runs of spaces: names set side by side
-    ("Patrick M. Rondon     Ming Kawaguchi") stay apart."""
-    out, prev_end = "", None
-    for s in ln.spans:
-        if not s.text.strip():
-            continue
-        if prev_end is not None:
-            out += "   " if s.bbox[0] - prev_end > 0.8 * s.size else " "
-        out += s.text.strip()
-        prev_end = s.bbox[2]
+        if len(mine) < len(b.lines):
+            rest = [ln for ln in b.lines if id(ln) not in ids]
+            b.lines, b.text = rest, join_lines([ln.text for ln in rest])
+            tb = Block(lines=mine, page=b.page, text=join_lines([ln.text for ln in mine]))
+            blocks.append(tb)
+            b = tb
+        b.kind = "title"
+        out.append(b)
     return out
 
 

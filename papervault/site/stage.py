@@ -20,6 +20,7 @@ import yaml
 
 from papervault.errors import UnsafePathError
 from papervault.models import PaperMeta
+from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
@@ -277,12 +278,18 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     def note_path(pid: str) -> str:
         return f"papers/{pid}/note.md"
 
+    # Former ids (`papervault rekey`) still resolve to their paper.
+    alias = {a: pid for pid, e in papers.items() for a in e.meta.aliases if a not in papers}
+
     def label(key: str) -> str | None:
-        e = papers.get(key)
+        e = papers.get(alias.get(key, key))
         return cite_label(e.meta) if e else None
 
     def linker(page: str):
         def link(key: str, p: int | None) -> str:
+            key = alias.get(key, key)
+            # A citation's page is the printed one (`p. 223`); its link opens the PDF page that prints it.
+            p = pdf_page(papers[key].meta.page_labels, p) if p else p
             target = f"papers/{key}/paper.md" if p and papers[key].fulltext else note_path(key)
             return rel_link(target, page) + (f"#page-{p}" if p and papers[key].fulltext else "")
         return link
@@ -292,12 +299,12 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     cited_by_papers: dict[str, list[str]] = {}
     survey_cites: dict[str, list[str]] = {}
     for s in snap.surveys:
-        keys = [k for k in cited_keys(s.text) if k in papers]
+        keys = list(dict.fromkeys(alias.get(k, k) for k in cited_keys(s.text) if alias.get(k, k) in papers))
         survey_cites[s.slug] = keys
         for k in keys:
             cited_by_surveys.setdefault(k, []).append(s)
     for pid, e in papers.items():
-        refs = set(cited_keys(e.body)) | set(PAPER_LINK.findall(e.body))
+        refs = {alias.get(k, k) for k in cited_keys(e.body)} | set(PAPER_LINK.findall(e.body))
         for k in sorted(refs):
             if k in papers and k != pid:
                 cited_by_papers.setdefault(k, []).append(pid)
@@ -372,7 +379,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         refs = []
-        for k in report.cited:
+        for k in dict.fromkeys(alias.get(k, k) for k in report.cited):
             mm = papers[k].meta
             refs.append({"key": k, "authors": ", ".join(mm.authors), "year": mm.year, "title": mm.title or k,
                          "venue": mm.venue, "doi": mm.doi, "url": rel_link(note_path(k), page)})

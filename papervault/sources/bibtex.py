@@ -240,6 +240,24 @@ def _year(fields: dict[str, str]) -> int | None:
     return None
 
 
+# Standard BibTeX/biblatex fields kept as they are (`PaperMeta.bib`) besides those the record has its own
+# place for (title, author, year, doi, eprint, url, abstract, keywords, file).
+BIB_FIELDS = ("pages", "volume", "number", "issue", "publisher", "editor", "edition", "institution", "series",
+              "isbn", "issn", "note", "address", "organization", "school", "month", "chapter", "howpublished",
+              "type", "journal", "journaltitle", "booktitle", "location", "eventtitle", "pagetotal", "language")
+
+
+def _bib_fields(entry_type: str, fields: dict[str, str]) -> dict[str, str]:
+    out = {"entrytype": entry_type.lower()} if entry_type else {}
+    for name in BIB_FIELDS:
+        value = fields.get(name)
+        if value and value.strip():
+            out[name] = latex_to_text(value)[:2000]
+    if "pages" in out:
+        out["pages"] = out["pages"].replace("–", "--").replace("—", "--")
+    return out
+
+
 def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source: str, base: Path) -> SourceRecord:
     """A SourceRecord from one entry's raw fields."""
     t = lambda name: latex_to_text(fields[name]) if fields.get(name) else None  # noqa: E731
@@ -264,7 +282,7 @@ def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source
         authors=authors, year=_year(fields),
         venue=t("journaltitle") or t("journal") or t("booktitle") or t("publisher") or t("institution") or t("school"),
         doi=normalize_doi(doi_raw), arxiv=arxiv, url=t("url"), abstract=t("abstract"), tags=keywords,
-        pdfs=order_main_first(pdfs), warnings=warnings,
+        pdfs=order_main_first(pdfs), warnings=warnings, bib=_bib_fields(entry_type, fields),
     )
 
 

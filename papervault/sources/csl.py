@@ -94,6 +94,40 @@ def _keywords(value: Any) -> list[str]:
     return []
 
 
+# CSL-JSON variables kept under their BibTeX names (`PaperMeta.bib`).
+CSL_TO_BIB = {"page": "pages", "volume": "volume", "issue": "number", "publisher": "publisher",
+              "edition": "edition", "collection-title": "series", "ISBN": "isbn", "ISSN": "issn",
+              "publisher-place": "address", "event-place": "location", "event": "eventtitle",
+              "genre": "type", "number-of-pages": "pagetotal", "language": "language"}
+_CSL_TYPES = {"article-journal": "article", "paper-conference": "inproceedings", "book": "book",
+              "chapter": "incollection", "report": "techreport", "thesis": "phdthesis", "webpage": "online",
+              "manuscript": "unpublished"}
+
+
+def csl_bib(item: dict) -> dict[str, str]:
+    """The bibliographic variables of a CSL item that a record has no own place for, by their BibTeX names."""
+    out: dict[str, str] = {}
+    kind = item.get("type")
+    if isinstance(kind, str) and kind:
+        out["entrytype"] = _CSL_TYPES.get(kind, "misc")
+    for var, name in CSL_TO_BIB.items():
+        v = item.get(var)
+        if isinstance(v, (str, int, float)) and str(v).strip():
+            out[name] = str(v).strip()[:2000]
+    if "pages" in out:
+        out["pages"] = re.sub(r"\s*[-–—]+\s*", "--", out["pages"])
+    eds = item.get("editor")
+    if isinstance(eds, list):
+        names = [" ".join(str(e.get(k, "")) for k in ("given", "family")).strip() or str(e.get("literal", ""))
+                 for e in eds if isinstance(e, dict)]
+        if any(names):
+            out["editor"] = " and ".join(n for n in names if n)
+    note = item.get("note")
+    if isinstance(note, str) and note.strip():
+        out["note"] = note.strip()[:2000]
+    return out
+
+
 def record_from_csl(item: dict, source: str, base: Path) -> SourceRecord:
     """One CSL-JSON item as a record."""
     w: list[str] = []
@@ -109,7 +143,7 @@ def record_from_csl(item: dict, source: str, base: Path) -> SourceRecord:
         title=_text(item.get("title"), "title", w), authors=_csl_names(item.get("author") or item.get("editor"), w),
         year=_csl_year(item.get("issued")), venue=_text(item.get("container-title"), "container-title", w),
         doi=normalize_doi(doi_raw), arxiv=arxiv, url=url, abstract=_text(item.get("abstract"), "abstract", w),
-        tags=_keywords(item.get("keyword")), warnings=w,
+        tags=_keywords(item.get("keyword")), warnings=w, bib=csl_bib(item),
     )
 
 

@@ -319,8 +319,11 @@ def _quote(p: Passage) -> dict[str, Any]:
 
 
 def cite(pid: str, page: int | None = None) -> str:
-    """A Pandoc citation of a vault paper, with a page locator when the page is known."""
-    return f"[@{pid}, p. {page}]" if page else f"[@{pid}]"
+    """A Pandoc citation of a vault paper, with a page locator when the page is known: the page the paper
+    prints (`p. 223`), not the PDF's page index."""
+    from papervault.pages import printed_for
+
+    return f"[@{pid}, p. {printed_for(pid, page)}]" if page else f"[@{pid}]"
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

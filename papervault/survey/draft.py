@@ -33,8 +33,12 @@ class SectionDraft:
 
 
 def page_link(pid: str, page: int | None) -> str:
-    """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text."""
-    return f"([p. {page}](../../papers/{pid}/paper.md#page-{page}))" if page else f"([paper](../../papers/{pid}/paper.md))"
+    """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text: it says the
+    printed page and opens the PDF page's anchor."""
+    from papervault.pages import printed_for
+
+    return f"([p. {printed_for(pid, page)}](../../papers/{pid}/paper.md#page-{page}))" if page \
+        else f"([paper](../../papers/{pid}/paper.md))"
 
 
 def quote_line(p: SurveyPaper, s: Passage) -> str:

@@ -43,7 +43,19 @@ def _bib(text: str) -> str:
     return re.sub(r"[&%$#_]", lambda m: _BIB_ESCAPE[m.group(0)], text).replace("{", "").replace("}", "")
 
 
+_BIB_TYPES = {"article", "book", "booklet", "inbook", "incollection", "inproceedings", "conference", "manual",
+              "mastersthesis", "misc", "phdthesis", "proceedings", "techreport", "unpublished", "online", "report",
+              "thesis"}
+# The `bib` fields written as they are, in this order (venue, ids and url have their own fields).
+_BIB_ORDER = ("editor", "booktitle", "journal", "journaltitle", "series", "volume", "number", "issue", "chapter",
+              "pages", "edition", "publisher", "organization", "institution", "school", "address", "location",
+              "eventtitle", "month", "type", "howpublished", "isbn", "issn", "pagetotal", "language", "note")
+
+
 def _entry_type(p: SurveyPaper) -> str:
+    kind = (p.bib.get("entrytype") or "").lower()
+    if kind in _BIB_TYPES:
+        return kind
     venue = (p.venue or "").lower()
     if any(w in venue for w in ("proceedings", "conference", "symposium", "workshop", "sosp", "osdi", "nsdi",
                                 "sigmod", "vldb", "cidr", "pldi", "popl", "eurosys", "usenix")):
@@ -63,8 +75,14 @@ def bibtex(papers: Iterable[SurveyPaper]) -> str:
             fields.append(("author", " and ".join(_bib(a) for a in p.authors)))
         if p.year:
             fields.append(("year", str(p.year)))
-        if p.venue:
-            fields.append(("booktitle" if kind == "inproceedings" else "journal", _bib(p.venue)))
+        venue_field = "booktitle" if kind in ("inproceedings", "incollection", "conference") else "journal"
+        if p.venue and kind not in ("techreport", "phdthesis", "mastersthesis", "book", "misc", "online",
+                                    "report", "thesis", "unpublished", "manual", "booklet") \
+                and not p.bib.get(venue_field) and not p.bib.get("journaltitle"):
+            fields.append((venue_field, _bib(p.venue)))
+        for name in _BIB_ORDER:
+            if p.bib.get(name):
+                fields.append((name, _bib(p.bib[name]) if name != "pages" else p.bib[name].replace(" ", "")))
         if p.doi:
             fields.append(("doi", p.doi))
         if p.arxiv:
@@ -87,11 +105,22 @@ def _csl_name(author: str) -> dict[str, str]:
     return {"family": family, "given": given} if given else {"literal": author.strip()}
 
 
+_CSL_TYPE = {"inproceedings": "paper-conference", "conference": "paper-conference", "article": "article-journal",
+             "book": "book", "incollection": "chapter", "inbook": "chapter", "techreport": "report",
+             "report": "report", "phdthesis": "thesis", "mastersthesis": "thesis", "thesis": "thesis",
+             "online": "webpage", "unpublished": "manuscript", "misc": "article"}
+# `bib` fields -> CSL variables (the inverse of sources.csl.CSL_TO_BIB).
+_CSL_VARS = {"pages": "page", "volume": "volume", "number": "issue", "issue": "issue", "publisher": "publisher",
+             "edition": "edition", "series": "collection-title", "isbn": "ISBN", "issn": "ISSN",
+             "address": "publisher-place", "location": "event-place", "eventtitle": "event", "type": "genre",
+             "pagetotal": "number-of-pages", "language": "language", "note": "note"}
+
+
 def csl_json(papers: Iterable[SurveyPaper]) -> list[dict[str, Any]]:
     """`references.json`: the same references as CSL-JSON items (id = vault id)."""
     items = []
     for p in papers:
-        kind = {"inproceedings": "paper-conference", "article": "article-journal"}.get(_entry_type(p), "article")
+        kind = _CSL_TYPE.get(_entry_type(p), "article")
         item: dict[str, Any] = {"id": p.id, "type": kind, "title": p.title}
         if p.authors:
             item["author"] = [_csl_name(a) for a in p.authors]
@@ -99,6 +128,11 @@ def csl_json(papers: Iterable[SurveyPaper]) -> list[dict[str, Any]]:
             item["issued"] = {"date-parts": [[p.year]]}
         if p.venue:
             item["container-title"] = p.venue
+        for name, var in _CSL_VARS.items():
+            if p.bib.get(name):
+                item[var] = p.bib[name].replace("--", "–") if name == "pages" else p.bib[name]
+        if p.bib.get("editor"):
+            item["editor"] = [_csl_name(a.strip()) for a in p.bib["editor"].split(" and ") if a.strip()]
         if p.doi:
             item["DOI"] = p.doi
         if p.url:

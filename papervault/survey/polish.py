@@ -16,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from papervault.pages import printed_for
 from papervault.survey.attribution import reported
 from papervault.survey.evidence import Passage, tokens
 
@@ -209,7 +210,7 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
             if p and p.score >= threshold and (other is None or p.score > other.score):
                 other = p
         if other is not None:
-            loc = f", p. {other.page}" if other.page else ""
+            loc = f", p. {printed_for(other.paper_id, other.page)}" if other.page else ""
             new = f"[@{other.paper_id}{loc}]"
             res.changes.append(Change("support", n, g.group(0), new,
                                       f"re-cited: {other.paper_id} supports it ({other.score:.2f}), "
@@ -221,7 +222,7 @@ def check_support(line: str, n: int, support: Support, selected: list[str], res:
         best = found[best_key]
         if best is not None and best.score >= REPLACE_FLOOR and best.text:
             prefix = re.match(r"^\s*(?:[-+*]\s+)?(?:\*\*[^*]+\*\*:\s*)?", text).group(0)
-            loc = f", p. {best.page}" if best.page else ""
+            loc = f", p. {printed_for(best_key, best.page)}" if best.page else ""
             new_text = f"{prefix}“{best.text}” "
             if best.other:   # the closest sentence describes other work: quote it as the paper's remark
                 lead = _LEAD.match(text)

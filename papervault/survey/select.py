@@ -88,6 +88,8 @@ class SurveyPaper:
     fulltext: str = ""              # paper.md
     figures: list[str] = field(default_factory=list)   # "figures/fig-1.png", relative to the paper folder
     extra: dict[str, Any] = field(default_factory=dict)
+    bib: dict[str, str] = field(default_factory=dict)      # pages, volume, publisher, ... (BibTeX names)
+    page_labels: list[str] = field(default_factory=list)   # printed page of each PDF page (papervault.pages)
 
     @property
     def digest(self) -> str:
@@ -95,7 +97,8 @@ class SurveyPaper:
         h = hashlib.sha256()
         for part in (self.id, self.title, "|".join(self.authors), str(self.year), self.venue or "", self.doi or "",
                      self.arxiv or "", self.abstract, self.method, "|".join(self.datasets), "|".join(self.metrics),
-                     "|".join(self.baselines), repr(self.key_results), self.note, self.fulltext):
+                     "|".join(self.baselines), repr(self.key_results), self.note, self.fulltext,
+                     repr(sorted(self.bib.items())), "|".join(self.page_labels)):
             h.update(part.encode("utf-8", "replace"))
             h.update(b"\0")
         return h.hexdigest()[:16]
@@ -143,6 +146,13 @@ def _strings(value: Any) -> list[str]:
 _FIGURE_LINK = re.compile(r"!\[[^\]]*\]\((figures/[^)\s]+)\)")
 
 
+def remember_pages(pid: str, labels: list[str]) -> None:
+    """Citations of the paper's pages say its printed page numbers (see papervault.pages)."""
+    from papervault import pages
+
+    pages.remember(pid, labels)
+
+
 def load_papers(vault, ids: Iterable[str]) -> tuple[list[SurveyPaper], list[str]]:
     """Read the selected papers from the vault; returns (papers, problems). One broken note never stops it."""
     papers: list[SurveyPaper] = []
@@ -161,7 +171,9 @@ def load_papers(vault, ids: Iterable[str]) -> tuple[list[SurveyPaper], list[str]
             datasets=_strings(meta.datasets), metrics=_strings(meta.metrics), baselines=_strings(meta.baselines),
             key_results=results, tags=list(meta.tags), note=body, fulltext=full,
             figures=list(dict.fromkeys(_FIGURE_LINK.findall(full))),
+            bib=dict(meta.bib), page_labels=list(meta.page_labels),
         ))
+        remember_pages(meta.id, meta.page_labels)
     return papers, problems
 
 

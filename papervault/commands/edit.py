@@ -1,0 +1,73 @@
+"""`papervault edit` and `papervault enrich`: a person's corrections and identity resolved online."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+
+
+@click.command()
+@click.argument("paper_id")
+@click.option("--title", help="The paper's title.")
+@click.option("--author", "authors", multiple=True, help="An author, in order (repeat for each; replaces all).")
+@click.option("--year", type=int, help="The year the paper was published.")
+@click.option("--venue", help="Journal, conference or publisher.")
+@click.option("--doi", help="The paper's DOI.")
+@click.option("--arxiv", help="The paper's arXiv id.")
+@click.option("--pages", "bib_pages", help="Printed pages, e.g. 223--234 (kept in the note's bib fields).")
+@workspace_option
+@json_option
+def edit(paper_id, title, authors, year, venue, doi, arxiv, bib_pages, workspace, as_json):
+    """Correct a paper's identity; the correction wins over every source and survives later imports."""
+    from papervault.identity import edit_paper
+
+    ws = open_workspace(workspace)
+    meta = edit_paper(ws, paper_id, title=title, authors=list(authors) or None, year=year, venue=venue, doi=doi,
+                      arxiv=arxiv, bib={"pages": bib_pages} if bib_pages else None)
+    if as_json:
+        emit_json(meta.model_dump(exclude_none=True))
+    else:
+        who = ", ".join(meta.authors) or "?"
+        click.echo(f"{meta.id}: {meta.title} — {who} ({meta.year or 'no year'})")
+
+
+@click.command()
+@click.argument("paper_ids", nargs=-1)
+@workspace_option
+@json_option
+def enrich(paper_ids, workspace, as_json):
+    """Resolve papers' identity online (DOI via Crossref/OpenAlex, arXiv id, title search); needs
+    [sources] online = true. Your own metadata (BibTeX, Zotero, edits) is never replaced."""
+    from papervault.sources.enrich import enrich as run
+
+    ws = open_workspace(workspace)
+    report = run(ws, list(paper_ids) or None)
+    if as_json:
+        emit_json(report)
+        return
+    for pid, fields in report["enriched"].items():
+        click.echo(f"{pid}: {', '.join(fields)}")
+    for pid, err in report["failed"].items():
+        click.echo(f"{pid}: failed: {err}", err=True)
+    click.echo(f"{len(report['enriched'])} enriched, {len(report['unchanged'])} unchanged, "
+               f"{len(report['not_found'])} not found, {len(report['failed'])} failed")
+
+
+@click.command()
+@click.argument("paper_id")
+@click.argument("new_id", required=False)
+@workspace_option
+@json_option
+def rekey(paper_id, new_id, workspace, as_json):
+    """Rename a paper everywhere (folder, citations, links, bibliographies, index) in one commit; without
+    NEW_ID the id is made again from its current authors, year and title. The old id stays an alias."""
+    from papervault.identity import rekey as run
+
+    ws = open_workspace(workspace)
+    report = run(ws, paper_id, new_id)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"{report['id']} -> {report['new']}: {len(report['changed'])} file(s) changed, "
+                   f"index {report.get('index', 'none')}")

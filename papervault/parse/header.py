@@ -1,0 +1,417 @@
+"""Who wrote the paper, what it is called, and when: the header of the first page(s), read by layout.
+
+The title is the dominant run of lines (largest type, highest on the page, joined across lines) once the
+lines that are not the title are set aside: journal banners, download stamps, running heads, volume and
+copyright lines, conference notes, institutions and author lines. The year is the paper's own date (a
+copyright line, the conference or journal line, "Received ... revised ...", an arXiv stamp, a dated title
+page), never a download or reprint date. Each field says where it came from (`layout` or `pdf-xmp`, the
+document information a plausible producer wrote).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+
+from papervault.parse.layout import Block, Line
+from papervault.parse.references import find_doi
+from papervault.parse.structure import parse_authors
+
+_YEAR = re.compile(r"(?<![\d/.-])(1[89]\d\d|20[0-4]\d)(?![\d])")
+_SHORT_YEAR = re.compile(r"['’‘`](\d\d)\b")
+_ARXIV_STAMP = re.compile(r"arXiv:\s?(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?", re.I)
+
+# Lines that are never the title: words that start them (a whole word: "Doing ..." is not "doi"), and marks.
+_NOT_TITLE = re.compile(
+    r"^(?:(?:downloaded|accessed|retrieved|printed|generated|running\s+head|short\s+title|this\s+(?:paper|"
+    r"article|version|work|document|report)|(?:to\s+)?appear(?:s|ed)?\s+in|accepted|published|preprint|"
+    r"submitted|manuscript|draft|in\s+proceedings|proceedings\s+of|presented\s+(?:at|by)|copyright|"
+    r"permission\s+to|all\s+rights|keywords?|index\s+terms|arxiv|issn|isbn|technical\s+report|"
+    r"research\s+report|vol(?:ume|\.)?\s*\d+|no\.\s*\d+|number\s+\d+|supervised\s+by|advisor|received|"
+    r"revised|editors?|edited\s+by|communicated\s+by|journal\s+of|transactions\s+on|communications\s+of|"
+    r"annals\s+of|bulletin\s+of|ieee\s+transactions|acm\s+transactions|electronic\s+version|reprinted|"
+    r"research\s+paper\s+competition|open\s+access|sponsored\s+by|contents\s+lists|available\s+online|"
+    r"homepage|e-?mail|correspondence|corresponding)\b"
+    r"|abstract(?:\s*$|\s*[.:\u2014\u2013-]|\s+(?:we|this|in|the|a|an|our)\b|\s+(?-i:[a-z]))"  # not "Abstract Interpretation"
+    r"|doi\s*:|doi\.org|https?:|www\.|proc\.|tech\.\s+rep|©|\(c\)\s)", re.I)
+_STAMP_ANYWHERE = re.compile(r"\b(?:downloaded\s+from|accessed\s+on|retrieved\s+from|printed\s+on|all\s+rights\s+"
+                             r"reserved|creative\s+commons|licen[cs]ed?\s+under|this\s+paper\s+is\s+included|"
+                             r"is\s+sponsored\s+by|usenix\s+association|memo\s+no\b)", re.I)
+_INSTITUTION = re.compile(r"\b(?:universit(?:y|ies|é|ä|at)|institut(?:e|o)?|laborator(?:y|ies)|department|dept\.|"
+                          r"college|school\s+of|faculty|research\s+(?:center|centre|lab)|labs?\b|inc\.|corporation|"
+                          r"project\b|computation\s+center|centre\b|center\b|gmbh|ltd\.?|"
+                          r"massachusetts|california|cambridge|berkeley|stanford)", re.I)
+_VOLUME = re.compile(r"\b(?:vol(?:ume|\.)?\s*\d+|no\.\s*\d+|number\s+\d+|pp\.\s*\d+|pages\s+\d+\s*[-–]|"
+                     r"issue\s+\d+)", re.I)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE_LINE = re.compile(rf"^(?:\d{{1,2}}\s+)?{_MONTH}\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?(?:1[89]|20)\d\d\.?$", re.I)
+# Where a line's year is never the paper's: stamps of the copy, not of the paper.
+_BAD_DATE = re.compile(r"\b(?:downloaded|accessed|retrieved|printed|generated|viewed|recreated|reprinted|"
+                       r"electronic\s+version|scanned|digiti[sz]ed|this\s+version|last\s+(?:modified|updated)|"
+                       r"compiled|typeset)\b", re.I)
+# Where the body starts: an abstract (not a title such as "Abstract Interpretation: ..."), an introduction.
+_BODY_START = re.compile(r"^(?:abstract(?:\s*$|\s*[.:\u2014\u2013-]|\s+(?:we|this|in|the|a|an|our)\b|\s+(?-i:[a-z]))"
+                         r"|(?:summary|keywords|index\s+terms)\b|1\.?\s+introduction\b|introduction\s*$)", re.I)
+# Where a line's year is the paper's own date, strongest first.
+_GOOD_DATE = [
+    (re.compile(r"(?:©|\(c\)|copyright)", re.I), 6),
+    (re.compile(r"\b(?:received|submitted)\b", re.I), 6),
+    (re.compile(r"\b(?:proceedings|conference|symposium|workshop|journal|transactions|communications|"
+                r"annals|review|letters|volume|vol\.|in\s+press|to\s+appear|published|cidr|vldb|sigmod|"
+                r"osdi|sosp|nsdi|usenix|pldi|popl|icml|neurips|nips|iclr|kdd|www|chi|ecoop|oopsla|ieee|acm|"
+                r"pvldb|lncs|sigir|trec|competition|memorandum|technical\s+report|report)\b", re.I), 4),
+    (re.compile(r"\b\d{1,3}\s?\(\d{1,3}\)\s?:\s?\d"), 4),   # "14(3): 268-280, 2021"
+]
+_VENUE = re.compile(r"\b(?:proceedings\s+of\s+(?:the\s+)?.{5,120}|(?:\d{4}\s+)?[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,6}\s+"
+                    r"(?:conference|symposium|workshop)(?:\s+on\s+[\w ,&-]{3,80})?|(?:journal|transactions|"
+                    r"communications|annals)\s+(?:of|on)\s+(?:the\s+)?[A-Z][\w ,&-]{2,80})", re.I)
+_MEMO_PREFIX = re.compile(r"^(?:memo(?:randum)?|report|technical\s+report|note|working\s+paper)\s*(?:no\.?\s*)?"
+                          r"[\w.-]*\s*(?:--|—|–|:|-)\s*", re.I)
+_ARTICLE_TYPE = re.compile(r"^(?:research\s+(?:article|paper)|original\s+(?:article|research)|review\s+article|"
+                           r"regular\s+paper|full\s+paper|short\s+paper|letter|article|invited\s+paper|"
+                           r"position\s+paper|extended\s+abstract)$", re.I)
+_JUNK_INFO_TITLE = re.compile(r"^(?:untitled|microsoft\s+word|document\d*|paper|title|template|main|"
+                              r"\S+\.(?:dvi|tex|pdf|docx?|ps|indd))", re.I)
+
+
+@dataclass
+class Header:
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv: str | None = None
+    keywords: list[str] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)
+    title_lines: list[Line] = field(default_factory=list)
+    title_page: int = 0
+
+
+def norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def not_title(text: str) -> bool:
+    """Whether a line of the first page is one of those that are never the title."""
+    t = text.strip()
+    letters = sum(c.isalpha() for c in t)
+    if letters < 3 or _NOT_TITLE.match(t) or _STAMP_ANYWHERE.search(t) or _DATE_LINE.match(t):
+        return True
+    if "@" in t or re.search(r"https?://|www\.", t):
+        return True
+    if _VOLUME.search(t) and len(t) < 90:
+        return True
+    if _INSTITUTION.search(t) and len(t) < 90 and not re.search(r"[:?]", t):
+        return True
+    if _ARTICLE_TYPE.match(t.rstrip(".: ")):
+        return True
+    # An upper-case place line ("MASSACHUSETTS", "UNIVERSITY OF CALIFORNIA,") ends with a comma.
+    if t.endswith(",") and t.isupper():
+        return True
+    return False
+
+
+def is_author_line(text: str) -> bool:
+    """A line of person names ("J.H. Saltzer, D.P. Reed and D.D. Clark*"), not a title."""
+    t = text.strip()
+    names = parse_authors([t])
+    if not names:
+        return False
+    covered = sum(len(n) for n in names)
+    letters = len(re.sub(r"[\s,;*†‡§¶∗\d]|\band\b", "", t))
+    if covered < 0.6 * max(1, letters):
+        return False
+    # A short title in title case ("Liquid Types") parses as a name too: an author line has several
+    # names, initials, or a footnote mark.
+    if ":" in t or re.search(r"\b(?:of|for|with|and the|in|on|to)\b", t.replace(" and ", ",")):
+        return False
+    return len(names) >= 2 or bool(re.search(r"\b[A-Z]\.", t))
+
+
+def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
+    """The lines of the title on one page ([] when there is none)."""
+    lines: list[Line] = []
+    for b in blocks:
+        if b.kind not in ("text", "title", "heading"):
+            continue
+        for ln in b.lines:
+            if ln.bbox[1] < 0.62 * height:
+                lines.append(ln)
+    lines.sort(key=lambda ln: (ln.bbox[1], ln.bbox[0]))
+    if not lines:
+        return []
+    sizes = [ln.size for ln in lines]
+    body = max(set(sizes), key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
+    cands = [ln for ln in lines if not not_title(ln.text)
+             and not (is_author_line(ln.text) and ln.size < body + 4)]
+    # Never past the abstract or the first section (of the left column: the right one may start higher).
+    x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
+    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
+                 and _BODY_START.match(ln.text.strip())), None)
+    if stop is not None:
+        cands = [ln for ln in cands if ln.bbox[1] < stop - 1]
+    if not cands:
+        return []
+    big = max(ln.size for ln in cands if len(ln.text.strip()) >= 3)
+    if scanned or big < body + 1.0:
+        # Type of one size (a typewritten memo, an OCR'd scan): the first line that is left.
+        start = cands[0]
+    else:
+        start = min((ln for ln in cands if abs(ln.size - big) < 0.6), key=lambda ln: ln.bbox[1])
+    out = [start]
+    i = lines.index(start)
+    for ln in lines[i + 1:]:
+        if ln.bbox[0] > max(l.bbox[2] for l in out) + 5 or ln.bbox[2] < min(l.bbox[0] for l in out) - 5:
+            continue  # another column beside the title
+        prev = out[-1]
+        h = max(1.0, prev.bbox[3] - prev.bbox[1])
+        if ln.bbox[1] < prev.bbox[1] + 0.3 * h:
+            # Same baseline: the rest of a line the text layer cut in two.
+            if abs(ln.size - start.size) < 0.6 and ln.bbox[0] > prev.bbox[2] - 1 and ln.bbox[0] - prev.bbox[2] < 3 * ln.size:
+                out.append(ln)
+            continue
+        gap = ln.bbox[1] - prev.bbox[3]
+        if gap > 1.1 * h or abs(ln.size - start.size) >= 0.6 and not scanned:
+            break
+        same = abs(ln.size - start.size) < 0.6 and start.size >= body + 2
+        if not_title(ln.text) and not (same and not _STAMP_ANYWHERE.search(ln.text)) \
+                or is_author_line(ln.text) and not same or (scanned and re.match(r"^by\b", ln.text, re.I)):
+            break
+        if scanned and len(out) >= 1 and not out[-1].text.rstrip().endswith((":", "-", ",")) \
+                and ln.text[:1].islower() is False and len(out[-1].text) < 0.5 * len(ln.text):
+            break
+        out.append(ln)
+        if len(out) >= 4:
+            break
+    return out
+
+
+def title_text(lines: list[Line]) -> str:
+    text = ""
+    for ln in lines:
+        t = ln.text.strip()
+        if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and t[:1].isupper():
+            text += t            # "The UNIX Time-" + "Sharing System"
+        elif text.endswith("-") and len(text) > 1 and text[-2].isalpha() and t[:1].islower():
+            text = text[:-1] + t
+        else:
+            text = f"{text} {t}" if text else t
+    text = _MEMO_PREFIX.sub("", text)
+    text = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", re.sub(r"\s+", " ", text)).strip()
+    text = re.sub(r"(\w)[∗*†‡§¶]\d*$", r"\1", text)
+    return text.rstrip(" ,;")
+
+
+def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[str]:
+    """Names on the lines below the title and above the abstract; affiliations and e-mails left out."""
+    if not title:
+        return []
+    bottom = max(ln.bbox[3] for ln in title)
+    left, right = min(ln.bbox[0] for ln in title), max(ln.bbox[2] for ln in title)
+    all_lines = [ln for b in blocks if b.kind in ("text", "heading", "title") for ln in b.lines]
+    width = max((ln.bbox[2] for ln in all_lines), default=right) - min((ln.bbox[0] for ln in all_lines), default=left)
+    if right - left < 0.5 * width:  # a title in one column: its authors are under it, not in the other column
+        left, right = left - 0.1 * width, right + 0.25 * width
+    else:
+        left, right = -1e9, 1e9
+    lines = sorted((ln for ln in all_lines if ln.bbox[1] >= bottom - 1 and ln not in title
+                    and ln.bbox[1] < 0.8 * height and ln.bbox[2] > left and ln.bbox[0] < right),
+                   key=lambda ln: (round(ln.bbox[1] / 3), ln.bbox[0]))
+    texts: list[str] = []
+    for ln in lines:
+        t = ln.text.strip()
+        if _BODY_START.match(t) \
+                or len(t) > 200:
+            break
+        if re.match(r"^by\s+", t, re.I):
+            t = t[3:]
+        if _NOT_TITLE.match(t) and not is_author_line(t) or _affiliation(t):
+            continue
+        texts.append(_spaced(ln, t))
+        if len(texts) > 16:
+            break
+    return _split_runs(parse_authors(texts))
+
+
+_STOP_PART = re.compile(r"\b(?:universit\w*|institut\w*|laborator\w*|labs?|department|dept|inc|corp\w*|ltd|gmbh|"
+                        r"college|school|faculty|research|centre|center|memo\w*|report|division|group)\b", re.I)
+
+
+def _affiliation(text: str) -> bool:
+    """A line of affiliations, addresses or report numbers under the names ("Bell Laboratories, Murray Hill",
+    "Vrije Universiteit, Amsterdam"); lines that give each name its affiliation ("A, X University; B, Y
+    Lab") are not, they are split name by name."""
+    if ";" in text:
+        return False
+    if re.search(r"\b(?:1[89]|20)\d\d\b|\bno\.\s*\w", text, re.I):
+        return True
+    return bool(_STOP_PART.search(text) or _INSTITUTION.search(text))
+
+
+def _split_runs(names: list[str]) -> list[str]:
+    """Names run together without separators ("S E Robertson S Walker") split before each new initial."""
+    out = []
+    for n in names:
+        words = n.split()
+        if len(words) < 4:
+            out.append(n)
+            continue
+        cur: list[str] = []
+        for i, w in enumerate(words):
+            initial = re.fullmatch(r"[A-Z]\.?", w) is not None
+            if cur and initial and len(cur[-1]) > 2 and not re.fullmatch(r"[A-Z]\.?", cur[-1]) and len(cur) >= 2:
+                out.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        out.append(" ".join(cur))
+    return out
+
+
+def _spaced(ln: Line, text: str) -> str:
+    """Wide gaps between a line's spans kept as runs of spaces: names set side by side stay apart."""
+    if len(ln.spans) < 2:
+        return text
+    out, prev = "", None
+    for s in ln.spans:
+        if not s.text.strip():
+            continue
+        if prev is not None:
+            out += "   " if s.bbox[0] - prev > 0.8 * s.size else " "
+        out += s.text.strip()
+        prev = s.bbox[2]
+    return out if not text.lower().startswith("by ") else out[3:]
+
+
+def _years_in(text: str) -> list[int]:
+    this_year = _dt.date.today().year
+    return [int(y) for y in _YEAR.findall(text) if 1850 <= int(y) <= this_year + 1]
+
+
+def find_year(lines: list[str], arxiv: str | None, rotated: list[str]) -> int | None:
+    """The paper's own year from its front-matter lines (first page or two, in reading order).
+
+    Years of the header (above the abstract) count; further down only a year on a dated line does (a
+    copyright line, the venue, "Received ..."): a year in a sentence ("contests in 2012") is not the paper's.
+    """
+    scores: dict[int, float] = {}
+    body_from = next((i for i, t in enumerate(lines) if _BODY_START.match(t.strip())), len(lines))
+    for i, raw in enumerate(lines):
+        t = raw.strip()
+        if not t or _BAD_DATE.search(t):
+            continue
+        ys = _years_in(t)
+        cue = max((w for pat, w in _GOOD_DATE if pat.search(t)), default=0.0)
+        if not ys:
+            m = _SHORT_YEAR.search(t)
+            if m and cue >= 4:
+                yy = int(m.group(1))
+                ys = [2000 + yy if yy <= _dt.date.today().year % 100 + 1 else 1900 + yy]
+            else:
+                continue
+        if _DATE_LINE.match(t) or re.fullmatch(r"(?:1[89]|20)\d\d\.?", t):
+            cue = max(cue, 5)
+        if re.search(r"\b(?:received|submitted)\b", t, re.I):
+            ys = ys[:1]  # "Received May 1994; revised June 1995": the first date is the paper's
+        weight = cue if cue else (2.0 if i < body_from else 0.0)
+        if not weight:
+            continue
+        for y in ys:
+            scores[y] = scores.get(y, 0.0) + weight
+    stamp = None
+    for t in rotated:
+        m = _ARXIV_STAMP.search(t)
+        if m:
+            ys = _years_in(t)
+            stamp = ys[-1] if ys else None
+    if stamp is None and arxiv and re.match(r"\d{4}\.", arxiv):
+        stamp = 2000 + int(arxiv[:2])
+    if stamp is not None:
+        scores[stamp] = scores.get(stamp, 0.0) + 3
+    if not scores:
+        return None
+    return max(scores.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+def find_venue(lines: list[str], title: str) -> str | None:
+    nt = norm(title)
+    for t in lines[:60]:
+        if nt and norm(t) and norm(t) in nt:
+            continue
+        m = _VENUE.search(t)
+        if m:
+            v = re.sub(r"\s+", " ", m.group(0)).strip(" ,.;:()")
+            v = re.sub(r"^proceedings\s+of\s+the\s+", "", v, flags=re.I)
+            v = re.split(r"\s*[,(]\s*(?:" + _MONTH + r"|\d)", v, flags=re.I)[0]
+            if 5 <= len(v) <= 160 and sum(c.isalpha() for c in v) > 4:
+                return v
+    return None
+
+
+def _plausible_info_title(info_title: str, page_text: str) -> bool:
+    t = info_title.strip()
+    if len(t) < 6 or _JUNK_INFO_TITLE.match(t) or not re.search(r"[A-Za-z]{3}", t):
+        return False
+    # Producers leave templates' and files' names behind; a title the first page does not print is one.
+    return norm(t) in norm(page_text)
+
+
+def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | None = None,
+                rotated: list[str] | None = None, scanned: set[int] | frozenset[int] = frozenset(),
+                cover: bool = False) -> Header:
+    """The header of a paper from the blocks of its first pages (0-based `scanned` page indices)."""
+    info = info or {}
+    rotated = rotated or []
+    h = Header()
+    tp = 1 if cover and len(pages) > 1 else 0
+    title_lines = find_title(pages[tp], heights[tp], scanned=tp in scanned) if pages else []
+    if not title_lines and tp and pages:
+        tp = 0
+        title_lines = find_title(pages[0], heights[0], scanned=0 in scanned)
+    h.title_page, h.title_lines = tp, title_lines
+    front = [ln.text for p in pages[:tp + 2] for b in p for ln in b.lines]   # blocks in reading order
+    page_text = " ".join(ln.text for b in (pages[tp] if pages else []) for ln in b.lines)
+    info_title = (info.get("title") or "").strip()
+    layout_title = title_text(title_lines)
+    if info_title and _plausible_info_title(info_title, page_text) and (
+            not layout_title or norm(layout_title) in norm(info_title) or norm(info_title) in norm(layout_title)
+            or len(norm(info_title)) > 0.8 * len(norm(layout_title))):
+        h.title, h.provenance["title"] = re.sub(r"\s+", " ", info_title), "pdf-xmp"
+    elif layout_title:
+        h.title, h.provenance["title"] = layout_title, "layout"
+    authors = find_authors(pages[tp], title_lines, heights[tp]) if pages else []
+    info_author = (info.get("author") or "").strip()
+    if info_author and not re.search(r"\b(?:admin|user|owner|unknown|author)\b", info_author, re.I):
+        cand = [a.strip() for a in re.split(r";|,\s*(?:and\s+)?|\s+and\s+|&", info_author) if len(a.strip()) > 2]
+        low = page_text.lower()
+        if cand and all(a.split()[-1].lower() in low for a in cand):
+            authors, h.provenance["authors"] = cand, "pdf-xmp"
+    if authors and "authors" not in h.provenance:
+        h.provenance["authors"] = "layout"
+    h.authors = authors
+    head = "\n".join(front)[:8000]
+    for t in rotated:
+        m = _ARXIV_STAMP.search(t)
+        if m:
+            h.arxiv = m.group(1)
+            break
+    if h.arxiv is None:
+        m = _ARXIV_STAMP.search(head)
+        if m:
+            h.arxiv = m.group(1)
+    if h.arxiv:
+        h.provenance["arxiv"] = "layout"
+    h.doi = find_doi(head[:6000]) or find_doi(" ".join(rotated))
+    if h.doi:
+        h.provenance["doi"] = "layout"
+    h.year = find_year(front[:120], h.arxiv, rotated)
+    if h.year:
+        h.provenance["year"] = "layout"
+    h.venue = find_venue(front, h.title)
+    if h.venue:
+        h.provenance["venue"] = "layout"
+    kw = (info.get("keywords") or "").strip()
+    if kw:
+        h.keywords = [k.strip() for k in re.split(r"[;,]", kw) if k.strip()][:20]
+    return h

@@ -1,0 +1,239 @@
+"""Online enrichment of a paper's identity: DOI through Crossref (then OpenAlex), arXiv id through the arXiv
+API, a title search on Crossref when no identifier is printed.
+
+Order of trust: a field a person or their library gave (`provenance` user, bibtex, csl, zotero) is never
+replaced; fields read from the PDF (layout, pdf-xmp) or missing are replaced by the resolved record's, marked
+`doi` or `arxiv`. Bibliographic fields only fill gaps. Retraction status is recorded when a service reports
+it. Off unless `[sources] online = true`: offline, `enrich` fails at once, before any request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from papervault.errors import SourceError
+from papervault.ids import normalize_title
+from papervault.sources.web import HttpPolicy, get
+
+TRUSTED = frozenset({"user", "bibtex", "csl", "zotero"})
+IDENTITY = ("title", "authors", "year", "venue", "doi")
+
+
+@dataclass
+class Found:
+    """What a service says about a paper."""
+
+    service: str                      # crossref | openalex | arxiv
+    via: str                          # provenance label: doi | arxiv
+    title: str | None = None
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    bib: dict[str, str] = field(default_factory=dict)
+    retracted: bool | None = None
+
+
+def require_online(settings) -> None:
+    if not settings.sources.online:
+        raise SourceError("online enrichment is off",
+                          fix="set [sources] online = true in papervault.toml (or PAPERVAULT_SOURCES_ONLINE=1)")
+
+
+def _policy(settings) -> HttpPolicy:
+    s = settings.sources
+    return HttpPolicy(delay=s.enrich_delay, timeout=s.timeout, retries=s.retries, max_bytes=8 * 2**20,
+                      user_agent=s.user_agent, backoff=max(0.05, min(2.0, s.enrich_delay)))
+
+
+def _json(url: str, settings, params: dict | None = None) -> dict | None:
+    """GET JSON; None for a 404 (not found); SourceError for everything else that fails."""
+    try:
+        body, _ = get(url, _policy(settings), accept="application/json", params=params)
+    except SourceError as exc:
+        if "HTTP 404" in str(exc):
+            return None
+        raise
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise SourceError(f"{url}: not JSON", fix="check [sources] crossref_url / openalex_url") from None
+    return data if isinstance(data, dict) else None
+
+
+def _text(v) -> str | None:
+    if isinstance(v, list):
+        v = v[0] if v else None
+    if not isinstance(v, str):
+        return None
+    v = re.sub(r"<[^>]{1,40}>", "", v)          # Crossref titles carry JATS/MathML tags
+    v = " ".join(v.split())
+    return v[:1000] or None
+
+
+def from_crossref(msg: dict) -> Found:
+    authors = []
+    for a in msg.get("author") or []:
+        if isinstance(a, dict):
+            name = " ".join(x for x in (_text(a.get("given")), _text(a.get("family"))) if x) or _text(a.get("name"))
+            if name:
+                authors.append(name)
+    year = None
+    for k in ("published-print", "published-online", "issued", "published"):
+        parts = (msg.get(k) or {}).get("date-parts") if isinstance(msg.get(k), dict) else None
+        if parts and parts[0] and isinstance(parts[0][0], int):
+            year = parts[0][0]
+            break
+    bib = {}
+    for src, dst in (("page", "pages"), ("volume", "volume"), ("issue", "number"), ("publisher", "publisher")):
+        t = _text(msg.get(src))
+        if t:
+            bib[dst] = t.replace("-", "--") if dst == "pages" and "--" not in t else t
+    issn = msg.get("ISSN")
+    if isinstance(issn, list) and issn:
+        bib["issn"] = str(issn[0])
+    isbn = msg.get("ISBN")
+    if isinstance(isbn, list) and isbn:
+        bib["isbn"] = str(isbn[0])
+    retracted = None
+    for upd in (msg.get("updated-by") or []) + (msg.get("update-to") or []):
+        if isinstance(upd, dict) and "retract" in str(upd.get("type", "")).lower():
+            retracted = True
+    doi = _text(msg.get("DOI"))
+    return Found("crossref", "doi", title=_text(msg.get("title")), authors=authors, year=year,
+                 venue=_text(msg.get("container-title")), doi=doi.lower() if doi else None, bib=bib,
+                 retracted=retracted)
+
+
+def from_openalex(w: dict) -> Found:
+    authors = [a["author"]["display_name"] for a in w.get("authorships") or []
+               if isinstance(a, dict) and isinstance(a.get("author"), dict) and a["author"].get("display_name")]
+    loc = w.get("primary_location") or {}
+    src = loc.get("source") if isinstance(loc, dict) else None
+    venue = src.get("display_name") if isinstance(src, dict) else None
+    b = w.get("biblio") or {}
+    bib = {}
+    if b.get("volume"):
+        bib["volume"] = str(b["volume"])
+    if b.get("issue"):
+        bib["number"] = str(b["issue"])
+    if b.get("first_page"):
+        bib["pages"] = f"{b['first_page']}--{b['last_page']}" if b.get("last_page") else str(b["first_page"])
+    doi = w.get("doi")
+    if isinstance(doi, str):
+        doi = re.sub(r"^https?://(dx\.)?doi\.org/", "", doi).lower()
+    year = w.get("publication_year") if isinstance(w.get("publication_year"), int) else None
+    return Found("openalex", "doi", title=_text(w.get("display_name") or w.get("title")), authors=authors,
+                 year=year, venue=_text(venue), doi=doi, bib=bib,
+                 retracted=bool(w["is_retracted"]) if isinstance(w.get("is_retracted"), bool) else None)
+
+
+def by_doi(doi: str, settings) -> Found | None:
+    s = settings.sources
+    msg = _json(f"{s.crossref_url.rstrip('/')}/works/{quote(doi, safe='/')}", settings)
+    if msg and isinstance(msg.get("message"), dict):
+        found = from_crossref(msg["message"])
+        # OpenAlex knows retractions Crossref may not carry.
+        if found.retracted is None:
+            try:
+                w = _json(f"{s.openalex_url.rstrip('/')}/works/doi:{quote(doi, safe='/')}", settings)
+            except SourceError:
+                w = None
+            if w:
+                found.retracted = from_openalex(w).retracted
+        return found
+    w = _json(f"{s.openalex_url.rstrip('/')}/works/doi:{quote(doi, safe='/')}", settings)
+    return from_openalex(w) if w else None
+
+
+def by_title(title: str, authors: list[str], settings) -> Found | None:
+    """A Crossref bibliographic search; only a result whose title is the same (normalised) is taken."""
+    s = settings.sources
+    q = " ".join([title] + authors[:1])
+    data = _json(f"{s.crossref_url.rstrip('/')}/works", settings,
+                 params={"query.bibliographic": q, "rows": "5"})
+    items = ((data or {}).get("message") or {}).get("items") or []
+    want = normalize_title(title)
+    for it in items:
+        if isinstance(it, dict) and normalize_title(_text(it.get("title"))) == want:
+            return from_crossref(it)
+    return None
+
+
+def by_arxiv(arxiv: str, settings) -> Found | None:
+    from papervault.sources.arxiv import fetch_metadata
+
+    rec = fetch_metadata([arxiv], settings).get(arxiv)
+    if rec is None:
+        return None
+    return Found("arxiv", "arxiv", title=rec.title, authors=list(rec.authors), year=rec.year,
+                 venue=rec.venue, doi=rec.doi)
+
+
+def lookup(meta, settings) -> Found | None:
+    if meta.doi:
+        return by_doi(meta.doi, settings)
+    if meta.arxiv:
+        return by_arxiv(meta.arxiv, settings)
+    if meta.title:
+        return by_title(meta.title, meta.authors, settings)
+    return None
+
+
+def apply(meta, found: Found) -> list[str]:
+    """Update `meta` in place by the order of trust; returns the fields that changed."""
+    changed = []
+    for f in IDENTITY:
+        value = getattr(found, f)
+        if not value or meta.provenance.get(f) in TRUSTED or getattr(meta, f) == value:
+            continue
+        setattr(meta, f, value)
+        meta.provenance[f] = found.via
+        changed.append(f)
+    for k, v in found.bib.items():
+        if v and k not in meta.bib:
+            meta.bib[k] = v
+            changed.append(f"bib.{k}")
+    if found.retracted is not None and getattr(meta, "retracted", None) != found.retracted:
+        meta.retracted = found.retracted
+        changed.append("retracted")
+    return changed
+
+
+def enrich(ws, ids: list[str] | None = None) -> dict:
+    """Resolve the given papers (default: all) online and update their notes in one commit."""
+    require_online(ws.settings)
+    with ws.write_lock("enrich"):
+        return enrich_locked(ws, ids)
+
+
+def enrich_locked(ws, ids: list[str] | None = None) -> dict:
+    """`enrich` for a caller that holds the workspace's write lock (`add` with `enrich_on_add`)."""
+    report: dict = {"enriched": {}, "unchanged": [], "not_found": [], "failed": {}}
+    vault = ws.vault
+    touched = []
+    for pid in ids or vault.paper_ids():
+        meta = vault.read_meta(pid)
+        try:
+            found = lookup(meta, ws.settings)
+        except SourceError as exc:
+            report["failed"][pid] = str(exc)
+            continue
+        if found is None:
+            report["not_found"].append(pid)
+            continue
+        changed = apply(meta, found)
+        if not changed:
+            report["unchanged"].append(pid)
+            continue
+        fields = {k: getattr(meta, k) for k in IDENTITY}
+        extra = {"retracted": meta.retracted} if "retracted" in changed else {}
+        vault.update_meta(pid, bib=meta.bib, provenance=meta.provenance, **fields, **extra)
+        touched.append(vault.note_path(pid))
+        report["enriched"][pid] = changed
+    if touched:
+        vault.commit(f"enrich: {len(touched)} paper(s) from Crossref/OpenAlex/arXiv", touched)
+    return report

@@ -1,0 +1,205 @@
+"""`papervault enrich` against loopback servers that speak Crossref's and OpenAlex's /works formats and the
+arXiv Atom API: found, not found, rate-limited, offline; the user's own metadata is never replaced."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+from papervault.errors import SourceError
+from papervault.ingest import add
+from papervault.sources.enrich import enrich
+from papervault.workspace import Workspace
+from support_arxiv import LoopbackServer, Paper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from identity_pdfs import make  # noqa: E402
+
+DOI = "10.1145/1234567.1234568"
+RETRACTED = "10.5555/retracted.2020"
+
+CROSSREF = {
+    DOI: {"DOI": DOI, "title": ["Grounding in <i>Communication</i>"], "type": "book-chapter",
+          "author": [{"given": "Herbert H.", "family": "Clark"}, {"given": "Susan E.", "family": "Brennan"}],
+          "issued": {"date-parts": [[1991, 1, 1]]}, "container-title": ["Perspectives on Socially Shared Cognition"],
+          "page": "127-149", "volume": "13", "publisher": "American Psychological Association",
+          "ISBN": ["978-1-55798-121-9"]},
+    RETRACTED: {"DOI": RETRACTED, "title": ["Learning Sparse Codes for Time Series"],
+                "author": [{"given": "Maria", "family": "Gonzalez"}], "issued": {"date-parts": [[2020]]},
+                "container-title": ["Journal of Examples"],
+                "updated-by": [{"DOI": "10.5555/notice", "type": "retraction", "label": "Retraction"}]},
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    seen: list = []
+    limited: set = set()        # paths answered 429 once before they succeed
+
+    def log_message(self, *a):
+        pass
+
+    def _send(self, code: int, data: dict | None = None, headers: dict | None = None) -> None:
+        body = json.dumps(data or {}).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        self.seen.append(path)
+        if path in self.limited:
+            self.limited.discard(path)
+            return self._send(429, {"message": "rate limited"}, {"Retry-After": "0"})
+        if path.startswith("/crossref/works/"):
+            doi = path[len("/crossref/works/"):].lower()
+            if doi in CROSSREF:
+                return self._send(200, {"status": "ok", "message-type": "work", "message": CROSSREF[doi]})
+            return self._send(404, {"status": "error", "message": "Resource not found."})
+        if path == "/crossref/works":
+            q = parse_qs(url.query).get("query.bibliographic", [""])[0].lower()
+            items = [m for m in CROSSREF.values() if m["title"][0].split("<")[0].lower().strip() in q]
+            return self._send(200, {"status": "ok", "message-type": "work-list",
+                                    "message": {"total-results": len(items), "items": items}})
+        if path.startswith("/openalex/works/doi:"):
+            doi = path[len("/openalex/works/doi:"):].lower()
+            if doi == RETRACTED:
+                return self._send(200, {"id": "https://openalex.org/W1", "doi": f"https://doi.org/{doi}",
+                                        "display_name": "Learning Sparse Codes for Time Series",
+                                        "publication_year": 2020, "is_retracted": True, "authorships": []})
+            return self._send(404, {"error": "not found"})
+        self._send(404)
+
+
+@pytest.fixture
+def services(monkeypatch):
+    handler = type("H", (_Handler,), {"seen": [], "limited": set()})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "true")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_CROSSREF_URL", f"{url}/crossref")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_OPENALEX_URL", f"{url}/openalex")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ENRICH_DELAY", "0")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_RETRIES", "3")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_TIMEOUT", "5")
+    yield handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def ws(tmp_path, services):
+    return Workspace.init(tmp_path / "ws")[0]   # after `services`: its settings see the loopback URLs
+
+
+def test_found_by_title_search_and_by_doi_with_a_rate_limit(ws, tmp_path, services):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("running-head", folder)                 # no identifier printed: found by a title search
+    make("arxiv-stamp", folder)
+    make("banner", folder)                       # not known to any service
+    assert sorted(add(ws, [str(folder)]).added) == ["clark1991grounding", "feigenbaum1985secure",
+                                                    "gonzalez2019learning"]
+    ws.vault.update_meta("gonzalez2019learning", doi=RETRACTED, arxiv=None)
+    services.limited.add(f"/crossref/works/{RETRACTED}")     # 429 first: retried, then answered
+
+    report = enrich(ws)
+    assert report["failed"] == {}
+    assert report["not_found"] == ["feigenbaum1985secure"]
+    clark = ws.vault.read_meta("clark1991grounding")
+    assert clark.title == "Grounding in Communication" and clark.doi == DOI
+    assert clark.authors == ["Herbert H. Clark", "Susan E. Brennan"] and clark.year == 1991
+    assert clark.venue == "Perspectives on Socially Shared Cognition"
+    assert clark.provenance["authors"] == "doi" and clark.provenance["venue"] == "doi"
+    assert clark.bib["pages"] == "127--149" and clark.bib["publisher"] == "American Psychological Association"
+    g = ws.vault.read_meta("gonzalez2019learning")
+    assert g.retracted is True and g.year == 2020 and g.venue == "Journal of Examples"
+    assert [p for p in services.seen if p == f"/crossref/works/{RETRACTED}"] == [f"/crossref/works/{RETRACTED}"] * 2
+    assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 paper(s)")
+
+
+def test_the_users_metadata_is_never_replaced(ws, tmp_path, services):
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    make("running-head", folder)
+    (folder / "refs.bib").write_text(
+        "@incollection{clark1991,\n  author = {Clark, Herbert H.},\n  title = {Grounding in Communication},\n"
+        f"  year = {{1992}},\n  doi = {{{DOI}}},\n  file = {{running-head.pdf}}\n}}\n", encoding="utf-8")
+    assert add(ws, [str(folder / "refs.bib")]).added == ["clark1991"]
+    report = enrich(ws, ["clark1991"])
+    meta = ws.vault.read_meta("clark1991")
+    # The entry's authors and year stay (the user's library); the venue it left out is filled.
+    assert meta.authors == ["Herbert H. Clark"] and meta.year == 1992 and meta.provenance["year"] == "bibtex"
+    assert meta.venue == "Perspectives on Socially Shared Cognition" and report["enriched"]["clark1991"]
+
+
+def test_not_found_failed_and_offline(ws, tmp_path, services, monkeypatch):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("banner", folder)
+    add(ws, [str(folder)])
+    ws.vault.update_meta("feigenbaum1985secure", doi="10.9999/unknown")
+    assert enrich(ws)["not_found"] == ["feigenbaum1985secure"]
+
+    # A service that keeps refusing: the paper is reported as failed, nothing is changed.
+    monkeypatch.setenv("PAPERVAULT_SOURCES_CROSSREF_URL", "http://127.0.0.1:9/crossref")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_RETRIES", "1")
+    ws = Workspace(ws.root)
+    report = enrich(ws)
+    assert "feigenbaum1985secure" in report["failed"] and "connection failed" in report["failed"]["feigenbaum1985secure"]
+
+    # Offline (the default): it fails at once, before any request.
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "false")
+    ws = Workspace(ws.root)
+    before = len(services.seen)
+    t = time.perf_counter()
+    with pytest.raises(SourceError, match="online enrichment is off"):
+        enrich(ws)
+    assert time.perf_counter() - t < 0.5 and len(services.seen) == before
+
+
+def test_arxiv_id_resolved_through_the_arxiv_api(ws, tmp_path, services, monkeypatch):
+    with LoopbackServer() as srv:
+        srv.catalog.add(Paper("1902.01234", "Learning Sparse Codes for Time Series", "We learn codes.",
+                              ["Maria Gonzalez", "Wei Zhang", "Peter M. Olsen", "Ann Smith"],
+                              published="2019-02-03T00:00:00Z"))
+        srv.settings_env(monkeypatch)
+        ws = Workspace(ws.root)
+        folder = tmp_path / "pdfs"
+        folder.mkdir()
+        make("arxiv-stamp", folder)
+        assert add(ws, [str(folder)]).added == ["gonzalez2019learning"]
+        report = enrich(ws)
+    meta = ws.vault.read_meta("gonzalez2019learning")
+    assert report["enriched"]["gonzalez2019learning"] == ["authors"]
+    assert meta.authors[-1] == "Ann Smith" and meta.provenance["authors"] == "arxiv"
+
+
+def test_an_offline_add_never_asks_the_network(tmp_path, services, monkeypatch):
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "false")
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ENRICH_ON_ADD", "true")
+    ws = Workspace.init(tmp_path / "offline")[0]
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("running-head", folder)
+    assert add(ws, [str(folder)]).added == ["clark1991grounding"]
+    assert services.seen == [] and ws.vault.read_meta("clark1991grounding").provenance["title"] == "layout"
+
+    # Online, with enrich_on_add: the new paper is resolved during add.
+    monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "true")
+    ws = Workspace.init(tmp_path / "online")[0]
+    assert add(ws, [str(folder)]).added == ["clark1991grounding"]
+    meta = ws.vault.read_meta("clark1991grounding")
+    assert meta.doi == DOI and meta.provenance["doi"] == "doi" and ws.vault.is_clean()
