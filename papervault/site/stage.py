@@ -22,7 +22,6 @@ from papervault.site.citations import cited_keys, render_citations
 from papervault.vault import frontmatter
 from papervault.vault.store import ID_PATTERN
 
-PROJECT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 FIGURE_LINK = re.compile(r"!\[([^\]\n]*)\]\((figures/[^)\s]+)\)")
 PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 PAPER_LINK = re.compile(r"papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(?:note|paper)\.md")
@@ -185,7 +184,9 @@ def _read_survey(sdir: Path) -> SurveyEntry:
 
 def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
     """Page templates: the workspace's `templates/site/pages` first (a user's override), then the project's."""
-    dirs = [d / "pages" for d in (extra_dirs or []) if (d / "pages").is_dir()] + [PROJECT_TEMPLATES / "pages"]
+    from papervault.templating import search_path
+
+    dirs = search_path("site/pages", extra=[d / "pages" for d in (extra_dirs or [])])
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                              # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.

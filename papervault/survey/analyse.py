@@ -23,7 +23,6 @@ from papervault.errors import BackendError, NotFoundError, PapervaultError, Work
 from papervault.models import PaperMeta
 from papervault.vault.store import Vault
 
-BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 DEFAULT_TEMPLATE = "note"
 TASK_KIND = "paper-note"
 
@@ -52,9 +51,9 @@ class AnalysisOutcome:
 
 def template_dirs(vault: Vault, template_dir: Path | None = None) -> list[Path]:
     """Where templates are looked up, first match wins: explicit, the workspace's `templates/`, built-in."""
-    dirs = [template_dir] if template_dir else []
-    dirs += [vault.root.parent / "templates", BUILTIN_TEMPLATES]
-    return [d for d in dirs if d is not None and d.is_dir()]
+    from papervault.templating import search_path
+
+    return search_path("", vault.root.parent, extra=[template_dir])
 
 
 def _cell(value: Any) -> str:
