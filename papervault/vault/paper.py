@@ -1,0 +1,219 @@
+"""`paper.md`, the contract every stage reads: how it is written, the one reader, and the links into it.
+
+The writer's conventions: every page opens with an anchor line `<a id="page-N"></a>`; headings are ATX
+(`## 1 Introduction`, the paper's title is the first `#`); a figure is an image line
+`![Figure N: caption](figures/<file>.png)`; a table is a paragraph `Table N: caption` followed by a Markdown
+table. A page is cited as `papers/<id>/paper.md#page-N` (`page_link`).
+
+The reader walks markdown-it-py's token stream (not regular expressions over lines): headings are heading
+tokens, figures are image tokens, tables are table tokens, pages are the anchor's HTML tokens. So a `#` or a
+`![...]` inside a code block, or an anchor quoted in prose, is never mistaken for structure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+FIGURES_DIR = "figures"
+
+# The one grammar of figure and table labels ("Figure 3:", "**Fig. 2.**", "Table IV:", "_Table 1_"), shared by
+# every reader: the number is kept, the rest of the label is dropped from the caption.
+FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*(?P<num>[A-Z]?\d+[a-z]?)\s*(?:\*\*|_)?\s*[:.]?\s*(?:\*\*|_)?\s*", re.I)
+TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table|Tab\.)\s*(?P<num>[A-Z]?[0-9IVX]+[a-z]?)\s*(?:\*\*|_)?\s*[:.]?\s*(?:\*\*|_)?\s*", re.I)
+_ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
+_ANCHOR_TEXT = '<a id="page-{}"></a>'
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def page_anchor(page: int) -> str:
+    """The anchor line that opens page `page` in `paper.md`; links cite it as `paper.md#page-N`."""
+    return _ANCHOR_TEXT.format(int(page))
+
+
+def figure_line(filename: str, number: str | None = None, caption: str = "") -> str:
+    """The image line of a figure: `![Figure N: caption](figures/<file>)` (`![Figure](…)` without a label)."""
+    alt = f"Figure {number}: {caption}" if number else "Figure"
+    return f"![{alt}]({FIGURES_DIR}/{filename})"
+
+
+def table_caption(number: str | None, caption: str) -> str:
+    """The paragraph before a table: `Table N: caption`."""
+    return " ".join((f"Table {number}: {caption}" if number else caption).split())
+
+
+def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/") -> str:
+    """`papers/<id>/paper.md#page-N` (no fragment without a page); `prefix` places it relative to the reader
+    (a survey in `surveys/<slug>/` links with `../../papers/`)."""
+    return f"{prefix}{paper_id}/paper.md" + (f"#page-{int(page)}" if page else "")
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+@dataclass
+class Section:
+    title: str
+    level: int
+    path: str               # "3 Design > 3.1 Leases"
+    page: int | None        # the page open where the heading is
+    start: int              # line index of the heading
+    end: int                # line index after the section (its subsections included)
+
+
+@dataclass
+class FigureRef:
+    number: str             # "3", "" when the image has no label
+    label: str              # the alt text as written: "Figure 3: Latency of ..."
+    caption: str            # the alt text without its label
+    page: int | None
+    src: str                # relative to the paper folder: "figures/fig-3.png"
+    line: int
+
+
+@dataclass
+class TableRef:
+    number: str
+    caption: str            # without its label
+    page: int | None
+    rows: list[list[str]] = field(default_factory=list)   # header first
+    line: int = 0
+
+
+@dataclass
+class PaperMd:
+    """The structure of one `paper.md`: its title, pages, sections, figures and tables, in reading order."""
+
+    text: str
+    title: str = ""
+    anchors: list[tuple[int, int]] = field(default_factory=list)     # (page, character offset of its anchor)
+    sections: list[Section] = field(default_factory=list)
+    figures: list[FigureRef] = field(default_factory=list)
+    tables: list[TableRef] = field(default_factory=list)
+
+    @property
+    def pages(self) -> list[int]:
+        return list(dict.fromkeys(p for p, _ in self.anchors))
+
+    def page_spans(self) -> dict[int, tuple[int, int]]:
+        """Character span of every page, from its anchor to the next page's (a repeated page joins its spans)."""
+        spans: dict[int, tuple[int, int]] = {}
+        for k, (page, start) in enumerate(self.anchors):
+            end = self.anchors[k + 1][1] if k + 1 < len(self.anchors) else len(self.text)
+            spans[page] = (spans[page][0], end) if page in spans else (start, end)
+        return spans
+
+    def page_at(self, offset: int) -> int | None:
+        """The page open at character `offset` (the last anchor before it)."""
+        page = None
+        for p, start in self.anchors:
+            if start >= offset:
+                break
+            page = p
+        return page
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    from markdown_it import MarkdownIt
+
+    # html on only to see the page anchors as tokens; nothing read here is rendered.
+    return MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+def _plain(inline) -> str:
+    """The text of an inline token without its HTML (page anchors) and markup."""
+    out = []
+    for c in inline.children or []:
+        if c.type in ("text", "code_inline"):
+            out.append(c.content)
+        elif c.type == "image":
+            out.append(c.content)
+        elif c.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+    return "".join(out)
+
+
+def read(text: str) -> PaperMd:
+    """Read a `paper.md` (any Markdown) into its structure."""
+    doc = PaperMd(text=text)
+    line_starts = [0]
+    for m in re.finditer("\n", text):
+        line_starts.append(m.end())
+    lines = text.split("\n")
+    tokens = _parser().parse(text)
+    page: int | None = None
+    stack: list[tuple[int, str]] = []
+    last_para: tuple[str, int] | None = None       # (text, index in tokens) of the latest paragraph
+    pending_table_caption: tuple[str, str] | None = None
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t.type == "inline" and t.map is not None:
+            line = t.map[0]
+            for c in t.children or []:
+                if c.type in ("softbreak", "hardbreak"):
+                    line += 1
+                elif c.type == "html_inline":
+                    m = _ANCHOR_TAG.match(c.content)
+                    if m:
+                        page = int(m.group(1))
+                        src = lines[line] if line < len(lines) else ""
+                        col = max(0, src.find(c.content))
+                        doc.anchors.append((page, (line_starts[line] if line < len(line_starts) else len(text)) + col))
+                elif c.type == "image":
+                    label = c.content.strip()
+                    num = FIGURE_LABEL.match(label)
+                    doc.figures.append(FigureRef(number=num.group("num") if num else "", label=label,
+                                                 caption=label[num.end():].strip() if num else label, page=page,
+                                                 src=str(c.attrGet("src") or ""), line=line))
+        if t.type == "html_block" and t.map is not None:
+            for k, src in enumerate(t.content.split("\n")):
+                m = _ANCHOR_TAG.match(src.strip())
+                if m:
+                    page = int(m.group(1))
+                    ln = t.map[0] + k
+                    doc.anchors.append((page, line_starts[ln] + max(0, lines[ln].find("<a "))))
+        if t.type == "heading_open" and t.markup.startswith("#") and t.map is not None:
+            level = int(t.tag[1])
+            name = _plain(tokens[i + 1]).strip().strip("*").strip()
+            if level == 1 and not doc.title:
+                doc.title = name            # the paper's title, not a section
+            else:
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, name))
+                doc.sections.append(Section(name, level, " > ".join(n for _, n in stack), page, t.map[0], len(lines)))
+        if t.type == "paragraph_open":
+            para = _plain(tokens[i + 1]).strip()
+            last_para = (para, i)
+            m = TABLE_LABEL.match(para)
+            pending_table_caption = (m.group("num"), para[m.end():].strip()) if m else None
+        if t.type == "table_open":
+            rows: list[list[str]] = []
+            j = i + 1
+            while tokens[j].type != "table_close":
+                if tokens[j].type == "tr_open":
+                    rows.append([])
+                elif tokens[j].type == "inline" and rows:
+                    rows[-1].append(_plain(tokens[j]).strip())
+                j += 1
+            # the caption is the paragraph right before the table (only the close of that paragraph between)
+            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
+                                       rows=rows, line=t.map[0] if t.map else 0))
+            i = j
+        i += 1
+    # a section ends where the next heading of the same or a higher level starts
+    for k, s in enumerate(doc.sections):
+        for nxt in doc.sections[k + 1:]:
+            if nxt.level <= s.level:
+                s.end = nxt.start
+                break
+    return doc
+
+
+def figure_sources(text: str) -> list[str]:
+    """The figure files a `paper.md` embeds (`figures/...`), each once, in reading order."""
+    return list(dict.fromkeys(f.src for f in read(text).figures if f.src.startswith(FIGURES_DIR + "/")))
