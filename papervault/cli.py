@@ -16,6 +16,7 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "add"),
     ("papervault.commands.vaultcmds", "list_papers"),
     ("papervault.commands.vaultcmds", "show"),
+    ("papervault.commands.vaultcmds", "delete"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

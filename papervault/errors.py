@@ -51,3 +51,7 @@ class NotFoundError(PapervaultError):
 
 class SiteError(PapervaultError):
     """The static site could not be built or served."""
+
+
+class InputError(PapervaultError):
+    """An argument a user or an agent passed is out of range or malformed."""
