@@ -20,10 +20,10 @@ import jinja2
 from papervault.models import PaperMeta
 from papervault.site.citations import cited_keys, render_citations
 from papervault.vault import frontmatter
+from papervault.vault import paper as paper_md
+from papervault.vault.paper import PAGE_ANCHOR
 from papervault.vault.store import ID_PATTERN
 
-FIGURE_LINK = re.compile(r"!\[([^\]\n]*)\]\((figures/[^)\s]+)\)")
-PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 PAPER_LINK = re.compile(r"papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(?:note|paper)\.md")
 H1 = re.compile(r"\A\s*#\s+[^\n]*\n")
 SKIP_DIRS = {".git", ".obsidian", ".trash", "__pycache__", "node_modules"}
@@ -144,19 +144,15 @@ def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
     """Figures in reading order with the caption and page the full text gives them; unreferenced files last."""
     out: list[FigureInfo] = []
     seen: set[str] = set()
-    anchors = [(m.start(), int(m.group(1))) for m in PAGE_ANCHOR.finditer(fulltext)]
     existing = set(files)
-    for m in FIGURE_LINK.finditer(fulltext):
-        name = m.group(2)[len("figures/"):]
+    for f in paper_md.read(fulltext).figures:
+        if not f.src.startswith("figures/"):
+            continue
+        name = f.src[len("figures/"):]
         if name in seen or name not in existing:
             continue
         seen.add(name)
-        page = None
-        for pos, n in anchors:
-            if pos > m.start():
-                break
-            page = n
-        out.append(FigureInfo(filename=name, caption=m.group(1).strip() or name, page=page))
+        out.append(FigureInfo(filename=name, caption=f.label or name, page=f.page))
     for name in files:
         if name not in seen and name.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")):
             out.append(FigureInfo(filename=name, caption=name))

@@ -61,8 +61,11 @@ def _cell(value: Any) -> str:
 
 
 def _alt(value: Any) -> str:
-    text = re.sub(r"\s+", " ", str(value or "")).replace("]", ")").replace("[", "(").strip()
-    return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0]
+    """A caption inside a note's image `[...]`: cut to 200 characters, then escaped as paper.md escapes it."""
+    from papervault.vault.paper import alt_text
+
+    text = re.sub(r"\s+", " ", str(value or "")).strip()
+    return alt_text(text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0])
 
 
 @dataclass

@@ -33,7 +33,9 @@ class SectionDraft:
 
 def page_link(pid: str, page: int | None) -> str:
     """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text."""
-    return f"([p. {page}](../../papers/{pid}/paper.md#page-{page}))" if page else f"([paper](../../papers/{pid}/paper.md))"
+    from papervault.vault.paper import page_link as link
+
+    return f"([p. {page}]({link(pid, page, prefix='../../papers/')}))" if page else f"([paper]({link(pid, prefix='../../papers/')}))"
 
 
 def quote_line(p: SurveyPaper, s: Passage) -> str:

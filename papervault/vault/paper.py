@@ -18,10 +18,14 @@ from functools import lru_cache
 
 FIGURES_DIR = "figures"
 
-# The one grammar of figure and table labels ("Figure 3:", "**Fig. 2.**", "Table IV:", "_Table 1_"), shared by
-# every reader: the number is kept, the rest of the label is dropped from the caption.
-FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*(?P<num>[A-Z]?\d+[a-z]?)\s*(?:\*\*|_)?\s*[:.]?\s*(?:\*\*|_)?\s*", re.I)
-TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table|Tab\.)\s*(?P<num>[A-Z]?[0-9IVX]+[a-z]?)\s*(?:\*\*|_)?\s*[:.]?\s*(?:\*\*|_)?\s*", re.I)
+# The one grammar of figure and table labels, shared by every reader. A figure label is read from an image's
+# alt text ("Figure 3: ...", "Fig. 2", "**Figure 4.**"), so its separator is optional; a table label starts a
+# paragraph of prose, so it needs its separator ("Table 2: ...", "Table IV. ...") or "Table 1 shows" would be
+# taken for a caption. The writer always writes "Figure N: caption" and "Table N: caption".
+FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*(?P<num>[A-Z]?\d+[a-z]?)(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
+TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)(?P<num>[A-Z]?[0-9IVX]+[a-z]?)(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
+# A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
+PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 _ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
 _ANCHOR_TEXT = '<a id="page-{}"></a>'
 
@@ -33,9 +37,14 @@ def page_anchor(page: int) -> str:
     return _ANCHOR_TEXT.format(int(page))
 
 
+def alt_text(text: str) -> str:
+    """Text made safe inside an image's `[...]`: one line, backslashes and brackets escaped (read back as is)."""
+    return " ".join(str(text or "").split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
 def figure_line(filename: str, number: str | None = None, caption: str = "") -> str:
     """The image line of a figure: `![Figure N: caption](figures/<file>)` (`![Figure](…)` without a label)."""
-    alt = f"Figure {number}: {caption}" if number else "Figure"
+    alt = f"Figure {number}: {alt_text(caption)}" if number else "Figure"
     return f"![{alt}]({FIGURES_DIR}/{filename})"
 
 
@@ -65,8 +74,8 @@ class Section:
 @dataclass
 class FigureRef:
     number: str             # "3", "" when the image has no label
-    label: str              # the alt text as written: "Figure 3: Latency of ..."
-    caption: str            # the alt text without its label
+    label: str              # the alt text as written (escapes kept): "Figure 3: Latency of \\[ms\\]"
+    caption: str            # the alt text as read (escapes undone), without its label
     page: int | None
     src: str                # relative to the paper folder: "figures/fig-3.png"
     line: int
@@ -135,8 +144,23 @@ def _plain(inline) -> str:
     return "".join(out)
 
 
+def _raw_alt(source_line: str, src: str) -> str:
+    """An image's alt text as written (escapes kept: `\\[1,2\\]`), so quotations of it match the file."""
+    if not src:
+        return ""
+    end = source_line.find("](" + src)
+    start = source_line.rfind("![", 0, end) if end >= 0 else -1
+    return source_line[start + 2:end].strip() if start >= 0 else ""
+
+
 def read(text: str) -> PaperMd:
-    """Read a `paper.md` (any Markdown) into its structure."""
+    """Read a `paper.md` (any Markdown) into its structure. The result is shared: treat it as read-only."""
+    return _read(text)
+
+
+@lru_cache(maxsize=32)
+def _read(text: str) -> PaperMd:
+    # the stages of a survey read the same papers many times over (~0.1 s for a 50 kB paper each time)
     doc = PaperMd(text=text)
     line_starts = [0]
     for m in re.finditer("\n", text):
@@ -163,11 +187,13 @@ def read(text: str) -> PaperMd:
                         col = max(0, src.find(c.content))
                         doc.anchors.append((page, (line_starts[line] if line < len(line_starts) else len(text)) + col))
                 elif c.type == "image":
-                    label = c.content.strip()
-                    num = FIGURE_LABEL.match(label)
-                    doc.figures.append(FigureRef(number=num.group("num") if num else "", label=label,
-                                                 caption=label[num.end():].strip() if num else label, page=page,
-                                                 src=str(c.attrGet("src") or ""), line=line))
+                    src = str(c.attrGet("src") or "")
+                    plain = c.content.strip()
+                    num = FIGURE_LABEL.match(plain)
+                    doc.figures.append(FigureRef(
+                        number=num.group("num") if num else "",
+                        label=_raw_alt(lines[line] if line < len(lines) else "", src) or plain,
+                        caption=plain[num.end():].strip() if num else plain, page=page, src=src, line=line))
         if t.type == "html_block" and t.map is not None:
             for k, src in enumerate(t.content.split("\n")):
                 m = _ANCHOR_TAG.match(src.strip())
