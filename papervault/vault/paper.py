@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from html.parser import HTMLParser
 
 FIGURES_DIR = "figures"
 
@@ -22,8 +23,9 @@ FIGURES_DIR = "figures"
 # alt text ("Figure 3: ...", "Fig. 2", "**Figure 4.**"), so its separator is optional; a table label starts a
 # paragraph of prose, so it needs its separator ("Table 2: ...", "Table IV. ...") or "Table 1 shows" would be
 # taken for a caption. The writer always writes "Figure N: caption" and "Table N: caption".
-FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*(?P<num>[A-Z]?\d+[a-z]?)(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
-TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)(?P<num>[A-Z]?[0-9IVX]+[a-z]?)(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
+_NUMBER = r"(?P<num>(?-i:[A-Z]?\.?\d+[a-z]?|[IVXLC]+))(?!\w)"     # 3, 3b, B.1, A2, IV (as the parser numbers)
+FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*" + _NUMBER + r"(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
+TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)" + _NUMBER + r"(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
 # A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
 PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 _ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
@@ -144,6 +146,39 @@ def _plain(inline) -> str:
     return "".join(out)
 
 
+class _Cells(HTMLParser):
+    """The rows of an HTML table as text (tags dropped; nothing is rendered)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            if not self.rows:
+                self.rows.append([])
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _html_rows(html: str) -> list[list[str]]:
+    parser = _Cells()
+    parser.feed(html)
+    parser.close()
+    return [r for r in parser.rows if r]
+
+
 def _raw_alt(source_line: str, src: str) -> str:
     """An image's alt text as written (escapes kept: `\\[1,2\\]`), so quotations of it match the file."""
     if not src:
@@ -194,6 +229,12 @@ def _read(text: str) -> PaperMd:
                         number=num.group("num") if num else "",
                         label=_raw_alt(lines[line] if line < len(lines) else "", src) or plain,
                         caption=plain[num.end():].strip() if num else plain, page=page, src=src, line=line))
+        if t.type == "html_block" and t.content.lstrip().lower().startswith("<table"):
+            # a table whose cells merge is written as HTML
+            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            rows = _html_rows(t.content)
+            doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
+                                       rows=rows, line=t.map[0] if t.map else 0))
         if t.type == "html_block" and t.map is not None:
             for k, src in enumerate(t.content.split("\n")):
                 m = _ANCHOR_TAG.match(src.strip())
