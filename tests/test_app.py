@@ -291,3 +291,26 @@ def test_the_reader_sees_structure_only_where_markdown_has_it():
     assert [(t.number, t.caption, t.rows) for t in doc.tables] == [("2", "Results", [["a", "b"], ["1", "2"]])]
     assert paper_md.page_link("doe2020widgets", 3) == "papers/doe2020widgets/paper.md#page-3"
     assert paper_md.page_link("doe2020widgets", None, prefix="../../papers/") == "../../papers/doe2020widgets/paper.md"
+
+
+def test_delete_drops_the_papers_code_links_and_rewrites_the_code_note(tmp_path, workspace_env):
+    from papervault.app.papers import add_repo, delete
+    from papervault.index.code import CodeIndex
+    from papervault.vault import frontmatter
+
+    from support_code import make_repo
+
+    ws, _ = Workspace.init(workspace_env)
+    make_paper_vault(ws.root, "poe2022manual", title="Linked by hand")
+    make_paper_vault(ws.root, "doe2020widgets")
+    make_repo(tmp_path / "tiny", {"tiny/core.py": "def lease(term):\n    \"\"\"Grant a read lease.\"\"\"\n    return term + 1\n"})
+    add_repo(ws, str(tmp_path / "tiny"), papers=["poe2022manual", "doe2020widgets"])
+    assert {l["paper_id"] for l in CodeIndex(ws).links(repo="tiny")} == {"poe2022manual", "doe2020widgets"}
+    out = delete(ws, ["poe2022manual"])
+    assert out["code_notes"] == ["tiny.md"]
+    assert [l["paper_id"] for l in CodeIndex(ws).links(repo="tiny")] == ["doe2020widgets"]
+    meta, _ = frontmatter.split((ws.vault.code_dir / "tiny.md").read_text())
+    assert meta["papers"] == ["doe2020widgets"]
+    changed = ws.vault.repo.git.show("--name-only", "--format=", out["commit"]).split()
+    assert "code/tiny.md" in changed and any(c.startswith("papers/poe2022manual/") for c in changed)
+    assert ws.vault.is_clean()
