@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from papervault.vault import paper as paper_md
-from papervault.vault.paper import FIGURE_LABEL as FIG_LABEL, TABLE_LABEL  # noqa: F401 - the one label grammar
+from papervault.vault.paper import TABLE_LABEL
 
 ANCHOR = re.compile(r'^\s*<a id="page-(\d+)"></a>\s*$')
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

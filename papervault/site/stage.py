@@ -180,13 +180,12 @@ def _read_survey(sdir: Path) -> SurveyEntry:
 
 def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
     """Page templates: the workspace's `templates/site/pages` first (a user's override), then the project's."""
-    from papervault.templating import search_path
+    from papervault.templating import environment
 
-    dirs = search_path("site/pages", extra=[d / "pages" for d in (extra_dirs or [])])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                             # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
-                             comment_start_string="<#--", comment_end_string="--#>")
+    env = environment("site/pages", extra=[d / "pages" for d in (extra_dirs or [])], autoescape=False,
+                      keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                      # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
+                      comment_start_string="<#--", comment_end_string="--#>")
     env.filters["md"] = md_escape
     env.filters["anchor"] = anchor
     env.filters["yamlstr"] = lambda s: '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -92,9 +92,11 @@ class NoteTemplate:
 
 def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path | None = None) -> NoteTemplate:
     """Load a note template and its schema; a workspace's own `templates/` folder wins over the built-in one."""
+    from papervault.templating import environment
+
     dirs = template_dirs(vault, template_dir)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
-                             keep_trailing_newline=True, undefined=jinja2.ChainableUndefined)
+    env = environment("", vault.root.parent, extra=[template_dir], autoescape=False, keep_trailing_newline=True,
+                      undefined=jinja2.ChainableUndefined)
     env.filters["cell"] = _cell
     env.filters["alt"] = _alt
     parts: list[bytes] = []
