@@ -26,7 +26,12 @@ def builtin_dir() -> Path:
         root = importlib.resources.files(PACKAGE)
     except ModuleNotFoundError:
         root = Path(__file__).resolve().parents[1] / "templates"
-    path = Path(str(root))
+    if isinstance(root, Path):
+        path = root
+    else:
+        # templates/ has no __init__.py, so the installed package is a namespace package and `files` gives a
+        # MultiplexedPath over its one folder: a file inside it leads to that folder
+        path = Path(str(root.joinpath("note.md.j2"))).parent
     if not path.is_dir():
         raise WorkspaceError(f"the built-in templates are missing ({path})",
                              fix="reinstall papervault (the wheel ships them as package data)")
