@@ -93,7 +93,7 @@ def draft(root: str, section: dict[str, Any], topic: str, ids: list[str], backen
 
 @task(name="polish", retries=1)
 def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) -> dict[str, Any]:
-    """Check citations, support, figures, formulas and duplicates of the drafted body; fix or flag."""
+    """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag."""
     return S.polish(root, slug, ids, body, threshold)
 
 
