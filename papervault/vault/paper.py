@@ -44,15 +44,16 @@ def alt_text(text: str) -> str:
     return " ".join(str(text or "").split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
-def figure_line(filename: str, number: str | None = None, caption: str = "") -> str:
-    """The image line of a figure: `![Figure N: caption](figures/<file>)` (`![Figure](…)` without a label)."""
-    alt = f"Figure {number}: {alt_text(caption)}" if number else "Figure"
+def figure_line(filename: str, number: str | None = None, caption: str | None = None) -> str:
+    """The image line of a figure: `![Figure N: caption](figures/<file>)`, or `![Figure](…)` for an image the
+    parser found no caption for."""
+    alt = "Figure" if number is None and caption is None else f"Figure {number}: {alt_text(caption or '')}"
     return f"![{alt}]({FIGURES_DIR}/{filename})"
 
 
 def table_caption(number: str | None, caption: str) -> str:
     """The paragraph before a table: `Table N: caption`."""
-    return " ".join((f"Table {number}: {caption}" if number else caption).split())
+    return " ".join(f"Table {number}: {caption}".split())
 
 
 def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/") -> str:
