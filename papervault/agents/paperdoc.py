@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 
 from papervault.vault import paper as paper_md
-from papervault.vault.paper import TABLE_LABEL
+from papervault.vault.paper import PAGE_ANCHOR, TABLE_LABEL
 
-ANCHOR = re.compile(r'^\s*<a id="page-(\d+)"></a>\s*$')
+ANCHOR = re.compile(r"^\s*" + PAGE_ANCHOR.pattern + r"\s*$")      # a line that only opens a page
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
