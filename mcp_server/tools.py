@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from papervault.chunking.paper import FIGURE_NUM_RE, FIGURE_RE, HEADING_RE, PAGE_RE
-from papervault.errors import NotFoundError, PapervaultError
+from papervault.errors import InputError, NotFoundError, PapervaultError
 from papervault.site.sanitize import agent_markdown
+from papervault.vault import paper as paper_md
+from papervault.vault.paper import Section
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
 
@@ -32,14 +33,13 @@ MAX_LIST = 200
 MAX_FIGURE_BYTES = 8 * 1024 * 1024
 MAX_QUERY_CHARS = 2_000
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
-YEAR_RE = re.compile(r"^\s*(\d{4})?\s*(-|\.\.)?\s*(\d{4})?\s*$")
 PAGES_RE = re.compile(r"^\s*(\d{1,5})\s*(?:-\s*(\d{1,5})\s*)?$")
 
 Progress = Callable[[str, int, int | None], None]
 
 
-class ToolInputError(PapervaultError):
-    """An argument an agent passed is out of range or malformed."""
+# An argument an agent passed is out of range or malformed (the application layer raises the same type).
+ToolInputError = InputError
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -67,97 +67,35 @@ def _bounded(query: str, hits: list[dict], size: Callable[[dict], int]) -> dict[
     return result
 
 
-def _year_range(year: str | int | None) -> tuple[int, int] | None:
-    if year is None or year == "":
-        return None
-    m = YEAR_RE.match(str(year))
-    if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
-        raise ToolInputError(f"invalid year {year!r}", fix="give a year like 2019 or a range like 2015-2020, 2015.. or ..2020")
-    if not m.group(2):
-        return int(m.group(1)), int(m.group(1))
-    lo, hi = int(m.group(1) or 0), int(m.group(3) or 9999)
-    return (min(lo, hi), max(lo, hi))
-
-
 def _check_limit(value: int, name: str, high: int, low: int = 1) -> int:
     if not isinstance(value, int) or value < low or value > high:
         raise ToolInputError(f"{name} must be between {low} and {high}, not {value!r}", fix=f"pass {name} <= {high}")
     return value
 
 
-# --- the structure of paper.md -------------------------------------------------------------------
-
-@dataclass
-class Section:
-    title: str
-    level: int
-    path: str
-    page: int | None
-    start: int          # line index of the heading
-    end: int            # line index after the section (subsections included)
-
+# --- the structure of paper.md (read by papervault.vault.paper, its one reader) ------------------------
 
 @dataclass
 class FigureRef:
     number: str
-    caption: str
+    caption: str        # the image's alt text as written: "Figure 3: ..."
     page: int | None
     path: str           # relative to the paper folder: "figures/fig-3.png"
 
 
 def outline(fulltext: str) -> tuple[list[Section], list[FigureRef]]:
     """Sections (with their pages and line spans) and figures of a paper.md, in reading order."""
-    lines = fulltext.splitlines()
-    sections: list[Section] = []
-    figures: list[FigureRef] = []
-    stack: list[tuple[int, str]] = []
-    page: int | None = None
-    seen_title = False
-    for i, raw in enumerate(lines):
-        m = PAGE_RE.search(raw)
-        if m:
-            page = int(m.group(1))
-        stripped = PAGE_RE.sub("", raw).strip()
-        h = HEADING_RE.match(stripped)
-        if h:
-            level, name = len(h.group(1)), h.group(2).strip().strip("*").strip()
-            if level == 1 and not seen_title:
-                seen_title = True     # the paper title, not a section
-                continue
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, name))
-            sections.append(Section(name, level, " > ".join(n for _, n in stack), page, i, len(lines)))
-            continue
-        f = FIGURE_RE.match(stripped)
-        if f:
-            alt = f.group("alt").strip()
-            num = FIGURE_NUM_RE.match(alt)
-            figures.append(FigureRef(num.group(1) if num else "", alt, page, f.group("path")))
-    # a section ends where the next heading of the same or a higher level starts
-    for k, s in enumerate(sections):
-        for nxt in sections[k + 1:]:
-            if nxt.level <= s.level:
-                s.end = nxt.start
-                break
-    return sections, figures
+    doc = paper_md.read(fulltext)
+    return doc.sections, [FigureRef(f.number, f.label, f.page, f.src) for f in doc.figures]
 
 
 def page_spans(fulltext: str) -> dict[int, tuple[int, int]]:
     """Character span of every page (from its anchor to the next one) in paper.md."""
-    marks = [(int(m.group(1)), m.start()) for m in PAGE_RE.finditer(fulltext)]
-    spans: dict[int, tuple[int, int]] = {}
-    for k, (page, start) in enumerate(marks):
-        end = marks[k + 1][1] if k + 1 < len(marks) else len(fulltext)
-        if page not in spans:
-            spans[page] = (start, end)
-        else:
-            spans[page] = (spans[page][0], end)
-    return spans
+    return paper_md.read(fulltext).page_spans()
 
 
 def _pages_in(text: str, first: int | None) -> tuple[int | None, int | None]:
-    pages = [int(p) for p in PAGE_RE.findall(text)]
+    pages = paper_md.read(text).pages
     start = first if first is not None else (pages[0] if pages else None)
     end = max([p for p in [start, *pages] if p is not None], default=None)
     return start, end
@@ -242,22 +180,10 @@ class VaultTools:
                     offset: int = 0, limit: int = 50) -> dict[str, Any]:
         _check_limit(limit, "limit", MAX_LIST)
         _check_limit(offset, "offset", 10**9, low=0)
-        years = _year_range(year)
-        rows = []
-        for m in self.vault.iter_meta():
-            if tag and tag not in m.tags:
-                continue
-            if years and (m.year is None or not years[0] <= m.year <= years[1]):
-                continue
-            if venue and venue.lower() not in (m.venue or "").lower():
-                continue
-            if author and not any(author.lower() in a.lower() for a in m.authors):
-                continue
-            if status and m.status != status:
-                continue
-            if title and title.lower() not in (m.title or "").lower():
-                continue
-            rows.append(m)
+        from papervault.app.papers import PaperFilter, list_papers
+
+        rows = list_papers(self.ws, PaperFilter(tag=tag, year=year, venue=venue, author=author, status=status,
+                                                title=title))
         page = rows[offset:offset + limit]
         papers = [{"id": m.id, "title": m.title, "authors": m.authors[:6] + (["et al."] if len(m.authors) > 6 else []),
                    "year": m.year, "venue": m.venue, "status": m.status, "pages": m.pages, "tags": m.tags,
@@ -340,13 +266,13 @@ class VaultTools:
             where = {"whole": True}
         if offset:
             # the page open at the cut is the last anchor before it
-            before = PAGE_RE.findall(text[:offset])
-            if before:
-                first_page = int(before[-1])
+            before = paper_md.read(text).page_at(offset)
+            if before is not None:
+                first_page = before
         window = text[offset:offset + max_chars]
         page_start, page_end = _pages_in(window, first_page)
         nxt = offset + len(window)
-        anchor = f"papers/{paper_id}/paper.md" + (f"#page-{page_start}" if page_start else "")
+        anchor = paper_md.page_link(paper_id, page_start)
         return {"paper_id": paper_id, **where, "page_start": page_start, "page_end": page_end,
                 "anchor": anchor, "offset": offset, "text": agent_markdown(window), "total_chars": len(text),
                 "next_offset": nxt if nxt < len(text) else None}
@@ -390,7 +316,7 @@ class VaultTools:
         return {"paper_id": paper_id, "chunk_id": chunk_id, "section": target.section_path,
                 "page_start": min((c["page"] for c in out if c["page"]), default=None),
                 "page_end": max((c["page_end"] or c["page"] for c in out if c["page"]), default=None),
-                "anchor": f"papers/{paper_id}/paper.md" + (f"#page-{target.page_start}" if target.page_start else ""),
+                "anchor": paper_md.page_link(paper_id, target.page_start),
                 "chunks": out}
 
     def figure(self, paper_id: str, figure: str) -> tuple[bytes, dict[str, Any]]:
@@ -402,8 +328,8 @@ class VaultTools:
         if not wanted:
             raise ToolInputError("no figure given", fix="pass a figure number like 3 or a path from `get_paper`")
         _, figures = outline(self.vault.read_fulltext(paper_id))
-        num = FIGURE_NUM_RE.match(wanted)
-        number = num.group(1) if num else wanted
+        num = paper_md.FIGURE_LABEL.match(wanted)
+        number = num.group("num") if num else wanted
         ref = next((f for f in figures if f.number and f.number.lower() == number.lower()), None)
         if ref is None:
             ref = next((f for f in figures if f.path == wanted or Path(f.path).name == Path(wanted).name), None)
@@ -422,7 +348,7 @@ class VaultTools:
             raise ToolInputError(f"figure {ref.path} is {size // 1024} KB, over the {MAX_FIGURE_BYTES // 1024} KB limit")
         info = {"paper_id": paper_id, "number": ref.number, "caption": ref.caption, "page": ref.page,
                 "path": f"papers/{paper_id}/{ref.path}", "bytes": size,
-                "anchor": f"papers/{paper_id}/paper.md" + (f"#page-{ref.page}" if ref.page else "")}
+                "anchor": paper_md.page_link(paper_id, ref.page)}
         return path.read_bytes(), info
 
     def status(self) -> dict[str, Any]:
@@ -434,14 +360,14 @@ class VaultTools:
 
     def add_paper(self, inputs: list[str], *, backend: str | None = None, index: bool = True,
                   progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.ingest import add as run_add
+        from papervault.app.papers import add as run_add
 
         inputs = [s.strip() for s in inputs or [] if s and s.strip()]
         if not inputs:
             raise ToolInputError("nothing to add", fix="pass PDF paths, arXiv ids, DOIs or URLs")
         if len(inputs) > 100:
             raise ToolInputError(f"{len(inputs)} inputs", fix="add at most 100 at a time")
-        report = run_add(self.ws, inputs, backend=backend or self.ws.settings.agents.backend, progress=progress)
+        report = run_add(self.ws, inputs, backend=backend, progress=progress)
         out = report.as_dict()
         if index and (report.added or report.merged):
             out["index"] = self._sync_index(progress)
@@ -449,42 +375,17 @@ class VaultTools:
 
     def add_repo(self, source: str, *, paper: str | None = None, name: str | None = None,
                  progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.sources.repo import add_repo as run_add_repo
+        from papervault.app.papers import add_repo as run_add_repo
 
-        if paper:
-            check_id(paper)
-        if name:
-            check_id(name)
-        source = (source or "").strip()
-        if not source:
-            raise ToolInputError("no repository given", fix="pass a local path or a git URL")
         report = run_add_repo(self.ws, source, papers=[paper] if paper else [], name=name, progress=progress)
         self._code_searcher = None      # the code table may have been created or rebuilt
         return report.as_dict()
 
     def delete_paper(self, paper_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
-        check_id(paper_id)
-        with self.ws.write_lock("delete"):
-            if not self.vault.has_paper(paper_id):
-                raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers`")
-            pdir = self.vault.paper_dir(paper_id)
-            self.vault.delete_paper(paper_id)
-            sha = self.vault.commit(f"delete: {paper_id} (requested over MCP)", [pdir])
-        out: dict[str, Any] = {"deleted": paper_id, "commit": sha}
-        if not self.ws.settings.index.uri and not any(self.ws.index_dir.glob("*.lance")):
-            out["index"] = {"chunks_removed": 0}     # no local tables: nothing to drop, and no LanceDB import
-            return out
-        try:
-            from papervault.index.store import PaperIndex
-        except ImportError:
-            out["index"] = "not updated: the index is not available; run `papervault index`"
-            return out
-        # only its rows go: nothing else is re-embedded (a sync would also embed any unindexed paper)
-        with self.ws.write_lock("index", wait=30):
-            out["index"] = {"chunks_removed": PaperIndex(self.ws).delete_paper(paper_id)}
-        if progress:
-            progress("index", 1, 1)
-        return out
+        from papervault.app.papers import delete
+
+        out = delete(self.ws, [paper_id], reason="requested over MCP", progress=progress)
+        return {**out, "deleted": paper_id}
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
         try:

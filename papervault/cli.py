@@ -19,6 +19,7 @@ COMMANDS = [
     ("papervault.commands.edit", "edit"),
     ("papervault.commands.edit", "enrich"),
     ("papervault.commands.edit", "rekey"),
+    ("papervault.commands.vaultcmds", "delete"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

@@ -1,4 +1,4 @@
-"""Synthetic papers for the demo (clearly labelled as such); the pipeline itself runs in `commands/democmd.py`.
+"""Synthetic papers for the demo (clearly labelled as such); the pipeline itself runs in `papervault/app/demo.py`.
 
 The synthetic papers are generated here with PyMuPDF so the demo needs no download: each has a title, authors,
 an abstract, numbered sections, a raster figure with its caption, a table, and references that cite the others.

@@ -228,9 +228,12 @@ def _zotero(ws: Workspace) -> Check:
 
 
 def _backend(ws: Workspace) -> Check:
+    from papervault.agents import registered
+
     name = ws.settings.agents.backend
-    if name == "extractive":
-        return Check("backend", True, "extractive (no model needed)")
+    spec = registered().get((name or "").strip().lower())
+    if spec is not None and not spec.capabilities.uses_model:
+        return Check("backend", True, f"{spec.name} (no model needed)")
     if name == "claude":
         try:
             import claude_agent_sdk  # noqa: F401

@@ -55,3 +55,7 @@ class SiteError(PapervaultError):
 
 class UnsafePathError(NotFoundError):
     """A vault file is a symbolic link (or lies under one) that leads out of the vault; it is never read."""
+
+
+class InputError(PapervaultError):
+    """An argument a user or an agent passed is out of range or malformed."""

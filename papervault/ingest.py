@@ -146,6 +146,7 @@ class Ingest:
         self.report = AddReport()
         self.touched: list[Path] = []
         self.code_paths: list[Path] = []     # code notes rewritten because a new paper links to their repository
+        self.pending: list[tuple[str, str]] = []   # (paper id, source) written in this batch, to analyse
         from papervault.vault.journal import Journal
 
         self.journal = Journal(ws.state_dir / "journal" / "add", self.vault)
@@ -222,6 +223,7 @@ class Ingest:
                 self.report.problems.append(Problem(rec.source, str(exc)))
             except Exception as exc:  # one bad paper never stops the batch; the report says what broke
                 self.report.problems.append(Problem(rec.source, f"internal error: {type(exc).__name__}: {exc}"))
+        self.analyse_pending()
 
     def _complete(self, rec: SourceRecord) -> SourceRecord:
         """Note the record's warnings and search reason; download its PDF (arXiv, DOI link, URL) unless the
@@ -343,8 +345,6 @@ class Ingest:
             if parsed.keywords and not meta.tags:
                 meta.tags = []
             self.by_hash[meta.sha256] = pid
-        from papervault.survey.analyse import analyse_paper
-
         # The note first exists with its metadata, so the analyser reads one consistent view of the paper.
         if not self.vault.has_paper(pid):
             self.vault.write_note(meta, f"# {meta.title}\n")
@@ -356,8 +356,24 @@ class Ingest:
                 "doi", "arxiv", "abstract", "venue", "repaired_pages", "page_labels", "bib", "provenance")})
         if parsed is None and not self.vault.fulltext_path(pid).is_file():
             return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
-        analyse_paper(self.vault, pid, self.backend, force=self.reanalyse,
-                      template_dir=self.ws.root / "templates")
+        self.pending.append((pid, rec.source))      # analysed together at the end of the batch
+
+    def analyse_pending(self) -> None:
+        """Analyse the batch's new and changed papers with the concurrent analyser (`[agents] concurrency` at
+        once); a paper whose analysis fails is reported as a problem and not counted as added."""
+        if not self.pending:
+            return
+        from papervault.survey.analyse import analyse_papers
+
+        pending, self.pending = self.pending, []
+        outcomes = analyse_papers(self.vault, [pid for pid, _ in pending], self.backend, force=self.reanalyse,
+                                  template_dir=self.ws.root / "templates")
+        for (pid, source), o in zip(pending, outcomes):
+            if o.status != "failed":
+                continue
+            self.report.problems.append(Problem(source, o.message))
+            if pid in self.report.added:
+                self.report.added.remove(pid)
 
     def link_code(self) -> None:
         """Link the papers of this run to repositories already indexed whose URLs their text names

@@ -87,8 +87,10 @@ class ParsedPaper:
 
 
 def page_anchor(page: int) -> str:
-    """The anchor line that opens page `page` in `paper.md`; links cite it as `paper.md#page-N`."""
-    return f'<a id="page-{page}"></a>'
+    """The anchor line that opens page `page` in `paper.md` (the convention lives in `papervault.vault.paper`)."""
+    from papervault.vault.paper import page_anchor as anchor
+
+    return anchor(page)
 
 
 # --- vault ---------------------------------------------------------------------------------------

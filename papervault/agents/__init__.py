@@ -1,20 +1,96 @@
 """LLM backends behind one small interface (`Task` in, validated `Answer` out); prompts are templates.
 
-Backends: `extractive` (no model, quotations only), `claude` (Claude Agent SDK, one read-only session per
-task), `openai` (any OpenAI-compatible chat-completions endpoint). `get_backend` builds one from settings.
+Backends register in one registry with what they can do (`Capabilities`): callers ask `capabilities(name)`
+("does it write prose?") instead of comparing names. The built-in ones, `extractive` (no model, quotations
+only), `claude` (Claude Agent SDK, one read-only session per task) and `openai` (any OpenAI-compatible
+chat-completions endpoint), register the same way another backend would. `get_backend` builds one from settings.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from papervault.agents.base import Answer, Backend, BreakerOpen, CostCeiling, Reply, Task, Usage
 from papervault.config import Settings
 from papervault.errors import BackendError
 
-BACKENDS = ("extractive", "claude", "openai")
+__all__ = ["Answer", "Backend", "BreakerOpen", "CostCeiling", "Reply", "Task", "Usage", "BACKENDS",
+           "Capabilities", "capabilities", "get_backend", "register", "registered"]
 
-__all__ = ["Answer", "Backend", "BreakerOpen", "CostCeiling", "Reply", "Task", "Usage", "BACKENDS", "get_backend"]
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; the survey and the analyser decide on these, never on a backend's name."""
+
+    writes_prose: bool = False     # composes text of its own (else: only quotes the papers)
+    takes_schema: bool = False     # answers in JSON that follows a schema given with the task
+    uses_model: bool = False       # calls a language model (costs, credentials, network)
+    reads_files: bool = False      # can open the paper's files itself (page images, figures)
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    factory: Callable[..., Backend]       # (settings, **common) -> Backend
+    capabilities: Capabilities
+    description: str = ""
+
+
+_REGISTRY: dict[str, BackendSpec] = {}
+
+
+def register(name: str, factory: Callable[..., Backend], capabilities: Capabilities, description: str = "") -> None:
+    """Add a backend: `factory(settings, **common)` builds it; `capabilities` say what it can do."""
+    _REGISTRY[name.strip().lower()] = BackendSpec(name.strip().lower(), factory, capabilities, description)
+
+
+def registered() -> dict[str, BackendSpec]:
+    return dict(_REGISTRY)
+
+
+def _spec(name: str | None) -> BackendSpec:
+    key = (name or "extractive").strip().lower()
+    if key not in _REGISTRY:
+        raise BackendError(f"unknown backend {name!r}", fix=f"use one of {', '.join(_REGISTRY)} ([agents] backend)")
+    return _REGISTRY[key]
+
+
+def capabilities(backend: str | Backend | None) -> Capabilities:
+    """What the backend called `backend` (or that backend object) can do."""
+    if isinstance(backend, Backend):
+        return _spec(backend.name).capabilities
+    return _spec(backend).capabilities
+
+
+def _extractive(settings: Settings, **common: Any) -> Backend:
+    from papervault.agents.extractive import ExtractiveBackend
+
+    return ExtractiveBackend(**common)
+
+
+def _claude(settings: Settings, **common: Any) -> Backend:
+    from papervault.agents.claude import ClaudeBackend
+
+    return ClaudeBackend(settings.claude, **common)
+
+
+def _openai(settings: Settings, **common: Any) -> Backend:
+    from papervault.agents.openai import OpenAIBackend
+
+    return OpenAIBackend(settings.openai, **common)
+
+
+register("extractive", _extractive, Capabilities(takes_schema=True),
+         "no model: quotations, tables and figures of the paper itself")
+register("claude", _claude, Capabilities(writes_prose=True, takes_schema=True, uses_model=True, reads_files=True),
+         "Claude Agent SDK, one read-only session per task")
+register("openai", _openai, Capabilities(writes_prose=True, takes_schema=True, uses_model=True),
+         "any OpenAI-compatible chat-completions endpoint")
+
+#: the names of the built-in backends (the registry may hold more)
+BACKENDS = tuple(_REGISTRY)
 
 
 def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None = None,
@@ -24,7 +100,7 @@ def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None 
     `state_dir` is the workspace's `.papervault/` (run logs and quarantine); by default the one of the
     current workspace (`PAPERVAULT_WORKSPACE` or the nearest `papervault.toml`).
     """
-    name = (name or settings.agents.backend or "extractive").strip().lower()
+    spec = _spec(name or settings.agents.backend or "extractive")
     if state_dir is None:
         from papervault.workspace import Workspace
 
@@ -33,16 +109,4 @@ def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None 
     common = dict(retries=a.retries, backoff=a.backoff, breaker_failures=a.breaker_failures,
                   concurrency=a.concurrency, timeout=a.timeout, state_dir=state_dir,
                   max_cost_usd=a.max_cost_usd, run_id=run_id)
-    if name == "extractive":
-        from papervault.agents.extractive import ExtractiveBackend
-
-        return ExtractiveBackend(**common)
-    if name == "claude":
-        from papervault.agents.claude import ClaudeBackend
-
-        return ClaudeBackend(settings.claude, **common)
-    if name == "openai":
-        from papervault.agents.openai import OpenAIBackend
-
-        return OpenAIBackend(settings.openai, **common)
-    raise BackendError(f"unknown backend {name!r}", fix=f"use one of {', '.join(BACKENDS)} ([agents] backend)")
+    return spec.factory(settings, **common)

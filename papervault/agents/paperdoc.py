@@ -1,7 +1,9 @@
-"""The structure of a `paper.md` read back from its Markdown: pages, sections, figures, tables, sentences.
+"""What the analyser reads of a `paper.md`: its sections' prose, list items, sentences, figures and tables.
 
 The extractive backend and coverage both need it; they get it from the text in the vault, not from the
-parser's objects, so a paper parsed long ago (or edited by hand) is read the same way.
+parser's objects, so a paper parsed long ago (or edited by hand) is read the same way. Figures, tables and
+the label grammar come from `papervault.vault.paper`, the one reader of the format; this module adds the
+prose view (sentences by section and page).
 """
 
 from __future__ import annotations
@@ -9,13 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-ANCHOR = re.compile(r'^<a id="page-(\d+)"></a>\s*$')
+from papervault.vault import paper as paper_md
+from papervault.vault.paper import PAGE_ANCHOR, TABLE_LABEL
+
+ANCHOR = re.compile(r"^\s*" + PAGE_ANCHOR.pattern + r"\s*$")      # a line that only opens a page
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
-FIG_LABEL = re.compile(r"^\s*(?:\*\*|_)?(Figure|Fig\.?)\s+(?P<num>[A-Z]?\d+[a-z]?)\s*[:.]?\s*", re.I)
-TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?Table\s+(?P<num>[A-Z]?[0-9IVX]+[a-z]?)\s*[:.]?\s*", re.I)
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•●▪◦]|\(?\d{1,2}[.)]|\([a-z]\))\s+(?P<text>\S.*)$")
 SECTION_NUMBER = re.compile(r"^(?P<num>(?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(?P<title>\S.*)$")
 
@@ -156,51 +158,28 @@ def _split_heading(raw: str) -> tuple[str, str]:
     return "", raw
 
 
-def _cells(line: str) -> list[str]:
-    inner = line.strip()
-    if inner.startswith("|"):
-        inner = inner[1:]
-    if inner.endswith("|"):
-        inner = inner[:-1]
-    return [_clean_inline(c).strip() for c in re.split(r"(?<!\\)\|", inner)]
-
-
 def read_paper(markdown: str) -> PaperDoc:
     """Parse a `paper.md` body into its structure; tolerant of anything the parser may emit."""
     doc = PaperDoc()
     page = 1
     current: DocSection | None = None
     prose: dict[int, list[tuple[int, str]]] = {}          # id(section) -> (page, line)
-    pending_table_caption: tuple[str, str, int] | None = None
-    table: DocTable | None = None
     in_refs = False
     pre_title_lines: list[str] = []
     item: list | None = None                  # [page, lines] of the list item being read
     all_prose: list[str] = []
 
-    def flush_table():
-        nonlocal table
-        if table is not None and table.rows:
-            doc.tables.append(table)
-        table = None
+    starts: list[tuple[int, str]] = []        # (line, section label) where each section starts
 
     lines = markdown.splitlines()
-    for line in lines:
+    for n, line in enumerate(lines):
         m = ANCHOR.match(line)
         if m:
             page = int(m.group(1))
             doc.pages = max(doc.pages, page)
             continue
         if TABLE_ROW.match(line):
-            if table is None:
-                number, caption, cpage = pending_table_caption or ("", "", page)
-                table = DocTable(number=number, caption=caption, page=cpage if pending_table_caption else page,
-                                 section=current.label if current else "")
-                pending_table_caption = None
-            if not TABLE_RULE.match(line):
-                table.rows.append(_cells(line))
-            continue
-        flush_table()
+            continue                          # tables are read by the vault's reader below
         h = HEADING.match(line)
         if h:
             level = len(h.group(1))
@@ -208,23 +187,15 @@ def read_paper(markdown: str) -> PaperDoc:
             if level == 1 and not doc.title:
                 doc.title = title if not number else f"{number} {title}"
             current = DocSection(title=title, number=number, level=level, page=page)
+            starts.append((n, current.label))
             item = None
             doc.sections.append(current)
             prose[id(current)] = []
             in_refs = title.lower().startswith(("references", "bibliography"))
             continue
-        for img in IMAGE.finditer(line):
-            alt = img.group("alt")
-            fm = FIG_LABEL.match(alt)
-            number = fm.group("num") if fm else ""
-            caption = alt[fm.end():].strip() if fm else alt.strip()
-            doc.figures.append(DocFigure(number=number, caption=normalise(caption), page=page, src=img.group("src"),
-                                         section=current.label if current else ""))
         stripped = IMAGE.sub("", line).strip()
-        tm = TABLE_LABEL.match(stripped)
-        if tm and len(stripped) < 600:
-            pending_table_caption = (tm.group("num"), normalise(_clean_inline(stripped[tm.end():])), page)
-            continue
+        if TABLE_LABEL.match(stripped) and len(stripped) < 600:
+            continue                          # a table's caption is not prose
         if in_refs:
             if stripped:
                 doc.references.append(stripped)
@@ -244,7 +215,20 @@ def read_paper(markdown: str) -> PaperDoc:
             prose[id(current)].append((page, line))
         if stripped:
             all_prose.append(line)
-    flush_table()
+    def section_at(line: int) -> str:
+        label = ""
+        for start, name in starts:
+            if start > line:
+                break
+            label = name
+        return label
+
+    structure = paper_md.read(markdown)
+    doc.figures = [DocFigure(number=f.number, caption=normalise(f.caption), page=f.page or 1, src=f.src,
+                             section=section_at(f.line)) for f in structure.figures]
+    doc.tables = [DocTable(number=t.number, caption=normalise(t.caption), page=t.page or 1,
+                           rows=[[normalise(c) for c in row] for row in t.rows], section=section_at(t.line))
+                  for t in structure.tables if t.rows]
 
     for i, s in enumerate(doc.sections):
         by_page: dict[int, list[str]] = {}

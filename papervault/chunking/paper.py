@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 from papervault.config import IndexSettings
 from papervault.models import Chunk, PaperMeta
+from papervault.vault.paper import FIGURE_LABEL, PAGE_ANCHOR, TABLE_LABEL
 
 CHUNKER_VERSION = "paper-1"
 
-PAGE_RE = re.compile(r'<a id="page-(\d+)"></a>')
+PAGE_RE = PAGE_ANCHOR                    # the format's conventions live in papervault.vault.paper
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FIGURE_RE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s]+)[^)]*\)\s*$")
-FIGURE_NUM_RE = re.compile(r"^(?:Figure|Fig\.?)\s*([A-Z]?\d+[a-z]?)\s*[:.]?\s*", re.I)
-TABLE_CAPTION_RE = re.compile(r"^\**\s*Table\s+([A-Z]?[\dIVX]+)\s*[:.]\s*(.*)$", re.I)
+FIGURE_NUM_RE = FIGURE_LABEL
 MENTION_RE = re.compile(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", re.I)
 WORD_RE = re.compile(r"\w+|[^\w\s]")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
@@ -135,10 +135,10 @@ def _split_blocks(fulltext: str) -> tuple[str, list[_Section]]:
             flush_text()
             table_lines.append(stripped)
             continue
-        t = TABLE_CAPTION_RE.match(stripped)
+        t = TABLE_LABEL.match(stripped)
         if t and not buf:
             flush_table()
-            table_caption = (t.group(1), t.group(2).strip())
+            table_caption = (t.group("num"), stripped[t.end():].strip())
             continue
         if table_caption and not table_lines:
             # a caption that no table followed is just text

@@ -22,7 +22,7 @@ from papervault.commands.common import Progress, emit_json, json_option, open_wo
 @json_option
 def add_repo(target, papers, name, rebuild, quiet, workspace, as_json):
     """Index a code repository: only files changed since the last run are chunked and embedded again."""
-    from papervault.sources.repo import add_repo as run
+    from papervault.app.papers import add_repo as run
 
     ws = open_workspace(workspace)
     progress = Progress(quiet or as_json)

@@ -1,4 +1,4 @@
-"""`init`, `add`, `list`, `show`, `status`: create a workspace, bring papers in, look at what is there."""
+"""`init`, `add`, `list`, `show`, `delete`, `status`: create a workspace, bring papers in, look at what is there."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def init(directory, workspace, as_json):
 @json_option
 def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, workspace, as_json):
     """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero."""
-    from papervault.ingest import add as run_add
+    from papervault.app.papers import add as run_add
 
     ws = open_workspace(workspace)
     if not inputs and zotero is None and not arxiv_search:
@@ -51,8 +51,8 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         options.update(arxiv_search=arxiv_search, max_results=max_results)
     progress = Progress(quiet or as_json)
     try:
-        report = run_add(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
-                         options=options, reanalyse=reanalyse)
+        report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
+                         reanalyse=reanalyse)
     finally:
         progress.close()
     if as_json:
@@ -74,18 +74,22 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
 
 @click.command("list")
 @click.option("--tag", help="Only papers with this tag.")
-@click.option("--year", type=int, help="Only papers from this year.")
+@click.option("--year", metavar="YEAR|RANGE", help="Only papers from this year or range (2019, 2015-2020, 2015.., ..2020).")
+@click.option("--venue", help="Only papers whose venue contains this text.")
+@click.option("--author", help="Only papers with an author whose name contains this text.")
+@click.option("--status", help="Only papers with this status (metadata, parsed, analysed).")
+@click.option("--title", help="Only papers whose title contains this text.")
 @workspace_option
 @json_option
-def list_papers(tag, year, workspace, as_json):
+def list_papers(tag, year, venue, author, status, title, workspace, as_json):
     """List the papers in the vault."""
+    from papervault.app.papers import PaperFilter, list_papers as run_list
+
     ws = open_workspace(workspace)
-    rows = []
-    for m in ws.vault.iter_meta():
-        if (tag and tag not in m.tags) or (year and m.year != year):
-            continue
-        rows.append({"id": m.id, "title": m.title, "authors": m.authors, "year": m.year, "status": m.status,
-                     "pages": m.pages, "tags": m.tags})
+    rows = [{"id": m.id, "title": m.title, "authors": m.authors, "year": m.year, "status": m.status,
+             "pages": m.pages, "tags": m.tags}
+            for m in run_list(ws, PaperFilter(tag=tag, year=year, venue=venue, author=author, status=status,
+                                              title=title))]
     if as_json:
         emit_json(rows)
         return
@@ -108,6 +112,25 @@ def show(paper_id, full, workspace, as_json):
         emit_json({"meta": meta.model_dump(exclude_none=True), "text": text})
     else:
         click.echo(text)
+
+
+@click.command()
+@click.argument("paper_ids", nargs=-1, required=True, metavar="ID [ID...]")
+@workspace_option
+@json_option
+def delete(paper_ids, workspace, as_json):
+    """Delete papers: their folders (one vault commit), their index rows and their links to code."""
+    from papervault.app.papers import delete as run_delete
+
+    ws = open_workspace(workspace)
+    out = run_delete(ws, list(paper_ids))
+    if as_json:
+        emit_json(out)
+        return
+    removed = out["index"]["chunks_removed"] if isinstance(out["index"], dict) else None
+    click.echo(f"Deleted {len(out['deleted'])} paper(s): {', '.join(out['deleted'])}"
+               + (f"; vault commit {out['commit'][:8]}" if out["commit"] else "")
+               + (f"; {removed} chunk(s) removed from the index" if removed is not None else f"; index {out['index']}"))
 
 
 @click.command()

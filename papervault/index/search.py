@@ -20,6 +20,7 @@ from papervault.errors import PapervaultError
 from papervault.index.embed import Embedder
 from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
 from papervault.models import Hit
+from papervault.vault.paper import page_link
 
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
 MODES = ("hybrid", "fts", "vector")
@@ -332,7 +333,7 @@ def _hit(row: dict, score: float) -> Hit:
     if row["level"] == "note" or page is None:
         anchor = f"papers/{pid}/note.md"
     else:
-        anchor = f"papers/{pid}/paper.md#page-{page}"
+        anchor = page_link(pid, page)
     return Hit(paper_id=pid, title=row.get("title") or pid, level=row["level"], section=row.get("section_path") or "",
                page=page, page_end=row.get("page_end"), text=row["text"], score=round(float(score), 6),
                source=row.get("source"), chunk_id=row["id"], anchor=anchor)

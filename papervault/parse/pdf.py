@@ -9,7 +9,8 @@ import pymupdf
 
 from papervault import pages as pages_mod
 from papervault.config import ParseSettings
-from papervault.models import Figure, Heading, ParsedPaper, Reference, Table, page_anchor
+from papervault.models import Figure, Heading, ParsedPaper, Reference, Table
+from papervault.vault.paper import alt_text, figure_line, page_anchor, table_caption
 from papervault.parse import equations, figures, tables
 from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf, structure_error
@@ -522,10 +523,6 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
-def _alt(text: str) -> str:
-    return " ".join(text.split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-
-
 def _para(text: str) -> str:
     # A paragraph that starts like Markdown syntax (a heading, a list, a quote) must stay a paragraph.
     if re.match(r"^(#|>|[-+*]\s|\d+[.)]\s|={3,}|-{3,})", text):
@@ -534,7 +531,7 @@ def _para(text: str) -> str:
 
 
 def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs, tabs) -> str:
-    out: list[str] = [f"# {_alt(title) if title else 'Untitled'}"]
+    out: list[str] = [f"# {alt_text(title) if title else 'Untitled'}"]
     refs_written = False
     # Each entry is written under the anchor of the page where it starts, so "p. N" holds for it too:
     # the entries of the heading's page under the heading, the others where their page's entries begin.
@@ -566,13 +563,12 @@ def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs,
                 continue
             elif k == "figure_caption" and "figure" in b.data:
                 f = b.data["figure"]
-                out.append(f"![Figure {f.number}: {_alt(f.caption)}](figures/{f.filename})")
+                out.append(figure_line(f.filename, f.number, f.caption))
             elif k == "figure":
                 f = b.data["figure"]
-                out.append(f"![Figure](figures/{f.filename})")
+                out.append(figure_line(f.filename))
             elif k == "table_caption":
-                label = f"Table {b.number}: {b.data['caption']}".strip()
-                out.append(_para(" ".join(label.split())))
+                out.append(_para(table_caption(b.number, b.data["caption"])))
                 if "table" in b.data:
                     out.append(b.data["table"])
             elif k == "equation":

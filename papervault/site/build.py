@@ -17,7 +17,7 @@ import yaml
 
 from papervault.errors import SiteError
 from papervault.site.assets import mathjax_assets, theme_assets
-from papervault.site.stage import PROJECT_TEMPLATES, plan_site, read_vault, write_stage
+from papervault.site.stage import plan_site, read_vault, write_stage
 from papervault.workspace import MKDOCS_TEMPLATE, Workspace
 
 CONFIG_NAME = "mkdocs.site.yml"
@@ -29,9 +29,9 @@ def stage_dir(ws: Workspace) -> Path:
 
 def template_dirs(ws: Workspace) -> list[Path]:
     """The workspace's `templates/site` (if any) before the project's own."""
-    own = ws.root / "templates" / "site"
-    dirs = [own] if own.is_dir() and own.resolve() != PROJECT_TEMPLATES.resolve() else []
-    return dirs + [PROJECT_TEMPLATES]
+    from papervault.templating import search_path
+
+    return search_path("site", ws.root)
 
 
 def stage(ws: Workspace) -> dict[str, Any]:

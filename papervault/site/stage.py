@@ -26,11 +26,10 @@ from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, h
                                       safe_url, yaml_str)
 from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
+from papervault.vault import paper as paper_md
+from papervault.vault.paper import PAGE_ANCHOR
 from papervault.vault.store import ID_PATTERN
 
-PROJECT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
-FIGURE_LINK = re.compile(r"!\[([^\]\n]*)\]\((figures/[^)\s]+)\)")
-PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 PAPER_LINK = re.compile(r"papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(?:note|paper)\.md")
 H1 = re.compile(r"\A\s*#\s+[^\n]*\n")
 SKIP_DIRS = {".git", ".obsidian", ".trash", "__pycache__", "node_modules"}
@@ -170,19 +169,15 @@ def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
     """Figures in reading order with the caption and page the full text gives them; unreferenced files last."""
     out: list[FigureInfo] = []
     seen: set[str] = set()
-    anchors = [(m.start(), int(m.group(1))) for m in PAGE_ANCHOR.finditer(fulltext)]
     existing = set(files)
-    for m in FIGURE_LINK.finditer(fulltext):
-        name = m.group(2)[len("figures/"):]
+    for f in paper_md.read(fulltext).figures:
+        if not f.src.startswith("figures/"):
+            continue
+        name = f.src[len("figures/"):]
         if name in seen or name not in existing:
             continue
         seen.add(name)
-        page = None
-        for pos, n in anchors:
-            if pos > m.start():
-                break
-            page = n
-        out.append(FigureInfo(filename=name, caption=m.group(1).strip() or name, page=page))
+        out.append(FigureInfo(filename=name, caption=f.label or name, page=f.page))
     for name in files:
         if name not in seen and name.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")):
             out.append(FigureInfo(filename=name, caption=name))
@@ -210,11 +205,12 @@ def _read_survey(sdir: Path, inside) -> SurveyEntry:
 
 def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
     """Page templates: the workspace's `templates/site/pages` first (a user's override), then the project's."""
-    dirs = [d / "pages" for d in (extra_dirs or []) if (d / "pages").is_dir()] + [PROJECT_TEMPLATES / "pages"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                             # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
-                             comment_start_string="<#--", comment_end_string="--#>")
+    from papervault.templating import environment
+
+    env = environment("site/pages", extra=[d / "pages" for d in (extra_dirs or [])], autoescape=False,
+                      keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                      # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
+                      comment_start_string="<#--", comment_end_string="--#>")
     env.filters["md"] = md_escape
     env.filters["anchor"] = anchor
     env.filters["yamlstr"] = yaml_str

@@ -30,7 +30,6 @@ from papervault.vault.store import ID_PATTERN, atomic_write
 
 log = logging.getLogger(__name__)
 
-BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 NOTE_TEMPLATE = "code_note.md.j2"
 MAX_FILE_BYTES = 1_000_000           # larger files are data or generated code, not worth a chunk
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
@@ -303,9 +302,10 @@ def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[P
 
 
 def _template(workspace) -> jinja2.Template:
-    dirs = [str(workspace.root / "templates"), str(BUILTIN_TEMPLATES)]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), autoescape=False, keep_trailing_newline=True,
-                             undefined=jinja2.StrictUndefined)
+    from papervault.templating import environment
+
+    env = environment("", workspace.root, autoescape=False, keep_trailing_newline=True,
+                      undefined=jinja2.StrictUndefined)
     return env.get_template(NOTE_TEMPLATE)
 
 

@@ -24,7 +24,6 @@ from papervault.models import PaperMeta
 from papervault.vault.paths import is_safe
 from papervault.vault.store import Vault
 
-BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 DEFAULT_TEMPLATE = "note"
 TASK_KIND = "paper-note"
 
@@ -53,9 +52,9 @@ class AnalysisOutcome:
 
 def template_dirs(vault: Vault, template_dir: Path | None = None) -> list[Path]:
     """Where templates are looked up, first match wins: explicit, the workspace's `templates/`, built-in."""
-    dirs = [template_dir] if template_dir else []
-    dirs += [vault.root.parent / "templates", BUILTIN_TEMPLATES]
-    return [d for d in dirs if d is not None and d.is_dir()]
+    from papervault.templating import search_path
+
+    return search_path("", vault.root.parent, extra=[template_dir])
 
 
 def _cell(value: Any) -> str:
@@ -63,8 +62,11 @@ def _cell(value: Any) -> str:
 
 
 def _alt(value: Any) -> str:
-    text = re.sub(r"\s+", " ", str(value or "")).replace("]", ")").replace("[", "(").strip()
-    return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0]
+    """A caption inside a note's image `[...]`: cut to 200 characters, then escaped as paper.md escapes it."""
+    from papervault.vault.paper import alt_text
+
+    text = re.sub(r"\s+", " ", str(value or "")).strip()
+    return alt_text(text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0])
 
 
 @dataclass
@@ -91,9 +93,11 @@ class NoteTemplate:
 
 def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path | None = None) -> NoteTemplate:
     """Load a note template and its schema; a workspace's own `templates/` folder wins over the built-in one."""
+    from papervault.templating import environment
+
     dirs = template_dirs(vault, template_dir)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), autoescape=False,
-                             keep_trailing_newline=True, undefined=jinja2.ChainableUndefined)
+    env = environment("", vault.root.parent, extra=[template_dir], autoescape=False, keep_trailing_newline=True,
+                      undefined=jinja2.ChainableUndefined)
     env.filters["cell"] = _cell
     env.filters["alt"] = _alt
     parts: list[bytes] = []

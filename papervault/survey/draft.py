@@ -36,9 +36,10 @@ def page_link(pid: str, page: int | None) -> str:
     """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text: it says the
     printed page and opens the PDF page's anchor."""
     from papervault.pages import printed_for
+    from papervault.vault.paper import page_link as link
 
-    return f"([p. {printed_for(pid, page)}](../../papers/{pid}/paper.md#page-{page}))" if page \
-        else f"([paper](../../papers/{pid}/paper.md))"
+    return f"([p. {printed_for(pid, page)}]({link(pid, page, prefix='../../papers/')}))" if page \
+        else f"([paper]({link(pid, prefix='../../papers/')}))"
 
 
 def quote_line(p: SurveyPaper, s: Passage) -> str:

@@ -15,15 +15,13 @@ import jinja2
 
 from papervault.survey.select import SurveyPaper
 
-PROJECT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "survey"
-
 
 def environment(template_dir: Path | None = None) -> jinja2.Environment:
-    """Templates from the workspace's `templates/survey/` first (a user's overrides), then the project's."""
-    dirs = [str(d) for d in (template_dir, PROJECT_TEMPLATES) if d is not None and Path(d).is_dir()]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                             autoescape=False)
+    """Templates from `template_dir` (a workspace's `templates/survey/`: a user's overrides), then the built-in."""
+    from papervault.templating import environment as template_environment
+
+    env = template_environment("survey", extra=[template_dir], undefined=jinja2.StrictUndefined,
+                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters["cell"] = lambda v: ("; ".join(map(str, v)) if isinstance(v, list) else str(v or "")).replace("|", "\\|").replace("\n", " ")[:200] or "–"
     env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str)
     return env

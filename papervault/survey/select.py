@@ -7,12 +7,12 @@ of the index) or `arxiv:QUERY` (papers retrieved from arXiv for the topic in the
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from papervault.errors import NotFoundError, PapervaultError
 from papervault.models import PaperMeta
+from papervault.vault.paper import figure_sources
 
 SPEC_KINDS = ("all", "tag", "collection", "query", "arxiv")
 
@@ -143,9 +143,6 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-_FIGURE_LINK = re.compile(r"!\[[^\]]*\]\((figures/[^)\s]+)\)")
-
-
 def remember_pages(pid: str, labels: list[str]) -> None:
     """Citations of the paper's pages say its printed page numbers (see papervault.pages)."""
     from papervault import pages
@@ -170,7 +167,7 @@ def load_papers(vault, ids: Iterable[str]) -> tuple[list[SurveyPaper], list[str]
             doi=meta.doi, arxiv=meta.arxiv, url=meta.url, abstract=_text(meta.abstract), method=_text(meta.method),
             datasets=_strings(meta.datasets), metrics=_strings(meta.metrics), baselines=_strings(meta.baselines),
             key_results=results, tags=list(meta.tags), note=body, fulltext=full,
-            figures=list(dict.fromkeys(_FIGURE_LINK.findall(full))),
+            figures=figure_sources(full),
             bib=dict(meta.bib), page_labels=list(meta.page_labels),
         ))
         remember_pages(meta.id, meta.page_labels)

@@ -1,0 +1,11 @@
+"""The application layer: the operations a user invokes, once, as plain functions over a workspace.
+
+The command line (`papervault/commands/`), the Prefect flows (`flows/`) and the MCP server (`mcp_server/`) all
+call these; none of them holds logic of its own beyond arguments, output and orchestration. Nothing here
+imports Prefect, click or the MCP SDK.
+
+- `papers`: add, add_repo, delete, list with filters (one year grammar for every front end)
+- `survey`: the survey's stages (retrieve ... polish), the survey document's assembly, and a stage loop that
+  runs a whole survey without Prefect
+- `demo`: the demo pipeline (init, add, index, survey, site)
+"""

@@ -1,0 +1,167 @@
+"""Bringing papers in, listing and deleting them: what `add`, `add-repo`, `list` and `delete` do, for every
+front end (the CLI commands and the MCP tools call these)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from papervault.errors import InputError, NotFoundError
+from papervault.models import PaperMeta
+from papervault.vault.store import check_id
+from papervault.workspace import Workspace
+
+Progress = Callable[[str, int, int | None], None]
+
+YEAR_RE = re.compile(r"^\s*(\d{4})?\s*(-|\.\.)?\s*(\d{4})?\s*$")
+
+
+def year_range(year: str | int | None) -> tuple[int, int] | None:
+    """The one year-filter grammar: `2019`, `2015-2020`, `2015..2020`, `2015..` or `..2020` (None: no filter)."""
+    if year is None or year == "":
+        return None
+    m = YEAR_RE.match(str(year))
+    if not m or not (m.group(1) or m.group(3)) or (m.group(2) is None and m.group(3)):
+        raise InputError(f"invalid year {year!r}",
+                         fix="give a year like 2019 or a range like 2015-2020, 2015.. or ..2020")
+    if not m.group(2):
+        return int(m.group(1)), int(m.group(1))
+    lo, hi = int(m.group(1) or 0), int(m.group(3) or 9999)
+    return (min(lo, hi), max(lo, hi))
+
+
+@dataclass
+class PaperFilter:
+    """What `list` keeps; every field optional, text matches are case-insensitive substrings."""
+
+    tag: str | None = None
+    year: str | int | None = None
+    venue: str | None = None
+    author: str | None = None
+    status: str | None = None
+    title: str | None = None
+
+    def compile(self) -> Callable[[PaperMeta], bool]:
+        years = year_range(self.year)
+
+        def keep(m: PaperMeta) -> bool:
+            if self.tag and self.tag not in m.tags:
+                return False
+            if years and (m.year is None or not years[0] <= m.year <= years[1]):
+                return False
+            if self.venue and self.venue.lower() not in (m.venue or "").lower():
+                return False
+            if self.author and not any(self.author.lower() in a.lower() for a in m.authors):
+                return False
+            if self.status and m.status != self.status:
+                return False
+            if self.title and self.title.lower() not in (m.title or "").lower():
+                return False
+            return True
+
+        return keep
+
+
+def list_papers(ws: Workspace, filters: PaperFilter | None = None, **kw: Any) -> list[PaperMeta]:
+    """The vault's papers that pass `filters` (or the filter fields given as keywords), in id order."""
+    keep = (filters or PaperFilter(**kw)).compile()
+    return [m for m in ws.require().vault.iter_meta() if keep(m)]
+
+
+def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progress: Progress | None = None,
+        options: dict | None = None, reanalyse: bool = False):
+    """Import papers (paths, .bib, CSL-JSON, arXiv ids, DOIs, URLs, Zotero); one commit. Returns the AddReport."""
+    from papervault.ingest import add as ingest
+
+    ws.require()
+    return ingest(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
+                  options=options, reanalyse=reanalyse)
+
+
+def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] = (), name: str | None = None,
+             rebuild: bool = False, progress: Progress | None = None):
+    """Index a repository's code, link it to papers and write its code note; returns the AddRepoReport."""
+    from papervault.sources.repo import add_repo as run_add_repo
+
+    for pid in papers:
+        check_id(pid)
+    if name:
+        check_id(name)
+    source = (source or "").strip()
+    if not source:
+        raise InputError("no repository given", fix="pass a local path or a git URL")
+    return run_add_repo(ws.require(), source, papers=list(papers), name=name, rebuild=rebuild, progress=progress)
+
+
+def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: Progress | None = None) -> dict[str, Any]:
+    """Delete papers: their folders (one vault commit), their index rows and their links to code repositories.
+
+    Every id is checked before anything is removed: an unknown id refuses the whole request.
+    """
+    ids = list(dict.fromkeys(paper_ids))
+    if not ids:
+        raise InputError("no paper to delete", fix="give one or more paper ids (see `papervault list`)")
+    for pid in ids:
+        check_id(pid)
+    ws.require()
+    vault = ws.vault
+    with ws.write_lock("delete"):
+        unknown = [pid for pid in ids if not vault.has_paper(pid)]
+        if unknown:
+            raise NotFoundError(f"no paper {', '.join(map(repr, unknown))} in the vault",
+                                fix="find ids with `papervault list` (MCP: `list_papers`)")
+        dirs = [vault.paper_dir(pid) for pid in ids]
+        for pid in ids:
+            vault.delete_paper(pid)
+        code_paths = _drop_code_links(ws, ids)
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        message = f"delete: {shown}" + (f" ({reason})" if reason else "")
+        sha = vault.commit(message, [*dirs, *code_paths])
+    out: dict[str, Any] = {"deleted": ids, "commit": sha, "code_notes": [str(p.name) for p in code_paths]}
+    out["index"] = _drop_index_rows(ws, ids)
+    if progress:
+        progress("index", 1, 1)
+    return out
+
+
+def _has_local_tables(ws: Workspace) -> bool:
+    return bool(ws.settings.index.uri) or any(ws.index_dir.glob("*.lance"))
+
+
+def _drop_index_rows(ws: Workspace, ids: list[str]) -> dict[str, int] | str:
+    """Only the deleted papers' rows go: nothing else is re-embedded (a sync would embed unindexed papers too)."""
+    if not _has_local_tables(ws):
+        return {"chunks_removed": 0}       # no tables: nothing to drop, and no LanceDB import
+    try:
+        from papervault.index.store import PaperIndex
+    except ImportError:
+        return "not updated: the index is not available; run `papervault index`"
+    with ws.write_lock("index", wait=30):
+        index = PaperIndex(ws)
+        return {"chunks_removed": sum(index.delete_paper(pid) for pid in ids)}
+
+
+def _drop_code_links(ws: Workspace, ids: list[str]) -> list[Path]:
+    """Remove the papers' rows from the `links` table and rewrite the code notes that listed them."""
+    if not _has_local_tables(ws) or not ws.vault.code_dir.is_dir():
+        return []
+    from papervault.index.code import LINKS, CodeIndex
+    from papervault.index.store import table_names
+    from papervault.sources.repo import refresh_code_note
+
+    index = CodeIndex(ws)
+    if LINKS not in table_names(index.db):
+        return []
+    gone = set(ids)
+    repos = sorted({l["repo"] for pid in ids for l in index.links(paper_id=pid)})
+    if not repos:
+        return []
+    index.links_table().delete("paper_id IN (" + ", ".join("'" + p.replace("'", "''") + "'" for p in gone) + ")")
+    changed: list[Path] = []
+    for repo in repos:
+        record = index.repo_record(repo)
+        note, touched, _ = refresh_code_note(ws, index, repo, record["note"] if record else None)
+        changed += ([note] if note else []) + touched
+    return changed

@@ -1,0 +1,588 @@
+"""A survey, stage by stage: retrieve -> parse -> analyse -> index -> correlate -> outline -> draft -> polish.
+
+Each stage is a plain function of a workspace and plain data that returns plain (JSON-ready) data, so it runs
+and tests without Prefect. `run_stages` is the survey itself: it calls the stages through a `Stages` object,
+writes each stage's artefact to `vault/surveys/<slug>/` and commits the vault before the next starts. The
+Prefect flow (`flows/survey.py`) passes a `Stages` whose methods are tasks (retries, cache keys, mapping over
+papers and sections); `run_survey_inprocess` passes the plain one.
+
+`cache_key` is the digest every cross-paper stage's cache is keyed on: the stage code, the stage's inputs and
+the survey templates that are actually rendered (a workspace's `templates/survey/` overrides included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from papervault.agents import Backend, Task, capabilities, get_backend
+from papervault.errors import PapervaultError
+from papervault.vault.paths import is_safe
+from papervault.workspace import Workspace
+
+T = TypeVar("T")
+log = logging.getLogger("papervault.survey")
+
+
+def _code_version() -> str:
+    """A hash of the survey stages' code: part of every cache key, so an upgrade never serves results the old
+    code made. (Templates are hashed per workspace, see `template_digest`.)"""
+    import papervault.survey.correlate as _c
+
+    h = hashlib.sha256()
+    here = Path(_c.__file__).resolve().parent
+    agents = here.parent / "agents"     # the stages read paper.md and judge attribution through these two
+    for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "otherwork.py"]):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+STAGE_VERSION = _code_version()
+
+
+def template_digest(root: str | Path) -> str:
+    """The survey templates a workspace renders (its own `templates/survey/` over the built-in ones)."""
+    from papervault.templating import digest
+
+    return digest("survey", Path(root))
+
+
+def note_template_digest(root: str | Path) -> str:
+    """The note template, its schema and the analysis prompts a workspace renders."""
+    from papervault.templating import digest
+
+    return digest("", Path(root), pattern="*", names=("note.md.j2", "note.schema.json")) + digest("prompts", Path(root))
+
+
+def digest(*parts: Any) -> str:
+    h = hashlib.sha256(STAGE_VERSION.encode())
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _file_hash(path: Path, vault_root: Path | None = None) -> str:
+    if vault_root is not None and path.is_file() and not is_safe(vault_root, path):
+        return "refused"          # a link out of the vault is never read (the task then fails with one line)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "-"
+
+
+def cache_key(stage: str, params: dict[str, Any]) -> str:
+    """The cache key of a cross-paper stage: every parameter (the workspace included: one workspace's results
+    are never served to another) and the survey templates that workspace renders."""
+    return f"{stage}-" + digest(params, template_digest(params["root"]))
+
+
+def analyse_key(params: dict[str, Any]) -> str:
+    """The cache key of one paper's analysis: the paper's full text and note, the backend, and the note
+    templates the workspace renders."""
+    ws = Workspace(params["root"])
+    v = ws.vault
+    pid = params["paper_id"]
+    # The workspace is part of the key: the task's effect is a note in that vault, and a copy of the vault
+    # elsewhere must be analysed there too.
+    return "analyse-" + digest(str(ws.root), pid, params["backend"], _file_hash(v.fulltext_path(pid), v.root),
+                               _file_hash(v.note_path(pid), v.root), note_template_digest(ws.root))
+
+
+def slugify(topic: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", topic.lower()).strip("-")
+    return s[:60].strip("-") or "survey"
+
+
+def _ws(root: str | Path) -> Workspace:
+    return Workspace(root).require()
+
+
+_BACKENDS: dict[tuple[str, str], Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def backend_for(root: str | Path, name: str) -> Backend:
+    """One backend object per workspace and name in this process (its breaker and run log are shared)."""
+    with _BACKENDS_LOCK:
+        key = (str(root), name)
+        if key not in _BACKENDS:
+            ws = _ws(root)
+            _BACKENDS[key] = get_backend(name, ws.settings, state_dir=ws.state_dir)
+        return _BACKENDS[key]
+
+
+def model_or_extractive(root: str | Path, backend: str, make_task: Callable[[], Task],
+                        use: Callable[[Any, str], T | None], extractive: T,
+                        on_failure: Callable[[PapervaultError], None] | None = None) -> T:
+    """Ask a backend that writes prose for a better result; keep the extractive one when the backend only
+    quotes, fails, or answers with nothing usable (`use(data, label)` returns None then)."""
+    if not capabilities(backend).writes_prose:
+        return extractive
+    try:
+        b = backend_for(root, backend)
+        got = use(b.run(make_task()).data, b.label)
+    except PapervaultError as exc:
+        if on_failure:
+            on_failure(exc)
+        return extractive
+    return extractive if got is None else got
+
+
+def _render(root: str | Path, name: str, **context: Any) -> str:
+    from papervault.survey.export import render
+
+    return render(name, Path(root) / "templates" / "survey", **context)
+
+
+# --- stage 1: retrieve -----------------------------------------------------------------------------
+
+def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10) -> dict[str, Any]:
+    """Resolve the selection; `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
+    from papervault.survey.select import parse_spec, select_ids
+
+    ws = _ws(root)
+    ids: list[str] = []
+    retrieved: list[str] = []
+    problems: list[str] = []
+    for raw in specs or ["all"]:
+        spec = parse_spec(raw)
+        if spec.kind == "arxiv":
+            got, probs = _retrieve_arxiv(ws, spec.value, backend, arxiv_max, slug)
+            retrieved += got
+            problems += probs
+            ids += got
+            continue
+        search = None
+        if spec.kind == "query":
+            from papervault.index.search import search as run_search
+
+            def search(text: str) -> list[str]:
+                return [h.paper_id for h in run_search(ws, text, limit=50)]
+        ids += select_ids(ws.vault.iter_meta(), spec, search=search)
+    ids = list(dict.fromkeys(ids))
+    log.info("selected %d papers (%s)", len(ids), ", ".join(specs or ["all"]))
+    return {"ids": ids, "retrieved": retrieved, "problems": problems}
+
+
+def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
+    """Papers for the topic from arXiv, imported through the same path as `papervault add --arxiv-search`."""
+    from papervault.ingest import Ingest, _records
+
+    job = Ingest(ws, backend=backend)
+    job.run(_records([], ws, {"arxiv_search": query, "max_results": max_results}))
+    job.commit(f"survey {slug}: retrieve from arXiv for “{query}”")
+    r = job.report
+    ids = list(dict.fromkeys(r.added + [m["id"] for m in r.merged] + r.unchanged))
+    return ids, [f"{p.source}: {p.error}" for p in r.problems]
+
+
+# --- stage 2: parse (per paper) --------------------------------------------------------------------
+
+def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
+    """Parse a selected paper that has a PDF but no full text yet; others are left as they are."""
+    from papervault.parse.batch import parse_cached
+
+    ws = _ws(root)
+    v = ws.vault
+    if v.fulltext_path(paper_id).is_file():
+        return {"id": paper_id, "status": "present"}
+    meta = v.read_meta(paper_id)
+    pdfs = [f for f in meta.files if Path(f).is_file()]
+    if not pdfs:
+        return {"id": paper_id, "status": "no-pdf"}
+    try:
+        parsed = parse_cached(Path(pdfs[0]), ws.settings.parse, ws.parse_cache_dir)
+    except PapervaultError as exc:
+        return {"id": paper_id, "status": "failed", "message": str(exc)}
+    v.write_fulltext(paper_id, parsed)
+    v.update_meta(paper_id, pages=parsed.pages, parser=parsed.parser, sha256=meta.sha256 or parsed.sha256,
+                  status="parsed" if meta.status == "metadata" else meta.status)
+    return {"id": paper_id, "status": "parsed"}
+
+
+# --- stage 3: analyse (per paper) ------------------------------------------------------------------
+
+def _outcome(o) -> dict[str, Any]:
+    return {"id": o.paper_id, "status": o.status, "analyser": o.analyser, "figures": o.figures, "message": o.message}
+
+
+def analyse_paper(root: str, paper_id: str, backend: str) -> dict[str, Any]:
+    """Analyse one paper into its note; the analyser skips a note that is current (same source, backend)."""
+    from papervault.survey.analyse import analyse_paper as run
+
+    ws = _ws(root)
+    if not ws.vault.fulltext_path(paper_id).is_file():
+        return {"id": paper_id, "status": "no-text", "message": "no paper.md to analyse"}
+    try:
+        return _outcome(run(ws.vault, paper_id, backend_for(root, backend), template_dir=ws.root / "templates"))
+    except PapervaultError as exc:  # one paper's failure is reported, the survey goes on without its analysis
+        return {"id": paper_id, "status": "failed", "message": str(exc)}
+
+
+def analyse_papers(root: str, ids: list[str], backend: str) -> list[dict[str, Any]]:
+    """Analyse many papers with the concurrent analyser (`[agents] concurrency` at once), in `ids` order."""
+    from papervault.survey.analyse import analyse_papers as run
+
+    ws = _ws(root)
+    with_text = [pid for pid in ids if ws.vault.fulltext_path(pid).is_file()]
+    done = {o.paper_id: _outcome(o) for o in run(ws.vault, with_text, backend_for(root, backend),
+                                                   template_dir=ws.root / "templates")}
+    return [done.get(pid) or {"id": pid, "status": "no-text", "message": "no paper.md to analyse"} for pid in ids]
+
+
+# --- stage 4: index --------------------------------------------------------------------------------
+
+def index(root: str) -> dict[str, Any]:
+    """Bring the index in step with the vault (only new or changed chunks are embedded)."""
+    from papervault.index.store import PaperIndex
+
+    report = PaperIndex(_ws(root)).sync() or {}
+    return {k: v for k, v in dict(report).items() if isinstance(v, (int, float, str))}
+
+
+# --- stages 5-8 ------------------------------------------------------------------------------------
+
+def _papers(root: str, ids: list[str]):
+    from papervault.survey.select import load_papers
+
+    return load_papers(_ws(root).vault, ids)[0]
+
+
+def correlate(root: str, topic: str, ids: list[str], backend: str, inputs: str) -> dict[str, Any]:
+    """Themes, lineages, comparison, consensus, conflict and gaps of the selected papers."""
+    from papervault.survey import correlate as C
+
+    ws = _ws(root)
+    papers = _papers(root, ids)
+    embed = None
+    if len(papers) > 2:
+        from papervault.index.embed import Embedder
+
+        embed = Embedder(ws.settings.embed).embed
+    result = C.correlate(topic, papers, embed=embed)
+
+    def task() -> Task:
+        return Task(kind="survey-correlation", key=f"correlation:{topic[:40]}", system=_render(root, "system.md.j2"),
+                    prompt=_render(root, "correlate.prompt.md.j2", topic=topic, papers=papers, lineages=result.lineages),
+                    schema=C.CORRELATION_SCHEMA, inputs={"topic": topic, "papers": ids})
+
+    def failed(exc: PapervaultError) -> None:
+        result.notes.append(f"the {backend} backend failed ({exc}); themes and statements are extractive")
+
+    result = model_or_extractive(root, backend, task, lambda data, label: C.merge_model_answer(result, data, label),
+                                 result, failed)
+    return result.as_dict()
+
+
+def outline(root: str, topic: str, ids: list[str], backend: str, correlation: dict[str, Any],
+            existing: str | None) -> dict[str, Any]:
+    """The outline: a person's edited `outline.md` is kept; otherwise a new one from the correlation."""
+    from papervault.survey import outline as O
+    from papervault.survey.correlate import Correlation
+
+    corr = Correlation.from_dict(correlation)
+    papers = _papers(root, ids)
+    if existing and O.is_edited(existing):
+        kept, how = O.choose_outline(existing, O.Outline(topic, []))
+        return {"outline": kept.as_dict(), "how": how}
+    fresh = O.make_outline(topic, corr, papers)
+
+    def task() -> Task:
+        return Task(kind="survey-outline", key=f"outline:{topic[:40]}", system=_render(root, "system.md.j2"),
+                    prompt=_render(root, "outline.prompt.md.j2", topic=topic, papers=papers, correlation=corr),
+                    schema=O.OUTLINE_SCHEMA, inputs={"topic": topic})
+
+    def use(data: Any, label: str):
+        got = O.outline_from_answer(topic, data, set(ids), label)
+        return got if got.sections else None
+
+    # on failure the extractive outline stands; the report of the run says which backend made it
+    fresh = model_or_extractive(root, backend, task, use, fresh)
+    return {"outline": fresh.as_dict(), "how": "new"}
+
+
+def draft(root: str, section: dict[str, Any], topic: str, ids: list[str], backend: str,
+          correlation: dict[str, Any], inputs: str) -> dict[str, Any]:
+    """One section: quotations of its papers (extractive) or prose from their passages (a model)."""
+    from papervault.survey import draft as D
+    from papervault.survey.correlate import Correlation
+    from papervault.survey.outline import Section
+
+    sec = Section(**section)
+    papers = {p.id: p for p in _papers(root, ids)}
+    corr = Correlation.from_dict(correlation)
+    result = D.draft_section(sec, topic, papers, corr)
+    if sec.kind in ("comparison",):
+        return result.as_dict()         # the comparison table is built from the papers, never written
+    evidence: list[dict[str, Any]] = []
+
+    def task() -> Task:
+        evidence[:] = D.evidence_for(sec, topic, papers)
+        return Task(kind="survey-section", key=f"section:{sec.title[:40]}", system=_render(root, "system.md.j2"),
+                    prompt=_render(root, "draft.prompt.md.j2", topic=topic, section=sec, evidence=evidence),
+                    schema=D.SECTION_SCHEMA, inputs={"section": section, "evidence": evidence})
+
+    def use(data: Any, label: str):
+        text = data["markdown"].strip()
+        return D.SectionDraft(sec.title, text + "\n", list(sec.cites), label, evidence) if text else None
+
+    # on failure keep the extractive section: quoted, cited, never invented
+    return model_or_extractive(root, backend, task, use, result).as_dict()
+
+
+def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) -> dict[str, Any]:
+    """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag."""
+    from papervault.survey import polish as P
+    from papervault.survey.evidence import best_support
+
+    ws = _ws(root)
+    v = ws.vault
+    known = set(v.paper_ids())
+    texts: dict[str, str] = {}
+
+    def support(claim: str, pid: str):
+        if pid not in texts:
+            try:
+                texts[pid] = v.read_fulltext(pid) if pid in known else ""
+            except PapervaultError:          # a paper.md leading out of the vault is not evidence
+                texts[pid] = ""
+        if not texts[pid]:
+            return None
+        return best_support(claim, pid, texts[pid], ws=ws, enough=threshold)
+
+    sdir = v.survey_dir(slug).resolve()
+    vroot = v.root.resolve()
+
+    def figure_exists(src: str) -> bool:
+        if re.match(r"^[a-z]+://", src):
+            return True
+        target = (sdir / src.split("#")[0]).resolve()
+        return (target == vroot or vroot in target.parents) and target.is_file()
+
+    return P.polish(body, known=known, selected=ids, support=support, figure_exists=figure_exists,
+                    threshold=threshold).as_dict()
+
+
+# --- the survey, stage by stage ----------------------------------------------------------------------
+
+class Stages:
+    """How `run_stages` calls each stage: here directly, in this thread. The Prefect flow subclasses it so each
+    call is a task (mapped over papers and sections) and artefacts also become Prefect artifacts."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def retrieve(self, specs: list[str], backend: str, slug: str, arxiv_max: int) -> dict[str, Any]:
+        return retrieve(self.root, specs, backend, slug, arxiv_max)
+
+    def parse(self, ids: list[str]) -> list[dict[str, Any]]:
+        return [parse_paper(self.root, pid) for pid in ids]
+
+    def analyse(self, ids: list[str], backend: str) -> list[dict[str, Any]]:
+        return analyse_papers(self.root, ids, backend)
+
+    def index(self) -> dict[str, Any]:
+        return index(self.root)
+
+    def correlate(self, topic: str, ids: list[str], backend: str, inputs: str) -> dict[str, Any]:
+        return correlate(self.root, topic, ids, backend, inputs)
+
+    def outline(self, topic: str, ids: list[str], backend: str, correlation: dict[str, Any],
+                existing: str | None) -> dict[str, Any]:
+        return outline(self.root, topic, ids, backend, correlation, existing)
+
+    def draft(self, sections: list[dict[str, Any]], topic: str, ids: list[str], backend: str,
+              correlation: dict[str, Any], inputs: str) -> list[dict[str, Any]]:
+        return [draft(self.root, s, topic, ids, backend, correlation, inputs) for s in sections]
+
+    def polish(self, slug: str, ids: list[str], body: str, threshold: float) -> dict[str, Any]:
+        return polish(self.root, slug, ids, body, threshold)
+
+    def table_artifact(self, key: str, rows: list[dict[str, Any]], description: str) -> None:
+        """A table worth showing beside the run (the comparison); nothing to do without an orchestrator."""
+
+    def markdown_artifact(self, key: str, markdown: str, description: str) -> None:
+        """A document worth showing beside the run (the outline); nothing to do without an orchestrator."""
+
+    def log(self):
+        return log
+
+
+def _write(path: Path, text: str) -> None:
+    from papervault.vault.store import atomic_write
+
+    atomic_write(path, text)
+
+
+def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: list[str] | None = None,
+               backend: str | None = None, arxiv_max: int = 10, threshold: float | None = None) -> dict[str, Any]:
+    """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`, one stage at a time."""
+    from papervault.survey import export as E
+    from papervault.survey.correlate import Correlation
+    from papervault.survey.outline import Outline, Section, render_outline
+    from papervault.survey.polish import SUPPORT_THRESHOLD, Change, Flag, PolishResult
+    from papervault.survey.select import load_papers, selection_digest
+
+    t_start = time.perf_counter()
+    root = stages.root
+    ws = _ws(root)
+    backend = (backend or ws.settings.agents.backend or "extractive").lower()
+    capabilities(backend)           # an unknown backend fails before any work
+    slug = slug or slugify(topic)
+    threshold = SUPPORT_THRESHOLD if threshold is None else threshold
+    specs = list(papers or ["all"])
+    sdir = ws.vault.survey_dir(slug)
+    tdir = ws.root / "templates" / "survey"
+    logger = stages.log()
+    timings: dict[str, float] = {}
+    commits: list[str] = []
+
+    def stage_done(name: str, t0: float, message: str | None = None, paths: list[Path] | None = None) -> None:
+        timings[name] = round(time.perf_counter() - t0, 2)
+        if message:
+            sha = ws.vault.commit(message, paths)
+            if sha:
+                logger.info("commit %s: %s", sha[:8], message.splitlines()[0])
+                commits.append(sha)
+
+    with ws.write_lock("survey"):
+        sdir.mkdir(parents=True, exist_ok=True)
+        # 1. retrieve
+        t0 = time.perf_counter()
+        sel = stages.retrieve(specs, backend, slug, arxiv_max)
+        ids = sel["ids"]
+        if not ids:
+            raise PapervaultError(f"no papers selected by {', '.join(specs)}",
+                                  fix="add papers with `papervault add` or choose another --papers selection")
+        stage_done("retrieve", t0)
+
+        # 2. parse, per paper
+        t0 = time.perf_counter()
+        parsed = stages.parse(ids)
+        newly = [p["id"] for p in parsed if p["status"] == "parsed"]
+        stage_done("parse", t0, f"survey {slug}: parse {len(newly)} selected paper(s) lacking full text "
+                   f"({', '.join(newly[:5])})" if newly else None, [ws.vault.papers_dir])
+
+        # 3. analyse, per paper (skipped when the note is current)
+        t0 = time.perf_counter()
+        analysed = stages.analyse(ids, backend)
+        done = [a["id"] for a in analysed if a["status"] in ("analysed", "kept-edit")]
+        current = [a["id"] for a in analysed if a["status"] == "skipped"]
+        failed = [a for a in analysed if a["status"] == "failed"]
+        msg = (f"survey {slug}: analyse {len(done)} paper(s) with {backend} ({', '.join(done[:5])}"
+               f"{' and more' if len(done) > 5 else ''}); {len(current)} already current"
+               + (f"; {len(failed)} failed" if failed else "")) if done else None
+        stage_done("analyse", t0, msg, [ws.vault.papers_dir])
+
+        # 4. index
+        t0 = time.perf_counter()
+        try:
+            indexed = stages.index()
+        except Exception as exc:  # polishing falls back to the papers' own sentences
+            logger.warning("index sync failed: %s", exc)
+            indexed = {"error": str(exc)}
+        stage_done("index", t0)
+
+        survey_papers, problems = load_papers(ws.vault, ids)
+        inputs = selection_digest(survey_papers)
+
+        # 5. correlate
+        t0 = time.perf_counter()
+        corr_d = stages.correlate(topic, ids, backend, inputs)
+        corr = Correlation.from_dict(corr_d)
+        _write(sdir / "correlation.md", E.render("correlation.md.j2", tdir, c=corr, topic=topic, slug=slug, inputs=inputs))
+        stages.table_artifact(
+            f"survey-{slug}-comparison"[:100].lower(),
+            [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
+              "metrics": "; ".join(r.metrics), "results": "; ".join(r.results)[:200]} for r in corr.comparison],
+            f"Comparison table of the survey “{topic}”")
+        stage_done("correlate", t0, f"survey {slug}: correlate {len(ids)} papers ({len(corr.clusters)} themes, "
+                   f"{len(corr.lineages)} lineages, {len(corr.gaps)} gaps) to plan the outline",
+                   [sdir / "correlation.md"])
+
+        # 6. outline (a person's edited outline is kept)
+        t0 = time.perf_counter()
+        opath = sdir / "outline.md"
+        existing = opath.read_text(encoding="utf-8") if opath.is_file() and is_safe(ws.vault.root, opath) else None
+        out = stages.outline(topic, ids, backend, corr_d, existing)
+        o = Outline(topic=out["outline"]["topic"] or topic,
+                    sections=[Section(**s) for s in out["outline"]["sections"]],
+                    edited=out["outline"]["edited"], backend=out["outline"]["backend"])
+        if out["how"] == "new":
+            _write(opath, render_outline(o, slug=slug, inputs=inputs, template_dir=tdir))
+        stages.markdown_artifact(f"survey-{slug}-outline"[:100].lower(), opath.read_text(encoding="utf-8"),
+                                 f"Outline of the survey “{topic}”")
+        stage_done("outline", t0, f"survey {slug}: outline of {len(o.sections)} sections" +
+                   (" (kept the edited outline)" if out["how"] == "kept" else " (new; edit it and run again to change the survey)"),
+                   [opath])
+
+        # 7. draft, per section
+        t0 = time.perf_counter()
+        drafts = stages.draft([s.__dict__ | {} for s in o.sections], topic, ids, backend, corr_d, inputs)
+        doc = assemble_survey(ws, slug, topic, backend, drafts, survey_papers)
+        stage_done("draft", t0, f"survey {slug}: draft {len(drafts)} sections citing {len(doc['cited'])} papers "
+                   f"(before polishing)", [sdir])
+
+        # 8. polish
+        t0 = time.perf_counter()
+        res = stages.polish(slug, ids, doc["body"], threshold)
+        pr = PolishResult(markdown=res["markdown"], changes=[Change(**c) for c in res["changes"]],
+                          flags=[Flag(**f) for f in res["flags"]], claims=res["claims"], supported=res["supported"])
+        write_survey(ws, slug, doc, pr.markdown, survey_papers, backend)
+        _write(sdir / "polish-report.md", E.render("polish-report.md.j2", tdir, r=pr, slug=slug, topic=topic,
+                                                   threshold=threshold, citations=E.citations(pr.markdown)))
+        stage_done("polish", t0, f"survey {slug}: polish ({pr.claims} cited claims checked, {len(pr.changes)} "
+                   f"fixed, {len(pr.flags)} still flagged)", [sdir])
+
+    return {
+        "slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
+        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems,
+        "parsed": newly, "analysed": done, "current": current,
+        "failed": [{"id": a["id"], "message": a.get("message", "")} for a in failed],
+        "index": indexed, "themes": len(corr.clusters), "lineages": len(corr.lineages),
+        "outline": out["how"], "sections": len(o.sections), "claims": pr.claims, "supported": pr.supported,
+        "changes": len(pr.changes), "flags": len(pr.flags), "commits": commits, "timings": timings,
+        "seconds": round(time.perf_counter() - t_start, 2),
+    }
+
+
+def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: list[dict[str, Any]],
+                    survey_papers: list) -> dict[str, Any]:
+    """The drafted sections joined into `survey.md` (before polishing) with `references.bib` and
+    `references.json` of every paper it cites; returns the body, header and title for `write_survey`."""
+    from papervault.survey import export as E
+    from papervault.survey.select import load_papers
+
+    sdir = ws.vault.survey_dir(slug)
+    body = E.assemble(topic, [(d["title"], d["markdown"]) for d in drafts])
+    cited = set(E.citations(body))
+    bib_papers = [p for p in survey_papers if p.id in cited] or list(survey_papers)
+    known = set(ws.vault.paper_ids())
+    bib_papers += load_papers(ws.vault, sorted(cited - {p.id for p in survey_papers} & known))[0]
+    _write(sdir / "references.bib", E.bibtex(bib_papers))
+    _write(sdir / "references.json", json.dumps(E.csl_json(bib_papers), indent=2, ensure_ascii=False) + "\n")
+    title = f"{topic[:1].upper()}{topic[1:]}: a survey"
+    doc = {"body": body, "cited": sorted(cited), "title": title,
+           "header": E.yaml_header(title, slug, {"csl-json": "references.json"})}
+    write_survey(ws, slug, doc, body, survey_papers, backend)
+    return doc
+
+
+def write_survey(ws: Workspace, slug: str, doc: dict[str, Any], body: str, survey_papers: list, backend: str) -> None:
+    """`survey.md`: the header, title, paper list and `body` rendered through `survey.md.j2`."""
+    from papervault.survey import export as E
+
+    _write(ws.vault.survey_dir(slug) / "survey.md",
+           E.render("survey.md.j2", ws.root / "templates" / "survey", header=doc["header"], title=doc["title"],
+                    papers=survey_papers, backend=backend, body=body))
+
+
+def run_survey_inprocess(topic: str, *, workspace: str | Path | None = None, **params: Any) -> dict[str, Any]:
+    """A whole survey in this process and thread, without Prefect (the same stages and artefacts)."""
+    ws = Workspace.resolve(str(workspace) if workspace is not None else None).require()
+    return run_stages(Stages(str(ws.root)), topic, **params)

@@ -1,0 +1,287 @@
+"""`paper.md`, the contract every stage reads: how it is written, the one reader, and the links into it.
+
+The writer's conventions: every page opens with an anchor line `<a id="page-N"></a>`; headings are ATX
+(`## 1 Introduction`, the paper's title is the first `#`); a figure is an image line
+`![Figure N: caption](figures/<file>.png)`; a table is a paragraph `Table N: caption` followed by a Markdown
+table. A page is cited as `papers/<id>/paper.md#page-N` (`page_link`).
+
+The reader walks markdown-it-py's token stream (not regular expressions over lines): headings are heading
+tokens, figures are image tokens, tables are table tokens, pages are the anchor's HTML tokens. So a `#` or a
+`![...]` inside a code block, or an anchor quoted in prose, is never mistaken for structure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from html.parser import HTMLParser
+
+FIGURES_DIR = "figures"
+
+# The one grammar of figure and table labels, shared by every reader. A figure label is read from an image's
+# alt text ("Figure 3: ...", "Fig. 2", "**Figure 4.**"), so its separator is optional; a table label starts a
+# paragraph of prose, so it needs its separator ("Table 2: ...", "Table IV. ...") or "Table 1 shows" would be
+# taken for a caption. The writer always writes "Figure N: caption" and "Table N: caption".
+_NUMBER = r"(?P<num>(?-i:[A-Z]?\.?\d+[a-z]?|[IVXLC]+))(?!\w)"     # 3, 3b, B.1, A2, IV (as the parser numbers)
+FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*" + _NUMBER + r"(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
+TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)" + _NUMBER + r"(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
+# A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
+PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
+_ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
+_ANCHOR_TEXT = '<a id="page-{}"></a>'
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def page_anchor(page: int) -> str:
+    """The anchor line that opens page `page` in `paper.md`; links cite it as `paper.md#page-N`."""
+    return _ANCHOR_TEXT.format(int(page))
+
+
+def alt_text(text: str) -> str:
+    """Text made safe inside an image's `[...]`: one line, backslashes and brackets escaped (read back as is)."""
+    return " ".join(str(text or "").split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def figure_line(filename: str, number: str | None = None, caption: str | None = None) -> str:
+    """The image line of a figure: `![Figure N: caption](figures/<file>)`, or `![Figure](…)` for an image the
+    parser found no caption for."""
+    alt = "Figure" if number is None and caption is None else f"Figure {number}: {alt_text(caption or '')}"
+    return f"![{alt}]({FIGURES_DIR}/{filename})"
+
+
+def table_caption(number: str | None, caption: str) -> str:
+    """The paragraph before a table: `Table N: caption`."""
+    return " ".join(f"Table {number}: {caption}".split())
+
+
+def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/") -> str:
+    """`papers/<id>/paper.md#page-N` (no fragment without a page); `prefix` places it relative to the reader
+    (a survey in `surveys/<slug>/` links with `../../papers/`)."""
+    return f"{prefix}{paper_id}/paper.md" + (f"#page-{int(page)}" if page else "")
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+@dataclass
+class Section:
+    title: str
+    level: int
+    path: str               # "3 Design > 3.1 Leases"
+    page: int | None        # the page open where the heading is
+    start: int              # line index of the heading
+    end: int                # line index after the section (its subsections included)
+
+
+@dataclass
+class FigureRef:
+    number: str             # "3", "" when the image has no label
+    label: str              # the alt text as written (escapes kept): "Figure 3: Latency of \\[ms\\]"
+    caption: str            # the alt text as read (escapes undone), without its label
+    page: int | None
+    src: str                # relative to the paper folder: "figures/fig-3.png"
+    line: int
+
+
+@dataclass
+class TableRef:
+    number: str
+    caption: str            # without its label
+    page: int | None
+    rows: list[list[str]] = field(default_factory=list)   # header first
+    line: int = 0
+
+
+@dataclass
+class PaperMd:
+    """The structure of one `paper.md`: its title, pages, sections, figures and tables, in reading order."""
+
+    text: str
+    title: str = ""
+    anchors: list[tuple[int, int]] = field(default_factory=list)     # (page, character offset of its anchor)
+    sections: list[Section] = field(default_factory=list)
+    figures: list[FigureRef] = field(default_factory=list)
+    tables: list[TableRef] = field(default_factory=list)
+
+    @property
+    def pages(self) -> list[int]:
+        return list(dict.fromkeys(p for p, _ in self.anchors))
+
+    def page_spans(self) -> dict[int, tuple[int, int]]:
+        """Character span of every page, from its anchor to the next page's (a repeated page joins its spans)."""
+        spans: dict[int, tuple[int, int]] = {}
+        for k, (page, start) in enumerate(self.anchors):
+            end = self.anchors[k + 1][1] if k + 1 < len(self.anchors) else len(self.text)
+            spans[page] = (spans[page][0], end) if page in spans else (start, end)
+        return spans
+
+    def page_at(self, offset: int) -> int | None:
+        """The page open at character `offset` (the last anchor before it)."""
+        page = None
+        for p, start in self.anchors:
+            if start >= offset:
+                break
+            page = p
+        return page
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    from markdown_it import MarkdownIt
+
+    # html on only to see the page anchors as tokens; nothing read here is rendered.
+    return MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+def _plain(inline) -> str:
+    """The text of an inline token without its HTML (page anchors) and markup."""
+    out = []
+    for c in inline.children or []:
+        if c.type in ("text", "code_inline"):
+            out.append(c.content)
+        elif c.type == "image":
+            out.append(c.content)
+        elif c.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+    return "".join(out)
+
+
+class _Cells(HTMLParser):
+    """The rows of an HTML table as text (tags dropped; nothing is rendered)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            if not self.rows:
+                self.rows.append([])
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _html_rows(html: str) -> list[list[str]]:
+    parser = _Cells()
+    parser.feed(html)
+    parser.close()
+    return [r for r in parser.rows if r]
+
+
+def _raw_alt(source_line: str, src: str) -> str:
+    """An image's alt text as written (escapes kept: `\\[1,2\\]`), so quotations of it match the file."""
+    if not src:
+        return ""
+    end = source_line.find("](" + src)
+    start = source_line.rfind("![", 0, end) if end >= 0 else -1
+    return source_line[start + 2:end].strip() if start >= 0 else ""
+
+
+def read(text: str) -> PaperMd:
+    """Read a `paper.md` (any Markdown) into its structure. The result is shared: treat it as read-only."""
+    return _read(text)
+
+
+@lru_cache(maxsize=32)
+def _read(text: str) -> PaperMd:
+    # the stages of a survey read the same papers many times over (~0.1 s for a 50 kB paper each time)
+    doc = PaperMd(text=text)
+    line_starts = [0]
+    for m in re.finditer("\n", text):
+        line_starts.append(m.end())
+    lines = text.split("\n")
+    tokens = _parser().parse(text)
+    page: int | None = None
+    stack: list[tuple[int, str]] = []
+    last_para: tuple[str, int] | None = None       # (text, index in tokens) of the latest paragraph
+    pending_table_caption: tuple[str, str] | None = None
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t.type == "inline" and t.map is not None:
+            line = t.map[0]
+            for c in t.children or []:
+                if c.type in ("softbreak", "hardbreak"):
+                    line += 1
+                elif c.type == "html_inline":
+                    m = _ANCHOR_TAG.match(c.content)
+                    if m:
+                        page = int(m.group(1))
+                        src = lines[line] if line < len(lines) else ""
+                        col = max(0, src.find(c.content))
+                        doc.anchors.append((page, (line_starts[line] if line < len(line_starts) else len(text)) + col))
+                elif c.type == "image":
+                    src = str(c.attrGet("src") or "")
+                    plain = c.content.strip()
+                    num = FIGURE_LABEL.match(plain)
+                    doc.figures.append(FigureRef(
+                        number=num.group("num") if num else "",
+                        label=_raw_alt(lines[line] if line < len(lines) else "", src) or plain,
+                        caption=plain[num.end():].strip() if num else plain, page=page, src=src, line=line))
+        if t.type == "html_block" and t.content.lstrip().lower().startswith("<table"):
+            # a table whose cells merge is written as HTML
+            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            rows = _html_rows(t.content)
+            doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
+                                       rows=rows, line=t.map[0] if t.map else 0))
+        if t.type == "html_block" and t.map is not None:
+            for k, src in enumerate(t.content.split("\n")):
+                m = _ANCHOR_TAG.match(src.strip())
+                if m:
+                    page = int(m.group(1))
+                    ln = t.map[0] + k
+                    doc.anchors.append((page, line_starts[ln] + max(0, lines[ln].find("<a "))))
+        if t.type == "heading_open" and t.markup.startswith("#") and t.map is not None:
+            level = int(t.tag[1])
+            name = _plain(tokens[i + 1]).strip().strip("*").strip()
+            if level == 1 and not doc.title:
+                doc.title = name            # the paper's title, not a section
+            else:
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, name))
+                doc.sections.append(Section(name, level, " > ".join(n for _, n in stack), page, t.map[0], len(lines)))
+        if t.type == "paragraph_open":
+            para = _plain(tokens[i + 1]).strip()
+            last_para = (para, i)
+            m = TABLE_LABEL.match(para)
+            pending_table_caption = (m.group("num"), para[m.end():].strip()) if m else None
+        if t.type == "table_open":
+            rows: list[list[str]] = []
+            j = i + 1
+            while tokens[j].type != "table_close":
+                if tokens[j].type == "tr_open":
+                    rows.append([])
+                elif tokens[j].type == "inline" and rows:
+                    rows[-1].append(_plain(tokens[j]).strip())
+                j += 1
+            # the caption is the paragraph right before the table (only the close of that paragraph between)
+            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
+                                       rows=rows, line=t.map[0] if t.map else 0))
+            i = j
+        i += 1
+    # a section ends where the next heading of the same or a higher level starts
+    for k, s in enumerate(doc.sections):
+        for nxt in doc.sections[k + 1:]:
+            if nxt.level <= s.level:
+                s.end = nxt.start
+                break
+    return doc
+
+
+def figure_sources(text: str) -> list[str]:
+    """The figure files a `paper.md` embeds (`figures/...`), each once, in reading order."""
+    return list(dict.fromkeys(f.src for f in read(text).figures if f.src.startswith(FIGURES_DIR + "/")))
