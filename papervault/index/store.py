@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -182,8 +183,11 @@ class PaperIndex:
         """First index: papervault.toml records the model (and its path) and the multilingual setting, so later
         shells, the MCP server and Prefect workers need no environment variables to use this index."""
         es = self.embedder.settings
+        path = es.model_path
+        if path and path != "packaged":   # a relative path from the environment means nothing in another shell
+            path = str(Path(path).expanduser().resolve())
         try:
-            written = self.workspace.record_embed(model=es.model, model_path=es.model_path,
+            written = self.workspace.record_embed(model=es.model, model_path=path,
                                                   multilingual=self.multilingual)
         except Exception as exc:  # noqa: BLE001 - a read-only or odd config file must not stop indexing
             log.warning("index: could not record the embedding settings in %s: %s", self.workspace.config_path, exc)
