@@ -126,6 +126,33 @@ def test_query_language_weights():
     assert not ml.is_cjk_query("Paxos ballots and leaders")
     assert not ml.is_cjk_query("the 租约 lease for local reads in Spanner and Megastore")
     assert ml.cjk_share("") == 0.0
+    assert ml.is_multilingual_model("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
+    assert not ml.is_multilingual_model("sentence-transformers/all-MiniLM-L6-v2")
+
+
+MULTILINGUAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+
+
+def test_a_multilingual_english_space_model(tmp_path, corpus_dir, monkeypatch):
+    """A workspace whose [embed] model is itself multilingual answers a Chinese question without the second
+    space and without the English-only notice. Its weights are needed locally: PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH
+    (an ONNX folder of the model), else fastembed's cache."""
+    folder = os.environ.get("PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH")
+    if not folder:
+        from fastembed import TextEmbedding
+
+        try:
+            TextEmbedding(MULTILINGUAL_MODEL, local_files_only=True)
+        except Exception:  # noqa: BLE001
+            pytest.skip(f"the weights of {MULTILINGUAL_MODEL} are not on this machine (offline): set "
+                        "PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH to its ONNX folder to run this test")
+    for var in EMBED_VARS:
+        monkeypatch.delenv(var, raising=False)
+    ws, _ = Workspace.init(tmp_path / "mws", embed_model=MULTILINGUAL_MODEL, embed_model_path=folder)
+    monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "false")
+    build_workspace(ws.root, corpus_dir)
+    s = Searcher(Workspace(ws.root))
+    assert s.search(ZH_HARVEST, limit=5)[0].paper_id == HARVEST and not s.notices
 
 
 # --- the second space is incremental --------------------------------------------------------------
