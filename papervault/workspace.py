@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import tomllib
 from functools import cached_property
 from pathlib import Path
 
@@ -72,6 +75,14 @@ extra:
 """
 
 
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value), ensure_ascii=False)   # JSON string escapes are valid TOML basic strings
+
+
 class Workspace:
     """Paths and settings of one workspace; nothing here touches the network."""
 
@@ -137,9 +148,39 @@ class Workspace:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return WriteLock(self.lock_path, command=command, wait=wait)
 
+    def record_embed(self, **values) -> dict:
+        """Write `[embed]` keys that papervault.toml does not set yet (the model, its local path, multilingual),
+        so every later command, the MCP server and Prefect workers use the model this workspace was built with,
+        whatever their environment. Keys the file already sets are never changed. Returns what was written."""
+        from papervault.config import Settings
+        from papervault.vault.store import atomic_write
+
+        text = self.config_path.read_text(encoding="utf-8") if self.config_path.exists() else ""
+        try:
+            have = (tomllib.loads(text).get("embed") or {}) if text else {}
+        except tomllib.TOMLDecodeError:
+            return {}   # a file the user is mid-way editing is left alone (commands report it on load)
+        todo = {k: v for k, v in values.items() if v is not None and k not in have}
+        if not todo:
+            return {}
+        lines = [f"{k} = {_toml_value(v)}" for k, v in todo.items()]
+        header = re.search(r"(?m)^[ \t]*\[embed\][ \t]*(#.*)?$", text)
+        if header:
+            cut = header.end()
+            new = text[:cut] + "\n" + "\n".join(lines) + text[cut:]
+        else:
+            new = text.rstrip("\n") + ("\n\n" if text.strip() else "") + "[embed]\n" + "\n".join(lines) + "\n"
+        Settings(tomllib.loads(new), source=str(self.config_path))   # never write a file that would not load
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.config_path, new)
+        self.__dict__.pop("settings", None)
+        return todo
+
     @classmethod
-    def init(cls, root: str | Path) -> tuple["Workspace", list[str]]:
-        """Create (or complete) a workspace; never overwrites a file that exists. Returns what it created."""
+    def init(cls, root: str | Path, *, embed_model: str | None = None,
+             embed_model_path: str | None = None) -> tuple["Workspace", list[str]]:
+        """Create (or complete) a workspace; never overwrites a file that exists. Returns what it created.
+        `embed_model` / `embed_model_path` are recorded in papervault.toml's [embed] section."""
         from papervault.vault.store import Vault
 
         ws = cls(root)
@@ -148,6 +189,10 @@ class Workspace:
         if not ws.config_path.exists():
             ws.config_path.write_text(DEFAULT_TOML, encoding="utf-8")
             created.append(CONFIG_NAME)
+        if embed_model or embed_model_path:
+            if embed_model_path and embed_model_path != "packaged":
+                embed_model_path = str(Path(embed_model_path).expanduser().resolve())
+            ws.record_embed(model=embed_model, model_path=embed_model_path)
         mk = ws.root / "mkdocs.yml"
         if not mk.exists():
             mk.write_text(MKDOCS_TEMPLATE.format(name=ws.settings.site.name), encoding="utf-8")

