@@ -131,7 +131,7 @@ def test_site_build_publishes_nothing_from_outside(linked):
             _no_secret(f.read_bytes().decode("utf-8", errors="replace"))
     assert not (site / "papers" / linked["alpha"] / "figures" / "leak.png").exists()
     assert not (site / "papers" / "evilfolder").exists()
-    assert (site / "inside" / "index.html").is_file() and (site / "alias" / "index.html").is_file()
+    assert (site / "inside.html").is_file() and (site / "alias.html").is_file()
     # nothing in the staging folder points out of the vault either
     stage = root / ".papervault" / "site-src"
     for dirpath, _, files in os.walk(stage):
