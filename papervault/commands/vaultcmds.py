@@ -105,13 +105,18 @@ def list_papers(tag, year, venue, author, status, title, workspace, as_json):
 @json_option
 def show(paper_id, full, workspace, as_json):
     """Print a paper's note (or its full text)."""
+    from papervault.pdfstore import pdf_of
+
     ws = open_workspace(workspace)
     meta, body = ws.vault.read_note(paper_id)
     text = ws.vault.read_fulltext(paper_id) if full else body
+    pdf = pdf_of(ws, meta)     # the workspace's copy (pdfs/<sha256>.pdf), else the original if still there
     if as_json:
-        emit_json({"meta": meta.model_dump(exclude_none=True), "text": text})
+        emit_json({"meta": meta.model_dump(exclude_none=True), "text": text, "pdf": str(pdf) if pdf else None})
     else:
         click.echo(text)
+        if pdf and not full:
+            click.echo(f"\nPDF: {pdf}  (papervault open {paper_id} --page N)")
 
 
 @click.command()
