@@ -318,7 +318,7 @@ def test_site_serve_sanitises_too(hostile_site):
         deadline, text = time.monotonic() + 120, ""
         while time.monotonic() < deadline and not text:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/mine/", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/mine.html", timeout=5) as r:
                     text = r.read().decode("utf-8")
             except OSError:
                 time.sleep(0.5)
