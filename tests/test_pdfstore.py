@@ -145,9 +145,9 @@ def test_earlier_papers_get_their_pdf_on_doctor_fix_and_on_the_next_add(added, c
     moved = tmp_path / "Papers" / "renamed.pdf"
     moved.parent.mkdir()
     shutil.move(original, moved)
-    out = json.loads(pv("add", str(moved), "--json", ws=ws).stdout)
-    assert [m["id"] for m in out["merged"]] == [pid] and out["added"] == [] and out["pdfs_kept"] == [pid]
-    assert stored.is_file() and w.vault.is_clean()
+    text = pv("add", str(moved), ws=ws).stdout
+    assert f"merged {moved} into {pid}" in text and f"kept the PDFs of 1 earlier paper(s) in {w.pdf_dir}: {pid}" in text
+    assert stored.is_file() and w.vault.is_clean() and w.vault.read_meta(pid).pdf == stored.stem
 
 
 def test_a_hostile_pdf_value_or_a_link_in_the_store_is_never_followed(added, tmp_path):

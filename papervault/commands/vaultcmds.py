@@ -68,6 +68,9 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         click.echo(f"merged {m['source']} into {m['id']}" + (" (gained its PDF)" if m.get("gained_pdf") else ""))
     for link in report.code_links:
         click.echo(f"linked {link['paper_id']} to code repository {link['repo']} ({link['how']}: {link['evidence']})")
+    if report.pdfs_kept:
+        click.echo(f"kept the PDFs of {len(report.pdfs_kept)} earlier paper(s) in {ws.pdf_dir}: "
+                   + ", ".join(report.pdfs_kept[:5]) + (" ..." if len(report.pdfs_kept) > 5 else ""))
     click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "
                f"problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
 
