@@ -371,3 +371,27 @@ def test_browser_from_disk_search_citation_anchor_and_pdf(built, browser):
     outside = [u for u in requests if not u.startswith(("file://", "data:", "about:"))]
     assert outside == [] and errors == []
     page.close()
+
+
+def test_generated_config_keeps_the_users_plugins_and_adds_offline(tmp_path):
+    """The site config inherits the user's mkdocs.yml, whose plugin list an override would replace: papervault
+    writes it whole with `offline` added, even when the file holds mkdocs' YAML tags."""
+    import yaml
+
+    from papervault.site.build import OFFLINE_SHIM, stage
+
+    ws = make_vault(tmp_path / "ws")
+    mk = ws.root / "mkdocs.yml"
+    text = mk.read_text(encoding="utf-8").replace("use_directory_urls: false", "use_directory_urls: true")
+    text = text.replace("plugins:\n  - search:", "plugins:\n  - tags\n  - search:")
+    text += ("  analytics: !ENV [PV_ANALYTICS, false]\n"
+             "markdown_extensions_extra:\n  - emoji: !!python/name:material.extensions.emoji.twemoji\n")
+    mk.write_text(text, encoding="utf-8")
+    cfg = yaml.safe_load(stage(ws)["config"].read_text(encoding="utf-8"))
+    assert cfg["INHERIT"] == str(mk) and cfg["use_directory_urls"] is False
+    assert cfg["plugins"][0] == "tags" and "separator" in cfg["plugins"][1]["search"] and cfg["plugins"][2] == "offline"
+    assert cfg["extra"] == {"polyfills": [OFFLINE_SHIM]}
+    assert (ws.state_dir / "site-src" / OFFLINE_SHIM).is_file()
+    # a file without plugins gets mkdocs' default search, plus offline
+    mk.write_text("site_name: bare\ntheme:\n  name: material\n", encoding="utf-8")
+    assert yaml.safe_load(stage(ws)["config"].read_text(encoding="utf-8"))["plugins"] == ["search", "offline"]
