@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from papervault.errors import InputError, NotFoundError
-from papervault.hashing import file_sha256
+from papervault.hashing import file_sha256, group_sha256
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -81,14 +81,24 @@ def keep(root: Path, src: str | Path, sha: str | None = None) -> str:
 
 
 def pdf_of(ws, meta) -> Path | None:
-    """The PDF of a paper: the stored copy, else its original when that still exists; None when neither does."""
+    """The PDF of a paper: the stored copy, else its original when it still holds the bytes the note records
+    (`sha256`); None when neither is there."""
     p = kept(ws.root, getattr(meta, "pdf", None))
     if p is not None:
         return p
-    for f in meta.files[:1]:
-        if Path(f).is_file():
-            return Path(f)
-    return None
+    return _original(meta)
+
+
+def _original(meta) -> Path | None:
+    files = [Path(f) for f in meta.files]
+    try:
+        if not files or not all(f.is_file() for f in files):
+            return None
+        if meta.sha256 and group_sha256([file_sha256(f) for f in files]) != meta.sha256:
+            return None      # another file now sits under the old name
+    except OSError:
+        return None
+    return files[0]
 
 
 def require_pdf(ws, meta) -> Path:
@@ -96,8 +106,10 @@ def require_pdf(ws, meta) -> Path:
     p = pdf_of(ws, meta)
     if p is not None:
         return p
-    if getattr(meta, "pdf", None):
-        raise NotFoundError(f"the PDF of {meta.id} ({meta.pdf}.pdf) is not in {store_dir(ws.root)}",
+    if getattr(meta, "pdf", None) or meta.sha256:
+        name = f"{meta.pdf}.pdf" if meta.pdf else "its PDF"
+        raise NotFoundError(f"the PDF of {meta.id} ({name}) is not in {store_dir(ws.root)} and its original is "
+                            f"gone or changed",
                             fix=f"add the PDF again: papervault add FILE.pdf (its bytes are matched to {meta.id})")
     raise NotFoundError(f"{meta.id} has no PDF (metadata only)", fix="add its PDF: papervault add FILE.pdf")
 
@@ -112,15 +124,15 @@ def backfill(ws, vault, ids: list[str] | None = None, *, before=None) -> list[st
             continue
         if kept(ws.root, meta.pdf) is not None or not meta.files or not meta.sha256:
             continue
-        src = Path(meta.files[0])
+        files = [Path(f) for f in meta.files]
         try:
-            if not src.is_file():
+            if not all(f.is_file() for f in files):
                 continue
-            sha = file_sha256(src)
-            # single-file papers: the note's hash is the file's; with supplements, the main file is kept as is
-            if len(meta.files) == 1 and sha != meta.sha256:
+            hashes = [file_sha256(f) for f in files]
+            # the files still hold the bytes the note records (main text + supplements hash as one group)
+            if group_sha256(hashes) != meta.sha256:
                 continue
-            keep(ws.root, src, sha)
+            sha = keep(ws.root, files[0], hashes[0])
         except OSError:
             continue
         if before is not None:

@@ -190,3 +190,18 @@ def test_survey_parse_stage_reads_the_kept_pdf(added):
     w.vault.fulltext_path(pid).unlink()
     assert parse_paper(str(ws), pid) == {"id": pid, "status": "parsed"}
     assert '<a id="page-3"></a>' in w.vault.read_fulltext(pid)
+
+
+def test_an_original_that_changed_since_it_was_added_is_not_kept(added, corpus_dir):
+    """Backfilling keeps an original only if it still holds the bytes the note records."""
+    ws, pid, original = added
+    w = Workspace(ws)
+    stored = _forget(w, pid)
+    original.chmod(0o644)
+    shutil.copy(corpus_dir / UNIX, original)          # another paper now sits under the old name
+    fixed = json.loads(pv("doctor", "--fix", "--json", ws=ws, check=False).stdout)["fixed"]
+    assert not any("kept" in line for line in fixed), fixed
+    assert not stored.exists() and w.vault.read_meta(pid).pdf is None
+    out = pv("open", pid, "--print", ws=ws, check=False)           # nor opened as if it were this paper's
+    assert out.returncode == 1 and "its original is gone or changed" in out.stderr and "papervault add" in out.stderr
+    assert json.loads(pv("show", pid, "--json", ws=ws).stdout)["pdf"] is None
