@@ -213,6 +213,7 @@ class VaultTools:
             "note": agent_markdown(note),
             "has_fulltext": bool(fulltext),
             "fulltext": f"papers/{paper_id}/paper.md",
+            "pdf": _pdf_path(self.ws, meta),
             "cite": f"[@{paper_id}]",
         }
         if cut:
@@ -398,3 +399,13 @@ class VaultTools:
         with self.ws.write_lock("index", wait=30):
             report = PaperIndex(self.ws).sync(progress=(lambda d, t: progress("index", d, t)) if progress else None)
         return dict(report or {})
+
+
+def _pdf_path(ws, meta) -> str | None:
+    """The absolute path of the paper's PDF kept by the workspace (`pdfs/<sha256>.pdf`); None when it has none.
+    Only the store's copy is named: an original outside the workspace may be anywhere on the user's disk."""
+    from papervault.pdfstore import kept
+
+    p = kept(ws.root, meta.pdf)
+    return str(p) if p else None
+

@@ -16,6 +16,7 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "add"),
     ("papervault.commands.vaultcmds", "list_papers"),
     ("papervault.commands.vaultcmds", "show"),
+    ("papervault.commands.openpdf", "open_pdf"),
     ("papervault.commands.edit", "edit"),
     ("papervault.commands.edit", "enrich"),
     ("papervault.commands.edit", "rekey"),

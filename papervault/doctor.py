@@ -144,7 +144,38 @@ def fix(ws: Workspace) -> list[str]:
             if staged:
                 repo.git.reset("--quiet")
                 done.append(f"unstaged {len(staged)} change(s): {', '.join(staged[:5])}")
+        done += _keep_pdfs(ws)
     return done
+
+
+def _keep_pdfs(ws: Workspace) -> list[str]:
+    """Papers added before the workspace kept PDFs: copy each original that is still there into `pdfs/`."""
+    from papervault.pdfstore import backfill
+
+    ids = backfill(ws, ws.vault)
+    if not ids:
+        return []
+    ws.vault.commit(f"doctor: keep {len(ids)} PDF(s) in the workspace's pdfs/ store",
+                    [ws.vault.note_path(pid) for pid in ids])
+    return [f"kept {len(ids)} PDF(s) in {ws.pdf_dir}: {', '.join(ids[:5])}"]
+
+
+def _pdfs(ws: Workspace) -> Check:
+    """Papers parsed from a PDF whose copy is not in the workspace's store (added before it existed, or lost)."""
+    from papervault.pdfstore import kept
+
+    missing, fixable = [], 0
+    for meta in ws.vault.iter_meta():
+        if not meta.sha256 or kept(ws.root, meta.pdf) is not None:
+            continue
+        missing.append(meta.id)
+        fixable += bool(meta.files and Path(meta.files[0]).is_file())
+    if not missing:
+        return Check("PDFs", True, f"every parsed paper's PDF is kept in {ws.pdf_dir}", level="info")
+    how = ("run `papervault doctor --fix` to copy the originals that are still there" if fixable else
+           "add the PDFs again (`papervault add FILE.pdf`): the bytes are matched to their papers")
+    return Check("PDFs", True, f"{len(missing)} paper(s) without a kept PDF ({fixable} original(s) still there): "
+                 f"{', '.join(missing[:5])}", how, level="warning")
 
 
 def _identity(ws: Workspace) -> list[Check]:
@@ -314,5 +345,5 @@ def run_checks(ws: Workspace) -> list[Check]:
     checks += _vault(ws)
     if ws.exists:
         checks += _identity(ws)
-        checks += [*_embedding(ws), _index(ws), _zotero(ws), _backend(ws), _lock(ws)]
+        checks += [*_embedding(ws), _index(ws), _pdfs(ws), _zotero(ws), _backend(ws), _lock(ws)]
     return checks

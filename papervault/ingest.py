@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 from papervault.errors import ParseError, PapervaultError
 from papervault.hashing import file_sha256, group_sha256
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
+from papervault.pdfstore import keep, kept
 from papervault.workspace import Workspace
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
@@ -41,12 +42,13 @@ class AddReport:
     warnings: list[Problem] = field(default_factory=list)   # imported, but not all of it (a missing PDF)
     chosen: list[dict] = field(default_factory=list)        # why a search picked each record
     code_links: list[dict] = field(default_factory=list)    # {paper_id, repo, how, evidence}: new papers -> repos
+    pdfs_kept: list[str] = field(default_factory=list)      # papers added earlier whose PDF the store now keeps
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
-                "code_links": self.code_links}
+                "code_links": self.code_links, "pdfs_kept": self.pdfs_kept}
 
 
 def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
@@ -205,6 +207,16 @@ class Ingest:
                 if sha in self.by_hash and not self.dedup.keeps_apart(self.by_hash[sha], rec):
                     pid = self.by_hash[sha]
                     meta = self.vault.read_meta(pid)
+                    if len(rec.pdfs) == 1 and kept(self.ws.root, meta.pdf) is None:
+                        # the same bytes again, from wherever they are now: the store keeps them this time
+                        try:
+                            stored = keep(self.ws.root, rec.pdfs[0], sha)
+                        except (OSError, PapervaultError) as exc:
+                            self.report.warnings.append(Problem(rec.source, f"PDF not kept: {exc}"))
+                        else:
+                            self.journal.touch(pid)
+                            self.vault.update_meta(pid, pdf=stored)
+                            self.report.pdfs_kept.append(pid)
                     if rec.source not in meta.sources:
                         self._merge_into(pid, rec, None, None, reason="same file")
                     else:
@@ -341,6 +353,12 @@ class Ingest:
                 if getattr(meta, f, None) == getattr(parsed, f, None):
                     meta.provenance.setdefault(f, src)
             meta.files = list(rec.pdfs)
+            if rec.pdfs:
+                # The workspace keeps its own copy (papervault.pdfstore), so the original may move or vanish.
+                try:
+                    meta.pdf = keep(self.ws.root, rec.pdfs[0], sha if len(rec.pdfs) == 1 else None)
+                except (OSError, PapervaultError) as exc:
+                    self.report.warnings.append(Problem(rec.source, f"PDF not kept in {self.ws.pdf_dir}: {exc}"))
             meta.status = "parsed"
             if parsed.keywords and not meta.tags:
                 meta.tags = []
@@ -352,7 +370,7 @@ class Ingest:
             _, body = self.vault.read_note(pid)
             meta.generated_hash = body_hash(body) if not self.vault.is_edited(pid) else self.vault.read_meta(pid).generated_hash
             self.vault.update_meta(pid, **{k: getattr(meta, k) for k in (
-                "sha256", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
+                "sha256", "pdf", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
                 "doi", "arxiv", "abstract", "venue", "repaired_pages", "page_labels", "bib", "provenance")})
         if parsed is None and not self.vault.fulltext_path(pid).is_file():
             return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
@@ -375,6 +393,15 @@ class Ingest:
             if pid in self.report.added:
                 self.report.added.remove(pid)
 
+    def keep_pdfs(self) -> None:
+        """Papers added before the workspace kept PDFs get their copy now, when the original is still there."""
+        from papervault.pdfstore import backfill
+
+        try:
+            self.report.pdfs_kept += backfill(self.ws, self.vault, before=self.journal.touch)
+        except OSError as exc:
+            self.report.warnings.append(Problem("pdfs", f"earlier papers' PDFs not kept: {exc}"))
+
     def link_code(self) -> None:
         """Link the papers of this run to repositories already indexed whose URLs their text names
         (see `papervault.sources.repo.link_new_papers`); the code notes it rewrites join this run's commit."""
@@ -393,7 +420,8 @@ class Ingest:
     def commit(self, what: str = "add") -> str | None:
         """Link the run's papers to indexed code repositories (`link_code`), then make the run's one commit."""
         r = self.report
-        if not (r.added or r.merged):
+        self.keep_pdfs()
+        if not (r.added or r.merged or r.pdfs_kept):
             self.journal.clear()
             return None
         self.link_code()
@@ -403,6 +431,8 @@ class Ingest:
             parts.append(f"{len(r.added)} new ({shown})")
         if r.merged:
             parts.append(f"{len(r.merged)} merged")
+        if r.pdfs_kept:
+            parts.append(f"{len(r.pdfs_kept)} PDF(s) kept in the workspace")
         if r.code_links:
             pairs = [f"{l['paper_id']} -> {l['repo']}" for l in r.code_links]
             more = f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""

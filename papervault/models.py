@@ -116,6 +116,8 @@ class PaperMeta(BaseModel):
     sources: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list, description="PDF paths: main text first, then supplements")
     sha256: str | None = None
+    pdf: str | None = Field(None, description="SHA-256 of the main PDF kept in the workspace's pdfs/ store "
+                            "(`pdfs/<pdf>.pdf`, see papervault.pdfstore); the original may move or vanish")
     pages: int | None = None
     tags: list[str] = Field(default_factory=list)
     collections: list[str] = Field(default_factory=list)

@@ -22,7 +22,7 @@ MKDOCS_TEMPLATE = """\
 site_name: {name}
 docs_dir: vault
 site_dir: site
-use_directory_urls: true
+use_directory_urls: false
 theme:
   name: material
   font: false
@@ -91,6 +91,7 @@ class Workspace:
         self.config_path = self.root / CONFIG_NAME
         self.vault_dir = self.root / "vault"
         self.site_dir = self.root / "site"
+        self.pdf_dir = self.root / "pdfs"      # the kept PDFs (papervault.pdfstore): not derived, not in git
         self.state_dir = self.root / ".papervault"
         self.index_dir = self.state_dir / "index"
         self.cache_dir = self.state_dir / "cache"
@@ -204,6 +205,6 @@ class Workspace:
             created.append("vault/")
         gi = ws.root / ".gitignore"
         if not gi.exists() and not (ws.root / ".git").exists():
-            gi.write_text("vault/\nsite/\n.papervault/\n", encoding="utf-8")
+            gi.write_text("vault/\nsite/\npdfs/\n.papervault/\n", encoding="utf-8")
             created.append(".gitignore")
         return ws, created

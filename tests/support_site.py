@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import shutil
 import threading
 from pathlib import Path
 
@@ -103,12 +102,15 @@ def make_vault(root: Path, *, real_pdf: Path | None = None) -> Workspace:
         from papervault.parse.pdf import parse_pdf
 
         parsed = parse_pdf(real_pdf, ParseSettings(ocr=False))
+        from papervault.pdfstore import keep
+
+        # the PDF is kept as `add` keeps it: in the workspace's pdfs/ store, named by the note's `pdf:` hash
         meta = PaperMeta(id="fox1999harvest", title=parsed.title, authors=parsed.authors or ["Armando Fox"],
                          year=parsed.year or 1999, venue="HotOS", pages=parsed.pages, tags=["distributed"],
-                         abstract=parsed.abstract, parser=parsed.parser, created="2024-03-01T00:00:00+00:00")
+                         abstract=parsed.abstract, parser=parsed.parser, created="2024-03-01T00:00:00+00:00",
+                         pdf=keep(ws.root, real_pdf))
         v.write_note(meta, f"# {parsed.title}\n\n## Abstract\n\n{parsed.abstract}\n")
         v.write_fulltext("fox1999harvest", parsed)
-        shutil.copy(real_pdf, v.paper_dir("fox1999harvest") / "paper.pdf")
     survey = v.survey_dir("consensus-attention")
     survey.mkdir(parents=True)
     (survey / "survey.md").write_text(SURVEY, encoding="utf-8")

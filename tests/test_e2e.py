@@ -131,7 +131,7 @@ def test_site_build_has_a_page_per_paper(corpus_ws):
     assert (site / "index.html").is_file()
     for p in (corpus_ws / "vault" / "papers").iterdir():
         if p.is_dir():
-            pages = list(site.glob(f"papers/{p.name}/**/index.html"))
+            pages = list(site.glob(f"papers/{p.name}/*.html"))
             assert pages, f"no page for {p.name}"
     assert out["papers"] == 16
 

@@ -93,11 +93,12 @@ def test_plan_generates_every_page_without_touching_disk(tmp_path):
 def test_build_writes_a_page_per_paper_and_survey_and_leaves_the_vault_clean(built):
     ws, result = built
     assert result["papers"] == 3 and result["surveys"] == 1 and result["site_dir"] == str(ws.site_dir)
-    for rel in ("index.html", "papers/lamport2001paxos/note/index.html", "papers/lamport2001paxos/paper/index.html",
-                "papers/fox1999harvest/note/index.html", "papers/fox1999harvest/paper/index.html",
+    for rel in ("index.html", "papers/lamport2001paxos/note.html", "papers/lamport2001paxos/paper.html",
+                "papers/fox1999harvest/note.html", "papers/fox1999harvest/paper.html",
                 "papers/fox1999harvest/paper.pdf", "papers/lamport2001paxos/figures/fig-1.png",
-                "surveys/consensus-attention/survey/index.html", "surveys/consensus-attention/references.bib",
-                "code/paxos-impl/index.html", "ideas/index.html", "tags/index.html", "search/search_index.json"):
+                "surveys/consensus-attention/survey.html", "surveys/consensus-attention/references.bib",
+                "code/paxos-impl.html", "ideas.html", "tags.html", "search/search_index.json",
+                "search/search_index.js"):
         assert (ws.site_dir / rel).is_file(), rel
     assert ws.vault.is_clean()                       # nothing generated lands in the user's repository
     assert not list(ws.vault_dir.rglob("index.md"))
@@ -106,10 +107,10 @@ def test_build_writes_a_page_per_paper_and_survey_and_leaves_the_vault_clean(bui
 
 def test_real_paper_full_text_keeps_page_anchors(built):
     ws, _ = built
-    page = html(ws, "papers/fox1999harvest/paper/index.html")
+    page = html(ws, "papers/fox1999harvest/paper.html")
     assert 'id="page-1"' in page and 'id="page-5"' in page
     assert "Harvest, Yield, and Scalable Tolerant Systems" in page
-    assert '<a href="paper.pdf">PDF</a>' in html(ws, "papers/fox1999harvest/note/index.html").replace("../", "")
+    assert '<a href="paper.pdf">PDF</a>' in html(ws, "papers/fox1999harvest/note.html")
 
 
 def test_site_loads_nothing_from_outside(built):
@@ -130,9 +131,9 @@ def test_site_loads_nothing_from_outside(built):
 
 def test_math_is_marked_for_mathjax(built):
     ws, _ = built
-    page = html(ws, "papers/lamport2001paxos/paper/index.html")
+    page = html(ws, "papers/lamport2001paxos/paper.html")
     assert '<div class="arithmatex">\\[\\sum_{i=1}^{n} q_i &gt; \\frac{n}{2}\\]</div>' in page
-    assert 'src="../../../assets/mathjax/tex-svg.js"' in page
+    assert 'src="../../assets/mathjax/tex-svg.js"' in page
 
 
 def test_search_index_segments_chinese(built):
@@ -140,7 +141,7 @@ def test_search_index_segments_chinese(built):
     ws, _ = built
     index = json.loads((ws.site_dir / "search/search_index.json").read_text(encoding="utf-8"))
     sep = re.compile(index["config"]["separator"])
-    docs = [d for d in index["docs"] if d["location"].startswith("papers/chen2020attention/note/")]
+    docs = [d for d in index["docs"] if d["location"].startswith("papers/chen2020attention/note.html")]
     tokens = {t for d in docs for t in sep.split(d["text"] + " " + d["title"]) if t}
     assert "注意力" in tokens and "机制" in tokens
     assert any("quorumology" in d["text"] for d in index["docs"] if "lamport2001paxos/note" in d["location"])
@@ -185,7 +186,7 @@ def test_serve_previews_and_rebuilds_when_the_vault_changes(tmp_path):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "papervault", "site", "serve", "--port", str(port), "-w", str(ws.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/ideas/"
+    url = f"http://127.0.0.1:{port}/ideas.html"
     try:
         deadline = time.monotonic() + 90
         page = ""
@@ -250,7 +251,7 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         first = page.locator(".md-search-result__item a").first
         first.wait_for(timeout=20000)
         first.click()
-        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note/"), timeout=20000)
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note\.html"), timeout=20000)
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
 
         # the figure is served and decodes (naturalWidth > 0)
@@ -266,18 +267,18 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         page.screenshot(path=str(ARTIFACTS / "site-paper.png"), full_page=True)
 
         # a page link of the note jumps to the anchor of that page in the full text
-        page.locator("a[href='../paper/#page-2']").first.click()
-        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper/#page-2$"))
+        page.locator("a[href='paper.html#page-2']").first.click()
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper\.html#page-2$"))
         assert page.locator("#page-2").count() == 1
 
         # a survey's citation leads to the cited paper's page
-        page.goto(server.url + "surveys/consensus-attention/survey/")
+        page.goto(server.url + "surveys/consensus-attention/survey.html")
         page.locator("article a", has_text="Lamport 2001").first.click()
-        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note/$"))
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note\.html$"))
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
-        page.goto(server.url + "surveys/consensus-attention/survey/")
+        page.goto(server.url + "surveys/consensus-attention/survey.html")
         page.locator("article a", has_text="p. 2").first.click()
-        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper/#page-2$"))
+        page.wait_for_url(re.compile(r"/papers/lamport2001paxos/paper\.html#page-2$"))
 
         # a Chinese word finds the Chinese paper
         page.goto(server.url)
@@ -294,3 +295,103 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         outside = [u for u in requests if not u.startswith(server.url) and not u.startswith("data:")]
         assert outside == [] and failed == []
         page.close()
+
+
+def _file_path(url: str) -> Path:
+    from urllib.parse import unquote, urlsplit
+
+    return Path(unquote(urlsplit(url).path))
+
+
+# Every link of a page: its absolute URL as the browser resolved it.
+HREFS = "() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"
+
+
+def test_browser_from_disk_search_citation_anchor_and_pdf(built, browser):
+    """Opened as files (no server): search finds a paper, a survey citation lands on its page anchor, every
+    internal link names an existing file (no folder URL), and a full-text page links to that page of the PDF."""
+    ws, _ = built
+    site = ws.site_dir.resolve()
+    home = (site / "index.html").as_uri()
+    requests: list[str] = []
+    page = browser.new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(home)
+    assert page.locator("text=Paxos Made Simple").first.is_visible()
+    # the search box is there and answers: Material's worker runs in the site's own iframe shim
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("quorumology")
+    first = page.locator(".md-search-result__item a").first
+    first.wait_for(timeout=20000)
+    page.screenshot(path=str(ARTIFACTS / "site-file-search.png"))
+    first.click()
+    page.wait_for_url(re.compile(r"^file://.*/papers/lamport2001paxos/note\.html"), timeout=20000)
+    assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
+
+    # a survey's page citation opens the full text at that page's anchor
+    page.goto((site / "surveys/consensus-attention/survey.html").as_uri())
+    page.locator("article a", has_text="p. 2").first.click()
+    page.wait_for_url(re.compile(r"^file://.*/papers/lamport2001paxos/paper\.html#page-2$"))
+    assert page.evaluate("() => document.querySelector(':target') && document.querySelector(':target').id") == "page-2"
+    page.goto((site / "surveys/consensus-attention/survey.html").as_uri())
+    page.locator("article a", has_text="Lamport 2001").first.click()
+    page.wait_for_url(re.compile(r"^file://.*/papers/lamport2001paxos/note\.html$"))
+
+    # every internal link of these pages is a file that exists (no directory listing, anchors kept)
+    checked = 0
+    for rel in ("index.html", "papers/index.html", "tags.html", "surveys/consensus-attention/survey.html",
+                "papers/lamport2001paxos/note.html", "papers/fox1999harvest/note.html",
+                "papers/fox1999harvest/paper.html", "code/paxos-impl.html"):
+        page.goto((site / rel).as_uri())
+        for href in page.evaluate(HREFS):
+            if not href.startswith("file://"):
+                assert href.startswith(("https://doi.org/", "https://arxiv.org/")), (rel, href)
+                continue
+            target = _file_path(href)
+            assert target.is_file(), (rel, href)
+            assert str(target.resolve()).startswith(str(site)), (rel, href)
+            checked += 1
+    assert checked > 100
+
+    # the full text links each page to that page of the PDF the workspace keeps
+    page.goto((site / "papers/fox1999harvest/paper.html").as_uri())
+    link = page.locator("a.pv-pdf-page", has_text="PDF p. 3").first
+    href = link.evaluate("a => a.href")
+    assert href.endswith("/papers/fox1999harvest/paper.pdf#page=3"), href
+    import pymupdf
+
+    with pymupdf.open(_file_path(href)) as doc:
+        assert doc.page_count >= 3
+    page.goto((site / "papers/fox1999harvest/note.html").as_uri())
+    assert page.locator(".pv-card a", has_text="PDF").first.evaluate("a => a.href").endswith("/fox1999harvest/paper.pdf")
+
+    outside = [u for u in requests if not u.startswith(("file://", "data:", "about:"))]
+    assert outside == [] and errors == []
+    page.close()
+
+
+def test_generated_config_keeps_the_users_plugins_and_adds_offline(tmp_path):
+    """The site config inherits the user's mkdocs.yml, whose plugin list an override would replace: papervault
+    writes it whole with `offline` added, even when the file holds mkdocs' YAML tags."""
+    import yaml
+
+    from papervault.site.build import OFFLINE_SHIM, stage
+
+    ws = make_vault(tmp_path / "ws")
+    mk = ws.root / "mkdocs.yml"
+    text = mk.read_text(encoding="utf-8").replace("use_directory_urls: false", "use_directory_urls: true")
+    text = text.replace("plugins:\n  - search:", "plugins:\n  - tags\n  - search:")
+    text += ("  analytics: !ENV [PV_ANALYTICS, false]\n"
+             "markdown_extensions_extra:\n  - emoji: !!python/name:material.extensions.emoji.twemoji\n")
+    mk.write_text(text, encoding="utf-8")
+    cfg = yaml.safe_load(stage(ws)["config"].read_text(encoding="utf-8"))
+    assert cfg["INHERIT"] == str(mk) and cfg["use_directory_urls"] is False
+    assert cfg["plugins"][0] == "tags" and "separator" in cfg["plugins"][1]["search"] and cfg["plugins"][2] == "offline"
+    assert cfg["extra"] == {"polyfills": [OFFLINE_SHIM]}
+    assert (ws.state_dir / "site-src" / OFFLINE_SHIM).is_file()
+    # a file without plugins gets mkdocs' default search, plus offline
+    mk.write_text("site_name: bare\ntheme:\n  name: material\n", encoding="utf-8")
+    assert yaml.safe_load(stage(ws)["config"].read_text(encoding="utf-8"))["plugins"] == ["search", "offline"]

@@ -162,7 +162,7 @@ def test_hostile_records_were_imported(hostile_site):
     # three BibTeX entries, two CSL items, the PDF (and the Zotero item when Zotero's schema is at hand)
     assert len(papers) >= (7 if (SHARED_ZOTERO / "userdata.sql").is_file() else 6), papers
     site = hostile_site / "site"
-    assert (site / "surveys" / "hostile-survey" / "correlation" / "index.html").is_file()
+    assert (site / "surveys" / "hostile-survey" / "correlation.html").is_file()
 
 
 class _Attrs(HTMLParser):
@@ -196,7 +196,7 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
         pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh")
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
     site = hostile_site / "site"
-    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.name != "404.html")
     assert len(pages) >= 15, pages
     dialogs: list[str] = []
     findings: dict[str, dict] = {}
@@ -221,7 +221,7 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
         page = context.new_page()
         page.on("dialog", lambda d: (dialogs.append(f"{page.url}: {d.message}"), d.dismiss()))
         for rel in pages:
-            url = server.url + rel[: -len("index.html")]
+            url = server.url + rel
             page.goto(url, wait_until="load")
             page.wait_for_timeout(150)             # let an onerror of a broken image fire
             got = page.evaluate(check)
@@ -231,7 +231,7 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
             assert got["bad"] == [], f"{rel}: {got['bad']}"
         # the header bar and the heading show the hostile title as text
         note = next(r for r in pages if r.startswith("papers/mallory2020script"))
-        page.goto(server.url + note[: -len("index.html")], wait_until="load")
+        page.goto(server.url + note, wait_until="load")
         h1 = page.locator("article h1").first.inner_text()
         assert f"<script>{PWN}</script> Consensus under attack" in h1, h1
         assert "\\" not in h1
@@ -248,8 +248,8 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
             got = page.evaluate(check)
             assert got["pwned"] is None and got["bad"] == [], (query, got)
         # the PDF's text reads as written: its tags are shown, not run and not dropped
-        full = next(r for r in pages if r.startswith("papers/malloryhostile/paper/"))
-        page.goto(server.url + full[: -len("index.html")], wait_until="load")
+        full = next(r for r in pages if r.startswith("papers/malloryhostile/paper.html"))
+        page.goto(server.url + full, wait_until="load")
         text = page.locator("article").first.inner_text()
         assert f"carries <script>{PWN}</script> inside a sentence" in text, text
         assert "<iframe src=javascript:alert(1)></iframe> follow" in text
@@ -318,7 +318,7 @@ def test_site_serve_sanitises_too(hostile_site):
         deadline, text = time.monotonic() + 120, ""
         while time.monotonic() < deadline and not text:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/mine/", timeout=5) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/mine.html", timeout=5) as r:
                     text = r.read().decode("utf-8")
             except OSError:
                 time.sleep(0.5)

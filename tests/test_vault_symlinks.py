@@ -131,7 +131,7 @@ def test_site_build_publishes_nothing_from_outside(linked):
             _no_secret(f.read_bytes().decode("utf-8", errors="replace"))
     assert not (site / "papers" / linked["alpha"] / "figures" / "leak.png").exists()
     assert not (site / "papers" / "evilfolder").exists()
-    assert (site / "inside" / "index.html").is_file() and (site / "alias" / "index.html").is_file()
+    assert (site / "inside.html").is_file() and (site / "alias.html").is_file()
     # nothing in the staging folder points out of the vault either
     stage = root / ".papervault" / "site-src"
     for dirpath, _, files in os.walk(stage):
@@ -139,8 +139,9 @@ def test_site_build_publishes_nothing_from_outside(linked):
             p = Path(dirpath) / name
             if p.is_symlink():
                 target = p.resolve()
-                assert str(target).startswith(str((root / "vault").resolve())) or "site-packages" in str(target) \
-                    or "templates" in str(target), target
+                # the vault, the workspace's kept PDFs (pdfs/<sha256>.pdf), MathJax and the site's own assets
+                assert str(target).startswith((str((root / "vault").resolve()), str((root / "pdfs").resolve()))) \
+                    or "site-packages" in str(target) or "templates" in str(target), target
 
 
 def test_mcp_refuses_linked_files_over_stdio(linked):

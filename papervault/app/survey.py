@@ -191,12 +191,14 @@ def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
     v = ws.vault
     if v.fulltext_path(paper_id).is_file():
         return {"id": paper_id, "status": "present"}
+    from papervault.pdfstore import pdf_of
+
     meta = v.read_meta(paper_id)
-    pdfs = [f for f in meta.files if Path(f).is_file()]
-    if not pdfs:
+    pdf = pdf_of(ws, meta)      # the workspace's kept copy, else the original when it is still there
+    if pdf is None:
         return {"id": paper_id, "status": "no-pdf"}
     try:
-        parsed = parse_cached(Path(pdfs[0]), ws.settings.parse, ws.parse_cache_dir)
+        parsed = parse_cached(pdf, ws.settings.parse, ws.parse_cache_dir)
     except PapervaultError as exc:
         return {"id": paper_id, "status": "failed", "message": str(exc)}
     v.write_fulltext(paper_id, parsed)

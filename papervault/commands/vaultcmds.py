@@ -70,6 +70,9 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         click.echo(f"merged {m['source']} into {m['id']}" + (" (gained its PDF)" if m.get("gained_pdf") else ""))
     for link in report.code_links:
         click.echo(f"linked {link['paper_id']} to code repository {link['repo']} ({link['how']}: {link['evidence']})")
+    if report.pdfs_kept:
+        click.echo(f"kept the PDFs of {len(report.pdfs_kept)} earlier paper(s) in {ws.pdf_dir}: "
+                   + ", ".join(report.pdfs_kept[:5]) + (" ..." if len(report.pdfs_kept) > 5 else ""))
     click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "
                f"problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
 
@@ -107,13 +110,18 @@ def list_papers(tag, year, venue, author, status, title, workspace, as_json):
 @json_option
 def show(paper_id, full, workspace, as_json):
     """Print a paper's note (or its full text)."""
+    from papervault.pdfstore import pdf_of
+
     ws = open_workspace(workspace)
     meta, body = ws.vault.read_note(paper_id)
     text = ws.vault.read_fulltext(paper_id) if full else body
+    pdf = pdf_of(ws, meta)     # the workspace's copy (pdfs/<sha256>.pdf), else the original if still there
     if as_json:
-        emit_json({"meta": meta.model_dump(exclude_none=True), "text": text})
+        emit_json({"meta": meta.model_dump(exclude_none=True), "text": text, "pdf": str(pdf) if pdf else None})
     else:
         click.echo(text)
+        if pdf and not full:
+            click.echo(f"\nPDF: {pdf}  (papervault open {paper_id} --page N)")
 
 
 @click.command()

@@ -308,8 +308,12 @@ class PaperIndex:
 
         chunk_rows, paper_rows = [], []
         for meta, cs, digest, has_ft in group:
-            # The text comes from the PDF: a merged paper's hits name it, not the .bib entry that came first.
-            source = meta.files[0] if meta.files else (meta.sources[0] if meta.sources else None)
+            # The text comes from the PDF: a merged paper's hits name it, not the .bib entry that came first;
+            # the workspace's own copy (pdfs/<sha256>.pdf) first, as the original may have moved.
+            from papervault.pdfstore import kept
+
+            stored = kept(self.workspace.root, meta.pdf)
+            source = str(stored) if stored else (meta.files[0] if meta.files else (meta.sources[0] if meta.sources else None))
             for c in cs:
                 chunk_rows.append({
                     "id": c.id, "paper_id": c.paper_id, "level": c.level, "section_path": c.section_path,

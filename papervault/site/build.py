@@ -39,7 +39,7 @@ def stage(ws: Workspace) -> dict[str, Any]:
     ws.require()
     settings = ws.settings.site
     dirs = template_dirs(ws)
-    snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs)
+    snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs, pdf_store=ws.pdf_dir)
     plan = plan_site(snap, site_name=settings.name, template_dirs=dirs)
     assets = {**mathjax_assets(), **theme_assets(dirs)}
     changes = write_stage(plan, stage_dir(ws), assets)
@@ -56,16 +56,23 @@ def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
         "docs_dir": str(stage_dir(ws)),
         "site_dir": str(ws.site_dir),
         "not_in_nav": "\n".join(not_in_nav) + "\n",
+        # Opened from disk (file://) a folder URL shows a directory listing: every page is `x.html`.
+        "use_directory_urls": False,
+        # The offline plugin inlines the search index into a script; its Worker shim is the site's own file.
+        "extra": {"polyfills": [OFFLINE_SHIM]},
     }
     if user.is_file():
         if not _has_nav(user):
             overrides["nav"] = nav
+        overrides["plugins"] = offline_plugins(_user_plugins(user))
         text = yaml.safe_dump({"INHERIT": str(user)}, allow_unicode=True)
         text += yaml.safe_dump(overrides, allow_unicode=True, sort_keys=False, width=1000)
     else:
         overrides["nav"] = nav
         text = MKDOCS_TEMPLATE.format(name=ws.settings.site.name)
         base = yaml.safe_load(text)
+        overrides["plugins"] = offline_plugins(base.get("plugins"))
+        overrides["extra"] = {**base.get("extra", {}), **overrides["extra"]}
         base.update(overrides)
         text = yaml.safe_dump(base, allow_unicode=True, sort_keys=False, width=1000)
     path = ws.state_dir / CONFIG_NAME
@@ -73,6 +80,38 @@ def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+OFFLINE_SHIM = "assets/papervault/iframe-worker.js"
+
+
+def offline_plugins(plugins: Any) -> list[Any]:
+    """The user's plugin list (mkdocs' default `search` when there is none) with mkdocs-material's `offline`
+    plugin added: written whole, because an inherited list is replaced, not extended."""
+    if isinstance(plugins, dict):
+        plugins = [{k: v} if v is not None else k for k, v in plugins.items()]
+    out = list(plugins) if isinstance(plugins, list) else ["search"]
+    names = {p if isinstance(p, str) else next(iter(p), "") for p in out if isinstance(p, (str, dict))}
+    if "offline" not in names and "material/offline" not in names:
+        out.append("offline")
+    return out
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Reads a mkdocs.yml that holds mkdocs' own tags (`!ENV`, `!relative`, `!!python/name:`) as plain values."""
+
+
+_TolerantLoader.add_multi_constructor("", lambda loader, suffix, node: (
+    loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else
+    loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_mapping(node)))
+
+
+def _user_plugins(path: Path) -> Any:
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise SiteError(f"cannot read {path}: {exc}", fix="fix the YAML of mkdocs.yml (see docs/site.md)") from None
+    return data.get("plugins") if isinstance(data, dict) else None
 
 
 def _has_nav(path: Path) -> bool:

@@ -52,6 +52,7 @@ class PaperEntry:
     figures: list[FigureInfo] = field(default_factory=list)
     figure_files: list[str] = field(default_factory=list)   # every file in figures/ (static assets)
     other_files: list[str] = field(default_factory=list)    # other files in the paper folder (kept as assets)
+    pdf: Path | None = None      # the PDF the workspace keeps (pdfs/<sha256>.pdf), published as paper.pdf
 
 
 @dataclass
@@ -87,8 +88,9 @@ class SitePlan:
 
 # --- reading ---------------------------------------------------------------------------------------
 
-def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
+def read_vault(vault_root: Path, *, include_pdfs: bool = True, pdf_store: Path | None = None) -> VaultSnapshot:
     """Read notes, full texts, surveys, code notes and the user's own pages; a broken note is reported, not fatal.
+    `pdf_store` is the workspace's `pdfs/` folder: a note's `pdf:` hash names its file there (never a path).
 
     Every file goes through `safe_vault_path`: one that is (or lies under) a link out of the vault is neither
     read nor published, and is reported as a problem (a warning of `site build`)."""
@@ -108,7 +110,7 @@ def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
             if not pdir.is_dir() or not ID_PATTERN.match(pdir.name) or not (pdir / "note.md").is_file():
                 continue
             try:
-                entry = _read_paper(pdir, include_pdfs=include_pdfs, inside=inside)
+                entry = _read_paper(pdir, include_pdfs=include_pdfs, inside=inside, pdf_store=pdf_store)
             except UnsafePathError as exc:
                 snap.problems.append(str(exc))
                 continue
@@ -142,7 +144,7 @@ def read_vault(vault_root: Path, *, include_pdfs: bool = True) -> VaultSnapshot:
     return snap
 
 
-def _read_paper(pdir: Path, *, include_pdfs: bool, inside) -> PaperEntry:
+def _read_paper(pdir: Path, *, include_pdfs: bool, inside, pdf_store: Path | None = None) -> PaperEntry:
     root = pdir.parent.parent
     data, body = frontmatter.split(safe_vault_path(root, pdir / "note.md").read_text(encoding="utf-8"))
     data.setdefault("id", pdir.name)
@@ -162,7 +164,25 @@ def _read_paper(pdir: Path, *, include_pdfs: bool, inside) -> PaperEntry:
             if f.suffix.lower() == ".pdf" and not include_pdfs:
                 continue
             entry.other_files.append(f.name)
+    if include_pdfs and pdf_store is not None:
+        entry.pdf = stored_pdf(pdf_store, meta.pdf)
     return entry
+
+
+def stored_pdf(store: Path, sha: Any) -> Path | None:
+    """The kept PDF named by a note's `pdf:` value: only a SHA-256 names a file, and only a regular file directly
+    in the store counts (a link in the store leading elsewhere is not followed)."""
+    from papervault.pdfstore import SHA256
+
+    if not isinstance(sha, str) or not SHA256.match(sha):
+        return None
+    p = store / f"{sha}.pdf"
+    try:
+        if p.is_symlink() or not p.is_file() or p.resolve().parent != store.resolve():
+            return None
+    except OSError:
+        return None
+    return p
 
 
 def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
@@ -324,8 +344,9 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         page = note_path(pid)
         links = []
         pdfs = [f for f in e.other_files if f.lower().endswith(".pdf")]
-        if pdfs:
-            links.append(f"[PDF]({path_url(pdfs[0])})")
+        pdf_name = "paper.pdf" if e.pdf else (pdfs[0] if pdfs else None)
+        if pdf_name:
+            links.append(f"[PDF]({path_url(pdf_name)})")
         if e.fulltext:
             links.append("[Full text](paper.md)")
         # Identifiers and URLs become links only when they have the shape they claim (no `javascript:`, no
@@ -359,13 +380,19 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         if e.fulltext:
             ft_page = f"papers/{pid}/paper.md"
             _, text = _strip_frontmatter(e.fulltext)
-            text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>', text)
+            # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
+            pdf_href = path_url(pdf_name) if pdf_name else None
+            text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>' + (
+                f'<a class="pv-pdf-page" href="{pdf_href}#page={mm.group(1)}" title="page {mm.group(1)} of the PDF">'
+                f'PDF p. {mm.group(1)}</a>' if pdf_href else ""), text)
             text, _ = render_citations(escape_foreign_tags(text), label, linker(ft_page), narrative=False)
             pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
         for f in e.figure_files:
             assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
         for f in e.other_files:
             assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
+        if e.pdf:
+            assets[f"papers/{pid}/paper.pdf"] = e.pdf     # the kept copy wins over a paper.pdf in the folder
 
     # --- surveys ---
     survey_rows = []

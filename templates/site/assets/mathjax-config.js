@@ -17,7 +17,9 @@ window.MathJax = {
 if (typeof document$ !== "undefined") {
   document$.subscribe(function () {
     if (window.MathJax && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
+      // the SVG output has a font cache, not the CommonHTML output's clearCache()
+      if (MathJax.startup.output.clearCache) MathJax.startup.output.clearCache();
+      else if (MathJax.startup.output.clearFontCache) MathJax.startup.output.clearFontCache();
       MathJax.typesetClear();
       MathJax.texReset();
       MathJax.typesetPromise();

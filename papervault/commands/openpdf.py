@@ -1,0 +1,47 @@
+"""`open`: a paper's PDF, from the workspace's own copy, at a page."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+
+import click
+
+from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.errors import InputError
+
+
+@click.command("open")
+@click.argument("paper_id", metavar="ID")
+@click.option("--page", "-p", type=int, default=None, help="Open at this page of the PDF (1-based, as in the "
+              "full text's #page-N anchors).")
+@click.option("--print", "print_only", is_flag=True, help="Print the file:// URL (with #page=N) instead of opening it.")
+@workspace_option
+@json_option
+def open_pdf(paper_id, page, print_only, workspace, as_json):
+    """Open a paper's PDF (kept by the workspace in pdfs/) with $BROWSER or xdg-open."""
+    from papervault.pdfstore import locate
+
+    ws = open_workspace(workspace)
+    out = locate(ws, paper_id, page)
+    if as_json:
+        emit_json(out)
+        return
+    if print_only:
+        click.echo(out["url"])
+        return
+    browser = os.environ.get("BROWSER", "").strip()
+    # $BROWSER honours `#page=N`; xdg-open hands the URL to the desktop's PDF viewer.
+    argv = [*shlex.split(browser), out["url"]] if browser else (["xdg-open", out["url"]] if shutil.which("xdg-open") else None)
+    if argv is None:
+        raise InputError("no $BROWSER and no xdg-open to open the PDF with",
+                         fix=f"set $BROWSER, or open the URL yourself: papervault open {paper_id} --print")
+    try:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError as exc:
+        raise InputError(f"cannot run {argv[0]}: {exc.strerror or exc}",
+                         fix=f"set $BROWSER to a program that opens URLs, or use: papervault open {paper_id} --print") from None
+    click.echo(out["url"])
