@@ -99,10 +99,9 @@ def make_vault(root: Path, *, real_pdf: Path | None = None) -> Workspace:
                            year=2020, venue="计算机学报", tags=["注意力", "deep learning"],
                            created="2024-02-01T00:00:00+00:00"), ATTENTION_NOTE)
     if real_pdf is not None:
-        from papervault.config import ParseSettings
-        from papervault.parse.pdf import parse_pdf
+        from conftest import parse_once
 
-        parsed = parse_pdf(real_pdf, ParseSettings(ocr=False))
+        parsed = parse_once(real_pdf)   # the project's parser, through the session's parse cache
         meta = PaperMeta(id="fox1999harvest", title=parsed.title, authors=parsed.authors or ["Armando Fox"],
                          year=parsed.year or 1999, venue="HotOS", pages=parsed.pages, tags=["distributed"],
                          abstract=parsed.abstract, parser=parsed.parser, created="2024-03-01T00:00:00+00:00")

@@ -27,9 +27,8 @@ PAPERS = "papers"
 CHUNKS = "chunks"
 REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the current settings"
 RECHUNK_FIX = "run `papervault index` to re-chunk the papers with the current settings"
-# What a recorded metadata key is called in the settings, for messages.
-META_LABELS = {"embedding_model": "[embed] model", "embed_max_tokens": "[embed] max_tokens",
-               "dim": "vector dimension", "chunker_version": "chunker version"}
+# A recorded metadata key named by its setting, in messages (the others keep their recorded names).
+META_LABELS = {"embed_max_tokens": "[embed] max_tokens"}
 # Brute-force vector search costs about 1.9 ms per 1,000 rows here (185 ms at 100,000); from 20,000 rows on,
 # IVF-PQ answers in ~10 ms whatever the size, finding 85% of the exact top 10 (bench/index.py, docs/index.md).
 # Below it, exact search is fast enough and loses nothing.
