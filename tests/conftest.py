@@ -1,8 +1,29 @@
-"""Shared fixtures: every test runs in its own workspace under tmp_path (PAPERVAULT_WORKSPACE), offline."""
+"""Shared fixtures: every test runs in its own workspace under tmp_path (PAPERVAULT_WORKSPACE), offline.
+
+Fixtures built once per session, for every test module to reuse (the suite runs in minutes because of them):
+
+- `corpus_dir`, `model_dir`: the shared corpus PDFs and the local embedding model (skip when absent).
+- `shared_parse_cache` (autouse): one parse cache for the run; CLI subprocesses inherit it through
+  PAPERVAULT_PARSE_CACHE_DIR, so each corpus PDF is parsed once, whichever test asks first. `parse_once(pdf)`
+  parses through it (the project's parser; an error fails the test).
+- `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once. Read-only: its vault
+  must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
+  `corpus_workspace_copy`, a private copy made in a second.
+- `prefect_api`: one Prefect API server for the session, on 127.0.0.1. It sets PREFECT_API_URL, so flows run
+  in this process and in CLI subprocesses all use it instead of starting a temporary server each.
+- `cli_run(args)`: the CLI in this process (click's CliRunner), for tests that check what a command prints
+  rather than how its process behaves; it saves a Python start and a model load per call.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -106,3 +127,131 @@ def parse_once(pdf: Path):
 
     cache = os.environ.get("PAPERVAULT_PARSE_CACHE_DIR")
     return parse_cached(Path(pdf), None, Path(cache) if cache else None)
+
+
+# --- the corpus workspace, built once -----------------------------------------------------------------
+
+def pv_env(ws: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `papervault` subprocess on workspace `ws` (the session's parse cache included)."""
+    # A generous per-PDF parse timeout: the tests check results, not speed (bench/ measures speed).
+    return dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), PAPERVAULT_PARSE_TIMEOUT="1200", **extra)
+
+
+def pv(*args: str, ws: Path, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
+    """`python -m papervault ARGS` as a user runs it, in its own process."""
+    proc = subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
+                          env=pv_env(ws), timeout=timeout, cwd=ws.parent)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"papervault {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _vault_head(ws: Path) -> tuple[str, str]:
+    import git
+
+    repo = git.Repo(ws / "vault")
+    return repo.head.commit.hexsha, repo.git.status("--porcelain")
+
+
+@pytest.fixture(scope="session")
+def corpus_workspace(tmp_path_factory, corpus_dir, model_dir) -> Path:
+    """The 16 shared papers added (`papervault add DIR`) and indexed (`papervault index`) through the CLI,
+    once per session. Read-only: tests that write use `corpus_workspace_copy`; the session ends with an error
+    when its vault changed."""
+    import json
+
+    ws = tmp_path_factory.mktemp("corpus-ws") / "ws"
+    pv("init", str(ws), ws=ws)
+    out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
+    assert len(out["added"]) == 16 and out["problems"] == [], out
+    pv("index", ws=ws)
+    before = _vault_head(ws)
+    yield ws
+    assert _vault_head(ws) == before, "a test changed the read-only corpus workspace: use corpus_workspace_copy"
+
+
+@pytest.fixture
+def corpus_workspace_copy(corpus_workspace, tmp_path) -> Path:
+    """A private copy of the corpus workspace (vault, index, state) that the test may change."""
+    dst = tmp_path / "corpus" / "ws"
+    shutil.copytree(corpus_workspace, dst, symlinks=True)
+    return dst
+
+
+@pytest.fixture
+def cli_run():
+    """Run the CLI in this process: cli_run(["search", "q", "--json", "--workspace", ws]) -> click Result
+    (exit_code, stdout, stderr; output mixes both). A non-zero exit fails the test unless check=False."""
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    def run(args: list[str], check: bool = True):
+        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        if check:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return run
+
+
+# --- one Prefect server --------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """One Prefect API server (`prefect server start`) on 127.0.0.1 for the whole session; yields its URL.
+
+    PREFECT_API_URL is set in this process's environment (CLI subprocesses and Dask workers inherit it) and in
+    Prefect's settings context (flows run in this process), so no flow starts a temporary server of its own.
+    """
+    import httpx
+
+    prefect = Path(sys.executable).with_name("prefect")
+    if not prefect.exists():
+        pytest.skip("the prefect CLI is not installed beside this Python")
+    home = tmp_path_factory.mktemp("prefect-server-home")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
+    log = home / "server.log"
+    server = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, cwd=home, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, log.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "the Prefect server did not become healthy within 240 s"
+            time.sleep(0.5)
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        previous = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url
+        try:
+            with temporary_settings({PREFECT_API_URL: url}):
+                yield url
+        finally:
+            if previous is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = previous
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=20)

@@ -17,20 +17,32 @@ ROOT = Path(__file__).resolve().parent.parent
 TALLY = ROOT / "test-artifacts" / "fault-tally.json"
 
 
-# Fault runs parse for real in every workspace (no shared parse cache), so kill points land in real work.
+# Only the runs that are killed parse for real, in the workspace's own cache (`.papervault/cache/parse`): the
+# kill points are read from that cache, and land in real work. Every other run (references, reruns) uses the
+# session's shared parse cache, so the same PDFs are not parsed again and again.
 OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": ""}
 
 
 def cli(args: list[str], ws: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **OWN_CACHE, **(env or {}))
+    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
     return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
                           env=e, timeout=timeout)
 
 
 def start(args: list[str], ws: Path, env: dict | None = None) -> subprocess.Popen:
+    """A run that will be killed (or watched while it works): its own parse cache, its own process group."""
     e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **OWN_CACHE, **(env or {}))
     return subprocess.Popen([sys.executable, "-m", "papervault", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
+
+
+def kill(proc: subprocess.Popen) -> bool:
+    """SIGKILL the process and its children now; False if it had already finished."""
+    if proc.poll() is not None:
+        return False
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    return True
 
 
 def kill_after(proc: subprocess.Popen, seconds: float) -> bool:
@@ -40,11 +52,54 @@ def kill_after(proc: subprocess.Popen, seconds: float) -> bool:
         if proc.poll() is not None:
             return False
         time.sleep(0.05)
-    if proc.poll() is not None:
-        return False
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    return True
+    return kill(proc)
+
+
+def kill_when(proc: subprocess.Popen, ready, *, timeout: float = 600) -> bool:
+    """SIGKILL the process as soon as `ready()` is true (polled every 5 ms); False if it finished first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if ready():
+            return kill(proc)
+        time.sleep(0.005)
+    kill(proc)
+    raise AssertionError(f"the kill point was not reached within {timeout} s")
+
+
+def wait_for(proc: subprocess.Popen, ready, *, timeout: float = 600) -> float:
+    """Wait until `ready()` (the process still running), and return the monotonic time it became true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return time.monotonic()
+        if proc.poll() is not None:
+            raise AssertionError("the process finished before the awaited point")
+        time.sleep(0.005)
+    raise AssertionError(f"the awaited point was not reached within {timeout} s")
+
+
+def parsed_count(ws: Path) -> int:
+    """PDFs a running add has parsed so far (its own parse cache)."""
+    return len(list((ws / ".papervault" / "cache" / "parse").rglob("*.pickle")))
+
+
+def journal_lines(ws: Path) -> int:
+    """Paper folders a running add has started writing (its write-ahead journal), or -1 without a journal."""
+    j = ws / ".papervault" / "journal" / "add"
+    try:
+        return len([ln for ln in j.read_text(encoding="utf-8").splitlines() if ln.strip()])
+    except OSError:
+        return -1
+
+
+def add_commits(ws: Path) -> int:
+    """How many `add:` commits the vault has (a finished add makes exactly one)."""
+    repo = git.Repo(ws / "vault")
+    if not repo.head.is_valid():
+        return 0
+    return sum(1 for c in repo.iter_commits() if c.message.startswith("add:"))
 
 
 def _body(note: str) -> str:

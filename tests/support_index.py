@@ -2,52 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from papervault.models import PaperMeta, page_anchor
 
-HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+([A-Z][A-Za-z][^.]{2,60})$")
-
 
 def pdf_markdown(pdf: Path) -> tuple[str, str]:
-    """(title, paper.md) of a PDF: the project's parser when present, else a plain PyMuPDF reading of it."""
-    try:
-        from papervault.parse.pdf import parse_pdf  # type: ignore
-    except ImportError:
-        parse_pdf = None
-    if parse_pdf is not None:
-        try:
-            from conftest import parse_once
+    """(title, paper.md) of a PDF, parsed by the project's parser through the session's parse cache. A parser
+    error fails the test: the corpus tests check what the parser produces, never a stand-in reading."""
+    from conftest import parse_once
 
-            parsed = parse_once(pdf)
-            return parsed.title, parsed.markdown
-        except Exception:  # the parser is another area's; fall back to the plain reading below
-            pass
-    import fitz
-
-    out: list[str] = []
-    title = ""
-    with fitz.open(pdf) as doc:
-        for i, page in enumerate(doc, start=1):
-            out.append(page_anchor(i))
-            out.append("")
-            for block in page.get_text("blocks", sort=True):
-                if block[6] != 0:
-                    continue
-                text = " ".join(block[4].split())
-                if not text:
-                    continue
-                if not title and i == 1:
-                    title = text
-                    out += [f"# {text}", ""]
-                    continue
-                m = HEADING.match(text)
-                if m:
-                    out += [f"{'#' * (m.group(1).count('.') + 2)} {text}", ""]
-                else:
-                    out += [text, ""]
-    return title, "\n".join(out)
+    parsed = parse_once(pdf)
+    return parsed.title, parsed.markdown
 
 
 def add_paper(vault, paper_id: str, *, title: str, fulltext: str = "", body: str = "", **meta) -> PaperMeta:

@@ -98,10 +98,9 @@ def make_vault(root: Path, *, real_pdf: Path | None = None) -> Workspace:
                            year=2020, venue="计算机学报", tags=["注意力", "deep learning"],
                            created="2024-02-01T00:00:00+00:00"), ATTENTION_NOTE)
     if real_pdf is not None:
-        from papervault.config import ParseSettings
-        from papervault.parse.pdf import parse_pdf
+        from conftest import parse_once
 
-        parsed = parse_pdf(real_pdf, ParseSettings(ocr=False))
+        parsed = parse_once(real_pdf)   # the project's parser, through the session's parse cache
         from papervault.pdfstore import keep
 
         # the PDF is kept as `add` keeps it: in the workspace's pdfs/ store, named by the note's `pdf:` hash

@@ -23,13 +23,14 @@ PAPERS = {
 
 
 @pytest.fixture(scope="module")
-def analysed(corpus_dir, tmp_path_factory):
+def analysed(corpus_dir, tmp_path_factory, shared_parse_cache):
     from papervault.parse.batch import parse_many
 
     root = tmp_path_factory.mktemp("corpus-ws")
     vault = Vault.create(root / "vault")
     paths = {pid: corpus_dir / f"{stem}.pdf" for pid, stem in PAPERS.items()}
-    parsed = parse_many(list(paths.values()), ParseSettings(ocr=False), workers=2)
+    # the default settings, through the session's parse cache: the corpus tests parse each PDF once
+    parsed = parse_many(list(paths.values()), ParseSettings(), cache_dir=shared_parse_cache, workers=2)
     for pid, path in paths.items():
         paper = parsed[str(path)]
         assert not isinstance(paper, Exception), paper

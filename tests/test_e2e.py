@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import pv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,26 +28,10 @@ KNOWN_FACTS = [
 ]
 
 
-def pv(*args: str, ws: Path, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
-    # A generous per-PDF parse timeout: the test checks results, not speed (bench/ measures speed).
-    env = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), PAPERVAULT_PARSE_TIMEOUT="1200")
-    proc = subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=ws.parent)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"papervault {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-@pytest.fixture(scope="module")
-def corpus_ws(tmp_path_factory, corpus_dir, model_dir) -> Path:
-    """A workspace with the 16 shared papers added and indexed through the CLI."""
-    ws = tmp_path_factory.mktemp("e2e") / "ws"
-    pv("init", str(ws), ws=ws)
-    out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
-    assert len(out["added"]) == 16, out
-    assert out["problems"] == []
-    pv("index", ws=ws)
-    return ws
+@pytest.fixture
+def corpus_ws(corpus_workspace) -> Path:
+    """The session's corpus workspace (conftest): the 16 shared papers added and indexed through the CLI."""
+    return corpus_workspace
 
 
 def test_add_writes_notes_fulltext_and_one_commit(corpus_ws):
@@ -65,10 +50,14 @@ def test_add_writes_notes_fulltext_and_one_commit(corpus_ws):
     assert sum(m.startswith("add:") for m in log) == 1, log
 
 
-def test_search_finds_known_facts(corpus_ws):
+def test_search_finds_known_facts(corpus_ws, cli_run):
+    # The first query as a user's process runs it; the others through the same command in this process, so
+    # the model loads once rather than ten times.
     misses = []
-    for query, prefix in KNOWN_FACTS:
-        hits = json.loads(pv("search", query, "--limit", "5", "--json", ws=corpus_ws).stdout)
+    for i, (query, prefix) in enumerate(KNOWN_FACTS):
+        args = ["search", query, "--limit", "5", "--json"]
+        out = pv(*args, ws=corpus_ws).stdout if i == 0 else cli_run([*args, "--workspace", corpus_ws]).stdout
+        hits = json.loads(out)
         assert hits, query
         assert set(hits[0]) >= {"paper_id", "title", "level", "section", "page", "text", "score", "source"}
         sources = [Path(h["source"]).name for h in hits[:3]]
@@ -77,8 +66,8 @@ def test_search_finds_known_facts(corpus_ws):
     assert len(misses) <= 1, misses
 
 
-def test_status_reports_counts(corpus_ws):
-    st = json.loads(pv("status", "--json", ws=corpus_ws).stdout)
+def test_status_reports_counts(corpus_ws, cli_run):
+    st = json.loads(cli_run(["status", "--json", "--workspace", corpus_ws]).stdout)
     assert st["papers"] == 16
     assert st["chunks"] > 16 * 5
     assert st["embedding_model"] == os.environ["PAPERVAULT_EMBED_MODEL"]
@@ -102,9 +91,10 @@ def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
     assert "Added 1" in proc.stdout or "Added 2" in proc.stdout
 
 
-def test_survey_writes_every_artefact_and_commits_each_stage(corpus_ws):
+def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_copy, prefect_api):
     import git
 
+    corpus_ws = corpus_workspace_copy
     repo = git.Repo(corpus_ws / "vault")
     before = repo.head.commit.hexsha
     out = json.loads(pv("survey", "replication and consistency in distributed storage", "--slug", "replication",
@@ -125,8 +115,9 @@ def test_survey_writes_every_artefact_and_commits_each_stage(corpus_ws):
     assert not repo.is_dirty(untracked_files=True)
 
 
-def test_site_build_has_a_page_per_paper(corpus_ws):
-    out = json.loads(pv("site", "build", "--json", ws=corpus_ws).stdout)
+def test_site_build_has_a_page_per_paper(corpus_workspace_copy, cli_run):
+    corpus_ws = corpus_workspace_copy
+    out = json.loads(cli_run(["site", "build", "--json", "--workspace", corpus_ws]).stdout)
     site = corpus_ws / "site"
     assert (site / "index.html").is_file()
     for p in (corpus_ws / "vault" / "papers").iterdir():

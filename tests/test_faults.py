@@ -15,7 +15,8 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from support_faults import cli, kill_after, record, start, vault_problems, vault_state
+from support_faults import (add_commits, cli, journal_lines, kill_after, kill_when, parsed_count, record, start,
+                            vault_problems, vault_state, wait_for)
 
 SMALL = ["distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
          "operating_systems_unix-time-sharing-system.pdf"]
@@ -35,18 +36,22 @@ def papers_dir(tmp_path_factory, corpus_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, papers_dir, model_dir) -> dict:
-    """An uninterrupted add + index: the state every interrupted run must reach."""
+    """An uninterrupted add + index: the state every interrupted run must reach. The add uses the session's
+    parse cache; the index is watched, to place the index kill points inside its work."""
     ws = tmp_path_factory.mktemp("ref") / "ws"
     assert cli(["init", str(ws)], ws).returncode == 0
-    t0 = time.monotonic()
     p = cli(["add", str(papers_dir)], ws)
-    add_s = time.monotonic() - t0
     assert p.returncode == 0, p.stderr
-    t0 = time.monotonic()
-    p = cli(["index"], ws)
-    index_s = time.monotonic() - t0
-    assert p.returncode == 0, p.stderr
-    return {"ws": ws, "state": vault_state(ws), "chunks": _chunk_ids(ws), "add_s": add_s, "index_s": index_s}
+    proc = start(["index"], ws)
+    t_tables = wait_for(proc, lambda: _tables_exist(ws))
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    work = time.monotonic() - t_tables
+    return {"ws": ws, "state": vault_state(ws), "chunks": _chunk_ids(ws), "index_work_s": work}
+
+
+def _tables_exist(ws: Path) -> bool:
+    return (ws / ".papervault" / "index" / "chunks.lance" / "_versions").is_dir()
 
 
 def _chunk_ids(ws: Path) -> list[str]:
@@ -54,12 +59,36 @@ def _chunk_ids(ws: Path) -> list[str]:
     return sorted(db.open_table("chunks").to_arrow()["id"].to_pylist())
 
 
-@pytest.mark.parametrize("fraction", [0.35, 0.6, 0.8, 0.95])
-def test_add_killed_then_rerun_matches_uninterrupted(fraction, reference, papers_dir, tmp_path):
+def _index_complete(ws: Path, reference_ids: list[str]) -> bool:
+    """Whether an index holds every reference chunk and its full-text index (what a finished run leaves)."""
+    db = lancedb.connect(str(ws / ".papervault" / "index"))
+    names = db.list_tables()
+    if "chunks" not in list(getattr(names, "tables", names)):
+        return False
+    chunks = db.open_table("chunks")
+    ids = sorted(chunks.to_arrow()["id"].to_pylist())
+    return ids == reference_ids and any(ix.index_type.upper() in ("FTS", "INVERTED") for ix in chunks.list_indices())
+
+
+# Where an `add` of the five papers is killed: after the first parse, in the middle of the parses, when the
+# parses are nearly done, and once the paper folders are being written (before the one commit).
+ADD_KILL_POINTS = {
+    "first-parse": lambda ws: parsed_count(ws) >= 1,
+    "mid-parse": lambda ws: parsed_count(ws) >= 3,
+    "last-parse": lambda ws: parsed_count(ws) >= 4,
+    "writing": lambda ws: journal_lines(ws) >= 1,
+}
+
+
+@pytest.mark.parametrize("point", list(ADD_KILL_POINTS))
+def test_add_killed_then_rerun_matches_uninterrupted(point, reference, papers_dir, tmp_path):
     ws = tmp_path / "ws"
     assert cli(["init", str(ws)], ws).returncode == 0
-    proc = start(["add", str(papers_dir)], ws)
-    killed = kill_after(proc, reference["add_s"] * fraction)
+    proc = start(["add", str(papers_dir)], ws)     # parses for real, in its own cache
+    killed = kill_when(proc, lambda: ADD_KILL_POINTS[point](ws))
+    # the kill landed in the middle of the work: the process was running and the add had not committed
+    assert killed, f"the add finished before the kill point {point!r}"
+    assert add_commits(ws) == 0, f"the kill at {point!r} came after the add committed"
     rerun = cli(["add", str(papers_dir)], ws)
     assert rerun.returncode == 0, rerun.stderr
     state = vault_state(ws)
@@ -68,26 +97,31 @@ def test_add_killed_then_rerun_matches_uninterrupted(fraction, reference, papers
     extra = sorted(set(state) - set(ref))
     problems = vault_problems(ws)
     same = state == ref
-    record({"command": "add", "kill_at_s": round(reference["add_s"] * fraction, 2), "killed": killed,
+    record({"command": "add", "kill_at": point, "killed": killed,
             "recovered": same and not problems, "lost": len(lost), "duplicated": len(extra)})
     assert not lost and not extra, (lost, extra)
     assert same, {k: (state.get(k), ref[k]) for k in ref if state.get(k) != ref[k]}
     assert problems == []
+    assert add_commits(ws) == 1
 
 
-@pytest.mark.parametrize("fraction", [0.5, 0.85])
+@pytest.mark.parametrize("fraction", [0.0, 0.5])
 def test_index_killed_then_rerun_matches_uninterrupted(fraction, reference, tmp_path):
+    """Killed once its tables exist (before any vector is written), and halfway through its work."""
     ws = tmp_path / "ws"
     shutil.copytree(reference["ws"], ws, ignore=shutil.ignore_patterns("index"))
     proc = start(["index"], ws)
-    killed = kill_after(proc, reference["index_s"] * fraction)
+    wait_for(proc, lambda: _tables_exist(ws))
+    killed = kill_after(proc, reference["index_work_s"] * fraction)
+    assert killed, f"the index finished before {fraction:.0%} of its work"
+    assert not _index_complete(ws, reference["chunks"]), "the kill came after the index was complete"
     rerun = cli(["index"], ws)
     assert rerun.returncode == 0, rerun.stderr
     ids = _chunk_ids(ws)
     dup = len(ids) - len(set(ids))
     lost = len(set(reference["chunks"]) - set(ids))
     same = ids == reference["chunks"]
-    record({"command": "index", "kill_at_s": round(reference["index_s"] * fraction, 2), "killed": killed,
+    record({"command": "index", "kill_at": f"{fraction:.0%} of the work", "killed": killed,
             "recovered": same, "lost": lost, "duplicated": dup})
     assert dup == 0 and lost == 0
     assert same

@@ -35,9 +35,10 @@ FILES = [SCANNED, MEGASTORE, PAXOS, TIERED, SOK, SZ, SPARTAN, UNIX, CLOJURE, SJL
 
 
 @pytest.fixture(scope="module")
-def parsed(corpus_dir, tmp_path_factory) -> dict[str, ParsedPaper]:
-    """Each corpus paper used here, parsed once for the module (in parallel, through the cache)."""
-    cache = tmp_path_factory.mktemp("parse-cache")
+def parsed(corpus_dir, shared_parse_cache) -> dict[str, ParsedPaper]:
+    """Each corpus paper used here, parsed once (in parallel, through the session's parse cache, which other
+    modules may have filled already with the same settings)."""
+    cache = shared_parse_cache
     out = parse_many([corpus_dir / f for f in FILES], ParseSettings(), cache_dir=cache, workers=2)
     papers = {k.rsplit("/", 1)[-1]: v for k, v in out.items()}
     for name, value in papers.items():

@@ -1,21 +1,18 @@
-"""The deployment `survey` of prefect.yaml run for real: a Prefect server on 127.0.0.1, a process worker, one run.
+"""The deployment `survey` of prefect.yaml run for real: the session's Prefect server on 127.0.0.1, a process
+worker, one run.
 
-Slow (a server start, a deploy, a worker and one flow run): one test, every step bounded by a timeout.
+Slow (a deploy, a worker and one flow run): one test, every step bounded by a timeout.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from papervault.workspace import Workspace
@@ -24,12 +21,6 @@ from support_survey import build_corpus_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(cmd: list[str], env: dict, log: Path, cwd: Path) -> subprocess.Popen:
@@ -53,31 +44,15 @@ def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProce
     return r
 
 
-def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_dir):
+def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_dir, prefect_api):
     if not Path(PREFECT).exists():
         pytest.skip("the prefect CLI is not installed beside this Python")
     ws, _ = Workspace.init(tmp_path / "deploy-ws")
     ids = build_corpus_vault(ws, corpus_dir, max_pages=2, only=["harvest", "paxos"])
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-server-home"), PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
-               PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false",
-               PAPERVAULT_WORKSPACE=str(ws.root))
-    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
-    server = _start([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], server_env,
-                    tmp_path / "server.log", ROOT)
+    # The session's Prefect server (conftest `prefect_api`): the CLI, the worker and the flow run all use it.
+    env = dict(os.environ, PREFECT_API_URL=prefect_api, PAPERVAULT_WORKSPACE=str(ws.root))
     worker = None
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, (tmp_path / "server.log").read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the Prefect server did not become healthy within 240 s"
-            time.sleep(1)
         _run([PREFECT, "work-pool", "create", "papervault", "--type", "process"], env, 120)
         _run([PREFECT, "--no-prompt", "deploy", "--name", "survey"], env, 300)
         worker = _start([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
@@ -90,7 +65,6 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
     finally:
         if worker is not None:
             _stop(worker)
-        _stop(server)
     sdir = ws.vault.survey_dir("deployed")
     for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
         assert (sdir / name).is_file(), name

@@ -52,7 +52,7 @@ def _kill_during_analysis(ws: Workspace, ids, log: Path) -> set[str]:
             while time.monotonic() < deadline:
                 done = _analysed(ws, ids)
                 if len(done) >= KILL_AFTER:
-                    os.killpg(proc.pid, signal.SIGKILL)   # the run and the Prefect server it started
+                    os.killpg(proc.pid, signal.SIGKILL)   # the run (it uses the session's Prefect server)
                     proc.wait(timeout=30)
                     return _analysed(ws, ids)
                 if proc.poll() is not None:
@@ -67,7 +67,7 @@ def _kill_during_analysis(ws: Workspace, ids, log: Path) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, corpus_dir, model_dir):
+def run(tmp_path_factory, corpus_dir, model_dir, prefect_api):
     from flows.survey import run_survey
 
     root = tmp_path_factory.mktemp("survey-flow")

@@ -44,7 +44,8 @@ class CodeSearchError(PapervaultError):
 
 
 def code_meta(embedder: Embedder) -> dict[str, str]:
-    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), "chunker_version": CHUNKER_VERSION}
+    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), "chunker_version": CHUNKER_VERSION,
+            "embed_max_tokens": str(embedder.settings.max_tokens)}
 
 
 def code_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
@@ -142,8 +143,9 @@ class CodeIndex:
         return self._db
 
     def _cheap_meta(self) -> dict[str, str]:
-        # model and chunker are known without loading the model; the dimension needs one embedding
-        return {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION}
+        # model, chunker and token limit are known without loading the model; the dimension needs one embedding
+        return {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION,
+                "embed_max_tokens": str(self.embedder.settings.max_tokens)}
 
     def table(self, *, create: bool = False, check: bool = True):
         """The `code` table (None when absent and not `create`); raises when its model or chunker differ."""

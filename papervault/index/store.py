@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text
+from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index.embed import Embedder
 from papervault.models import Chunk, PaperMeta
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 PAPERS = "papers"
 CHUNKS = "chunks"
 REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the current settings"
+RECHUNK_FIX = "run `papervault index` to re-chunk the papers with the current settings"
+# A recorded metadata key named by its setting, in messages (the others keep their recorded names).
+META_LABELS = {"embed_max_tokens": "[embed] max_tokens"}
 # Brute-force vector search costs about 1.9 ms per 1,000 rows here (185 ms at 100,000); from 20,000 rows on,
 # IVF-PQ answers in ~10 ms whatever the size, finding 85% of the exact top 10 (bench/index.py, docs/index.md).
 # Below it, exact search is fast enough and loses nothing.
@@ -54,9 +58,23 @@ def _sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
-def index_meta(embedder: Embedder) -> dict[str, str]:
+def vector_meta(embedder: Embedder) -> dict[str, str]:
+    """What every stored vector depends on, known without loading the model. Another value makes the index
+    unusable as it is: `check_meta` raises and `papervault index --rebuild` is the fix."""
+    return {"embedding_model": embedder.model_name, "chunker_version": CHUNKER_VERSION,
+            "embed_max_tokens": str(embedder.settings.max_tokens)}
+
+
+def chunk_meta(embedder: Embedder, settings: IndexSettings) -> dict[str, str]:
+    """What the chunks depend on besides the chunker: another value only means the papers are re-chunked by
+    the next sync (their content hashes change with it), which then records the new values."""
+    return {"chunk_settings": json.dumps(settings.chunk_key(), sort_keys=True),
+            "index_name": index_name(embedder.settings, settings)}
+
+
+def index_meta(embedder: Embedder, settings: IndexSettings | None = None) -> dict[str, str]:
     """What the vectors and chunk ids depend on; recorded in the tables' schema metadata."""
-    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), "chunker_version": CHUNKER_VERSION}
+    return {**vector_meta(embedder), "dim": str(embedder.dim), **chunk_meta(embedder, settings or IndexSettings())}
 
 
 def chunks_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
@@ -104,9 +122,13 @@ def papers_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
     ], metadata=meta)
 
 
+def recorded_meta(table) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+
+
 def check_meta(table, expected: dict[str, str]) -> None:
-    """Raise IndexMismatchError when a table was built with another model, dimension or chunker."""
-    found = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    """Raise IndexMismatchError when a table was built with another model, dimension, chunker or token limit."""
+    found = recorded_meta(table)
     for key, want in expected.items():
         have = found.get(key)
         if have != want and key == "embedding_model" and have:
@@ -118,13 +140,28 @@ def check_meta(table, expected: dict[str, str]) -> None:
                 fix=f"to search the index as built, set {keep} in papervault.toml (or PAPERVAULT_EMBED_MODEL); "
                     f"to re-embed with {want!r}, run `papervault index --rebuild`")
         if have != want:
-            raise IndexMismatchError(
-                f"the index was built with {key} {have!r}, the settings now give {want!r}", fix=REBUILD_FIX)
+            label = META_LABELS.get(key, key)
+            if have is None:
+                raise IndexMismatchError(f"the index records no {label} (it was built by an older papervault); "
+                                         f"the settings now give {want!r}", fix=REBUILD_FIX)
+            raise IndexMismatchError(f"the index was built with {label} {have!r}, the settings now give {want!r}",
+                                     fix=REBUILD_FIX)
 
 
-def _content_hash(note: bytes, fulltext: bytes, model: str) -> str:
+def rechunk_needed(table, expected: dict[str, str]) -> str | None:
+    """Why the papers must be re-chunked (the chunk settings changed since the last complete sync), or None."""
+    found = recorded_meta(table)
+    have, want = found.get("chunk_settings"), expected["chunk_settings"]
+    if have == want:
+        return None
+    return f"the papers were chunked with {have or 'older settings'}, the settings now give {want}"
+
+
+def _content_hash(note: bytes, fulltext: bytes, name: str) -> str:
+    """A paper's content hash: its note and full text, the chunker, and the index name (the digest of every
+    setting that changes its chunks or vectors), so a changed `chunk_tokens` re-chunks every paper."""
     h = hashlib.sha256()
-    for part in (CHUNKER_VERSION.encode(), model.encode(), note, b"\x00", fulltext):
+    for part in (CHUNKER_VERSION.encode(), name.encode(), b"\x00", note, b"\x00", fulltext):
         h.update(part)
     return h.hexdigest()[:32]
 
@@ -141,11 +178,11 @@ class PaperIndex:
     # --- tables ----------------------------------------------------------------------------------
 
     def _expected(self) -> dict[str, str]:
-        return index_meta(self.embedder)
+        return index_meta(self.embedder, self.settings)
 
     def _expected_cheap(self) -> dict[str, str]:
         """The recorded facts that need no model load (status must not spend a second loading ONNX)."""
-        return {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION}
+        return vector_meta(self.embedder)
 
     def _tables(self, create: bool):
         """(papers, chunks) tables, checked against the settings; None, None when absent and not creating."""
@@ -154,7 +191,7 @@ class PaperIndex:
             papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
             for table in (chunks, papers):
                 check_meta(table, self._expected_cheap())   # names first: a wrong model is never loaded
-                check_meta(table, self._expected())
+                check_meta(table, {"dim": str(self.embedder.dim)})
             return papers, chunks
         if not create:
             return None, None
@@ -219,6 +256,7 @@ class PaperIndex:
             tab = papers.to_arrow().select(["paper_id", "content_hash"])
             indexed = dict(zip(tab["paper_id"].to_pylist(), tab["content_hash"].to_pylist()))
 
+        name = index_name(self.embedder.settings, self.settings)
         ids = vault.paper_ids()
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
@@ -228,7 +266,7 @@ class PaperIndex:
                 note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
                 ft_path = vault.fulltext_path(pid)
                 ft_raw = vault.safe_path(ft_path).read_bytes() if ft_path.is_file() else b""
-                digest = _content_hash(note_raw, ft_raw, self.embedder.model_name)
+                digest = _content_hash(note_raw, ft_raw, name)
                 if indexed.get(pid) == digest:
                     report["unchanged"] += 1
                     continue
@@ -253,6 +291,15 @@ class PaperIndex:
             self._write(papers, chunks, todo, report, progress)
         if todo or removed:
             self._maintain(chunks, papers)
+        if not report["errors"]:
+            # Every paper now carries chunks made with the current settings: record them (a sync interrupted
+            # before this point leaves the old values, and the next sync finishes the re-chunking).
+            expected = chunk_meta(self.embedder, self.settings)
+            for table in (chunks, papers):
+                if rechunk_needed(table, expected) or recorded_meta(table).get("index_name") != expected["index_name"]:
+                    table.to_lance().update_schema_metadata(expected)
+                    table.checkout_latest()
+        report["index_name"] = name
         if self.multilingual:
             # The second space follows `chunks` by chunk id: only ids it lacks are embedded, so switching it on
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
@@ -377,10 +424,11 @@ class PaperIndex:
         if not {PAPERS, CHUNKS} <= names:
             return out
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
-        found = {k.decode(): v.decode() for k, v in (chunks.schema.metadata or {}).items()}
+        found = recorded_meta(chunks)
         out.update(papers=papers.count_rows(), chunks=chunks.count_rows(),
                    embedding_model=found.get("embedding_model"), dim=int(found.get("dim", 0)) or None,
-                   chunker_version=found.get("chunker_version"))
+                   chunker_version=found.get("chunker_version"), index_name=found.get("index_name"),
+                   embed_max_tokens=found.get("embed_max_tokens"), chunk_settings=found.get("chunk_settings"))
         if out["chunks"]:
             levels = chunks.to_lance().to_table(columns=["level"])["level"].value_counts().to_pylist()
             out["levels"] = {d["values"]: d["counts"] for d in levels}
@@ -392,6 +440,10 @@ class PaperIndex:
             check_meta(chunks, self._expected_cheap())
         except IndexMismatchError as exc:
             out["health"] = f"mismatch: {exc}"
+            return out
+        why = rechunk_needed(chunks, chunk_meta(self.embedder, self.settings))
+        if why:
+            out["health"] = f"stale: {why}; {RECHUNK_FIX}"
             return out
         pending = set(self.workspace.vault.paper_ids()) ^ set(papers.to_arrow()["paper_id"].to_pylist())
         out["health"] = f"stale: {len(pending)} paper(s) to sync" if pending else ("ok" if out["papers"] else "empty")

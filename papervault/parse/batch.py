@@ -21,16 +21,18 @@ from papervault.parse.version import PARSER_VERSION
 log = logging.getLogger(__name__)
 
 
-def cache_path(cache_dir: Path, sha256: str) -> Path:
-    """Where the parse of a file with this hash is kept; the parser version is part of the name."""
-    return cache_dir / "parse" / f"{sha256}-{PARSER_VERSION}.pickle"
+def cache_path(cache_dir: Path, sha256: str, settings: ParseSettings | None = None) -> Path:
+    """Where the parse of a file with this hash is kept: the parser version and the digest of the parse
+    settings that change the result (`ParseSettings.cache_key`) are part of the name."""
+    key = (settings or ParseSettings()).cache_key()
+    return cache_dir / "parse" / f"{sha256}-{PARSER_VERSION}-{key}.pickle"
 
 
-def load_cached(cache_dir: Path | None, sha256: str) -> ParsedPaper | None:
-    """The cached parse of a file with this hash made by this parser version, or None."""
+def load_cached(cache_dir: Path | None, sha256: str, settings: ParseSettings | None = None) -> ParsedPaper | None:
+    """The cached parse of a file with this hash made by this parser version with these settings, or None."""
     if cache_dir is None:
         return None
-    p = cache_path(cache_dir, sha256)
+    p = cache_path(cache_dir, sha256, settings)
     try:
         with open(p, "rb") as fh:
             value = pickle.load(fh)
@@ -41,11 +43,11 @@ def load_cached(cache_dir: Path | None, sha256: str) -> ParsedPaper | None:
     return value if isinstance(value, ParsedPaper) else None
 
 
-def store_cached(cache_dir: Path | None, paper: ParsedPaper) -> None:
+def store_cached(cache_dir: Path | None, paper: ParsedPaper, settings: ParseSettings | None = None) -> None:
     """Keep a parse; written to a temporary name then renamed, so readers never see half a file."""
     if cache_dir is None or not paper.sha256:
         return
-    p = cache_path(cache_dir, paper.sha256)
+    p = cache_path(cache_dir, paper.sha256, settings)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(f".tmp{os.getpid()}-{id(paper)}")
     with open(tmp, "wb") as fh:
@@ -54,17 +56,19 @@ def store_cached(cache_dir: Path | None, paper: ParsedPaper) -> None:
 
 
 def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: Path | None = None) -> ParsedPaper:
-    """parse_pdf through the cache: a file already parsed by this parser version is not parsed again."""
+    """parse_pdf through the cache: a file already parsed by this parser version with the same settings
+    (`ParseSettings.cache_key`) is not parsed again."""
     from papervault.parse.pdf import parse_pdf
 
     path = Path(path)
+    settings = settings or ParseSettings()
     sha = file_sha256(path) if path.is_file() else ""
     if sha:
-        hit = load_cached(cache_dir, sha)
+        hit = load_cached(cache_dir, sha, settings)
         if hit is not None:
             return hit
     paper = parse_pdf(path, settings)
-    store_cached(cache_dir, paper)
+    store_cached(cache_dir, paper, settings)
     return paper
 
 
@@ -149,7 +153,7 @@ def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = Non
         if not p.is_file():
             results[key] = ParseError(key, "file not found", fix="check the path")
             continue
-        hit = load_cached(cache_dir, file_sha256(p))
+        hit = load_cached(cache_dir, file_sha256(p), settings)
         if hit is not None:
             results[key] = hit
         else:

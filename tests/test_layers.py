@@ -1,0 +1,52 @@
+"""The architecture's "never" rules, checked by import-linter with the contracts in pyproject.toml: the library
+never imports its front ends, parsing knows nothing of retrieval or the index, the model backends know no survey
+and no index, and lookups never start a flow. A second run on a copy with one violation per rule shows that each
+contract really catches what it forbids."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("papervault", "flows", "mcp_server")
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    if not LINT.exists():
+        pytest.fail(f"lint-imports is not installed beside {sys.executable}: pip install -e '.[test]'")
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.run([str(LINT), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_import_contracts_hold():
+    r = lint(ROOT)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "4 kept, 0 broken" in r.stdout
+
+
+def test_each_contract_catches_a_violation(tmp_path):
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    violations = {
+        "papervault/doctor.py": "from papervault.commands import common",        # library -> command line
+        "papervault/parse/text.py": "from papervault.sources import files",      # parsing -> retrieval
+        "papervault/agents/base.py": "from papervault.survey import analyse",    # backend -> survey
+        "papervault/index/search.py": "import prefect",                          # lookup -> flows
+    }
+    for rel, line in violations.items():
+        path = tmp_path / rel
+        path.write_text(path.read_text(encoding="utf-8") + f"\n\ndef _violation():\n    {line}\n", encoding="utf-8")
+    r = lint(tmp_path)
+    assert r.returncode != 0
+    assert "0 kept, 4 broken" in r.stdout, r.stdout[-4000:]
+    for rel in violations:
+        assert rel.removesuffix(".py").replace("/", ".") in r.stdout
