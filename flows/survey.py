@@ -121,33 +121,16 @@ def _inputs_key(context, params) -> str:
 # --- stage 1: retrieve -----------------------------------------------------------------------------
 
 @task(name="retrieve", retries=2, retry_delay_seconds=5)
-def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10) -> dict[str, Any]:
-    """Resolve the selection; `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
-    from papervault.survey.select import parse_spec, select_ids
+def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10, topic: str = "",
+             max_papers: int | None = None) -> dict[str, Any]:
+    """Resolve the selection (the papers about the topic without specs) and write `selection.md`."""
+    from papervault.survey.select import resolve
 
     ws = _ws(root)
-    log = _log()
-    ids: list[str] = []
-    retrieved: list[str] = []
-    problems: list[str] = []
-    for raw in specs or ["all"]:
-        spec = parse_spec(raw)
-        if spec.kind == "arxiv":
-            got, probs = _retrieve_arxiv(ws, spec.value, backend, arxiv_max, slug)
-            retrieved += got
-            problems += probs
-            ids += got
-            continue
-        search = None
-        if spec.kind == "query":
-            from papervault.index.search import search as run_search
-
-            def search(text: str) -> list[str]:
-                return [h.paper_id for h in run_search(ws, text, limit=50)]
-        ids += select_ids(ws.vault.iter_meta(), spec, search=search)
-    ids = list(dict.fromkeys(ids))
-    log.info("selected %d papers (%s)", len(ids), ", ".join(specs or ["all"]))
-    return {"ids": ids, "retrieved": retrieved, "problems": problems}
+    got = resolve(ws, topic, specs, slug=slug, max_papers=max_papers,
+                  arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug))
+    _log().info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
+    return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits}
 
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
@@ -208,11 +191,12 @@ def analyse(root: str, paper_id: str, backend: str) -> dict[str, Any]:
 # --- stage 4: index --------------------------------------------------------------------------------
 
 @task(name="index", retries=1, retry_delay_seconds=5)
-def index(root: str) -> dict[str, Any]:
-    """Bring the index in step with the vault (only new or changed chunks are embedded)."""
+def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
+    """Bring the index in step with the selected papers' notes and full texts (only new or changed chunks are
+    embedded; the rest of the vault is not read)."""
     from papervault.index.store import PaperIndex
 
-    report = PaperIndex(_ws(root)).sync() or {}
+    report = PaperIndex(_ws(root)).sync(paper_ids=ids) or {}
     return {k: v for k, v in dict(report).items() if isinstance(v, (int, float, str))}
 
 
@@ -370,7 +354,8 @@ def _write(path: Path, text: str) -> None:
 
 @flow(name="survey", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)
 def survey(topic: str, slug: str | None = None, papers: list[str] | None = None, backend: str | None = None,
-           workspace: str | None = None, arxiv_max: int = 10, threshold: float | None = None) -> dict[str, Any]:
+           workspace: str | None = None, arxiv_max: int = 10, threshold: float | None = None,
+           max_papers: int | None = None) -> dict[str, Any]:
     """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`."""
     from papervault.survey import export as E
     from papervault.survey.correlate import Correlation
@@ -384,7 +369,7 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
     backend = (backend or ws.settings.agents.backend or "extractive").lower()
     slug = slug or slugify(topic)
     threshold = SUPPORT_THRESHOLD if threshold is None else threshold
-    specs = list(papers or ["all"])
+    specs = list(papers or [])
     sdir = ws.vault.survey_dir(slug)
     tdir = ws.root / "templates" / "survey"
     log = _log()
@@ -402,12 +387,15 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
         sdir.mkdir(parents=True, exist_ok=True)
         # 1. retrieve
         t0 = time.perf_counter()
-        sel = retrieve(root, specs, backend, slug, arxiv_max)
+        sel = retrieve(root, specs, backend, slug, arxiv_max, topic, max_papers)
         ids = sel["ids"]
         if not ids:
-            raise PapervaultError(f"no papers selected by {', '.join(specs)}",
-                                  fix="add papers with `papervault add` or choose another --papers selection")
-        stage_done("retrieve", t0)
+            raise PapervaultError(f"no papers selected by {', '.join(specs) or 'the topic'}",
+                                  fix="add papers with `papervault add`, add some to selection.md, or choose "
+                                      "another --papers selection")
+        stage_done("retrieve", t0, f"survey {slug}: select {len(ids)} papers ({sel['how']}"
+                   + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
+                      "selection.md" if any(sel["edits"].values()) else "") + ")", [sdir / "selection.md"])
 
         # 2. parse, per paper
         t0 = time.perf_counter()
@@ -430,7 +418,7 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
         # 4. index
         t0 = time.perf_counter()
         try:
-            indexed = index(root)
+            indexed = index(root, ids)
         except Exception as exc:  # polishing falls back to the papers' own sentences
             log.warning("index sync failed: %s", exc)
             indexed = {"error": str(exc)}
@@ -506,7 +494,8 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
 
     return {
         "slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
-        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems,
+        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems, "selection": sel["how"],
+        "edits": sel["edits"],
         "parsed": newly, "analysed": done, "current": current,
         "failed": [{"id": a["id"], "message": a.get("message", "")} for a in failed],
         "index": indexed, "themes": len(corr.clusters), "lineages": len(corr.lineages),
