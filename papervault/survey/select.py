@@ -257,6 +257,9 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
             from papervault.survey.topic import TopicSelector
 
             try:
+                n = index_missing(ws)
+                if n:
+                    out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
                 sel = TopicSelector(ws, searcher).select(topic, restrict=restrict, max_papers=max_papers,
                                                          exclude=())
             except PapervaultError as exc:
@@ -297,6 +300,20 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     out.edits = {"added": list(edits.added), "struck": list(edits.struck)}
     out.seconds = round(time.perf_counter() - t0, 3)
     return out
+
+
+def index_missing(ws) -> int:
+    """Index the vault's papers the index does not have yet (added since the last `papervault index`), so the
+    topic can choose them; papers already indexed are not read. Returns how many were indexed."""
+    from papervault.index.store import PaperIndex
+
+    pix = PaperIndex(ws)
+    papers, _ = pix._tables(create=True)
+    have = set(papers.search().select(["paper_id"]).limit(None).to_arrow()["paper_id"].to_pylist())
+    missing = [p for p in ws.vault.paper_ids() if p not in have]
+    if missing:
+        pix.sync(paper_ids=missing)
+    return len(missing)
 
 
 def _fill_titles(ws, entries) -> None:

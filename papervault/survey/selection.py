@@ -168,7 +168,8 @@ def read_edits(text: str | None) -> Edits:
     if not meta:
         return Edits(added=ticked, struck=[])
     was_in = set(Edits(added, struck).apply(generated))
-    new_added = [i for i in added if i in ticked] + [i for i in ticked if i not in was_in and i not in added]
+    new_added = [i for i in added if i in ticked] + [i for i in ticked
+                                                     if i not in was_in and i not in added and i not in generated]
     new_struck = [i for i in struck if i not in ticked] + [i for i in generated if i not in ticked and i not in struck]
     new_added = [i for i in dict.fromkeys(new_added) if i not in new_struck]
     return Edits(new_added, list(dict.fromkeys(new_struck)))

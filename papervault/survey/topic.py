@@ -132,8 +132,8 @@ class TopicSelector:
             raise PapervaultError("a survey without --papers selects papers from the index, which is empty",
                                   fix="run `papervault index` first (or choose papers with --papers)")
         self.papers, self.chunks = papers, chunks
-        t = papers.search().select(["paper_id", "title", "year", "doi", "arxiv", "tags", "has_fulltext", "text",
-                                    "vector"]).limit(None).to_arrow()
+        t = papers.search().select(["paper_id", "title", "authors", "year", "doi", "arxiv", "tags", "has_fulltext",
+                                    "text", "vector"]).limit(None).to_arrow()
         self.ids: list[str] = t.column("paper_id").to_pylist()
         self.pos = {pid: i for i, pid in enumerate(self.ids)}
         self.titles = t.column("title").to_pylist()
@@ -143,6 +143,7 @@ class TopicSelector:
         self.tags = t.column("tags").to_pylist()
         self.fulltext = t.column("has_fulltext").to_pylist()
         self.texts = t.column("text").to_pylist()
+        self.authors = t.column("authors").to_pylist()
         vec = t.column("vector").combine_chunks().flatten().to_numpy().reshape(len(self.ids), -1).astype(np.float32)
         norms = np.linalg.norm(vec, axis=1, keepdims=True)
         self.mat = vec / np.where(norms == 0, 1, norms)
@@ -185,6 +186,8 @@ class TopicSelector:
     def _expansion(self, topic: str, top: list[int]) -> list[str]:
         """Words the feedback papers share that are rare in the vault (tf-idf over the feedback set)."""
         own = set(_words(topic))
+        # authors' names are in the paper row's text; a name is no word of the topic
+        own |= {w for i in top for a in (self.authors[i] or []) for w in _words(a)}
         docs = [set(_words(f"{self.titles[i] or ''} {self.texts[i] or ''}")) for i in top]
         counts = Counter(w for d in docs for w in d if w not in own and not w.isdigit())
         need = max(2, math.ceil(len(docs) / 2))
@@ -215,6 +218,17 @@ class TopicSelector:
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         return score, chunk_dense, lex
+
+    def _abstract(self, i: int, text: str) -> str:
+        """A paper row's text without the title and author names it starts with (the chunk repeats them)."""
+        rest = (text or "").lstrip()
+        title = (self.titles[i] or "").strip()
+        if title and rest.startswith(title):
+            rest = rest[len(title):].lstrip(" .:\n")
+        names = ", ".join(self.authors[i] or [])
+        if names and rest.startswith(names):
+            rest = rest[len(names):].lstrip(" .;\n")
+        return rest or text or title
 
     # --- selection -----------------------------------------------------------------------------------
 
@@ -255,6 +269,8 @@ class TopicSelector:
         cutoff = max(median + Z_MIN * spread, median + TOP_FRACTION * (best - median))
         near_cut = median + NEAR_FRACTION * (cutoff - median)
 
+        words = set(_words(query1))
+
         def cand(i: int) -> Candidate:
             pid = self.ids[i]
             c = Candidate(pid, self.titles[i] or pid, self.years[i], float(_dot(self.mat[i:i + 1], q1)[0]),
@@ -268,10 +284,12 @@ class TopicSelector:
             for r in rows:
                 section = "title and abstract" if r["level"] == "paper" else (
                     "the note" if r["level"] == "note" else r.get("section_path") or "")
-                c.passages.append({"text": r["text"], "page": r.get("page_start") if r["level"] != "paper" else None,
-                                   "section": section})
+                text = self._abstract(i, r["text"]) if r["level"] == "paper" else r["text"]
+                c.passages.append({"text": best_sentences(text, words), "section": section,
+                                   "page": r.get("page_start") if r["level"] != "paper" else None})
             if not c.passages:
-                c.passages.append({"text": self.texts[i] or c.title, "page": None, "section": "title and abstract"})
+                c.passages.append({"text": best_sentences(self._abstract(i, self.texts[i] or ""), words), "page": None,
+                                   "section": "title and abstract"})
             return c
 
         excluded = set(exclude)
@@ -338,6 +356,18 @@ class TopicSelector:
             if c.links:
                 out.append(c)
         return out
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
+
+
+def best_sentences(text: str, words: set[str], limit: int = 2) -> str:
+    """The sentence(s) of a passage that share the most words with the (expanded) topic, in their order."""
+    sents = [x.strip() for x in _SENTENCE.split(re.sub(r"\s+", " ", text or "")) if x.strip()]
+    if len(sents) <= limit:
+        return " ".join(sents)
+    scored = sorted(range(len(sents)), key=lambda k: -len(words & set(_words(sents[k]))))[:limit]
+    return " … ".join(sents[k] for k in sorted(scored))
 
 
 def select_topic(workspace, topic: str, **kwargs) -> TopicSelection:
