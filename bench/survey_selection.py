@@ -3,18 +3,21 @@
 For each topic of bench/survey_selection_gold.yaml (gold sets judged by hand from titles and abstracts, see the
 file) it prints the recall of the papers a person must cite, the precision of the selection (a selected paper
 counts when it is a `must` or a `related` paper) and the wall time of the selection, on a 200-paper vault and on
-the 20,000-paper vault (the shared conference library plus the 16 shared PDFs). With --scale it also times the
-extractive survey of a ~10-paper topic in the 20,000-paper vault against the same papers alone in a vault.
+a large vault (by default all 20,000 records of the shared conference library plus the 16 shared PDFs). With
+--scale it also times the extractive survey of a ~10-paper topic in the large vault against the same papers alone
+in a vault.
 
-    python bench/survey_selection.py --build /work/bench-ws          # build the three vaults once (~25 min)
+    python bench/survey_selection.py --build /work/bench-ws          # build the vaults once (~25 min idle)
+    python bench/survey_selection.py --build /work/bench-ws --only large --size 5000   # a smaller large vault
     python bench/survey_selection.py --root /work/bench-ws           # quality and selection time
     python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
     python bench/survey_selection.py --root /work/bench-ws --json
 
-The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws20k` (all
-20,000 records and the 16 PDFs), `<root>/ws200` (the 16 PDFs and 184 records: up to 12 `must` papers of each
-topic, the rest drawn with a fixed seed), `<root>/ws10` (built by --scale: the papers the 20,000-paper vault
-selects for the scale topic). Gold papers missing from a vault are left out of its recall.
+The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
+PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed), `<root>/wslarge`
+(a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
+`<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
+missing from a vault are left out of its recall.
 """
 
 from __future__ import annotations
@@ -63,9 +66,12 @@ def gold_topics() -> list[dict]:
 
 # --- building the vaults -----------------------------------------------------------------------------
 
-def build(root: Path, only: str | None = None) -> None:
+def build(root: Path, only: str | None = None, size: int = 20000) -> None:
+    """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
+    only what the copy lacks)."""
     records = json.loads(CSL.read_text(encoding="utf-8"))
     pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
+    gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
     if only in (None, "200"):
         want: list[str] = []
         for t in gold_topics():
@@ -74,14 +80,23 @@ def build(root: Path, only: str | None = None) -> None:
         rest = sorted(r["id"] for r in records if r["id"] not in set(want))
         want += random.Random(200).sample(rest, SMALL - len(pdfs) - len(want))
         _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
-    if only in (None, "20k"):
-        _build(root / "ws20k", records, pdfs)
+    if only in (None, "large"):
+        small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
+        keep = set(gold)
+        rest = sorted(r["id"] for r in records if r["id"] not in keep)
+        keep |= set(random.Random(size).sample(rest, max(0, min(len(rest), size - len(pdfs) - len(keep)))))
+        big = root / "wslarge"
+        if big.exists():
+            shutil.rmtree(big)
+        shutil.copytree(root / "ws200", big, symlinks=True, ignore=shutil.ignore_patterns("write.lock"))
+        _build(big, [r for r in records if r["id"] in keep and r["id"] not in small], [], fresh=False)
 
 
-def _build(ws: Path, records: list[dict], pdfs: list[str]) -> None:
-    if ws.exists():
-        shutil.rmtree(ws)
-    pv("init", str(ws), ws=ws)
+def _build(ws: Path, records: list[dict], pdfs: list[str], fresh: bool = True) -> None:
+    if fresh:
+        if ws.exists():
+            shutil.rmtree(ws)
+        pv("init", str(ws), ws=ws)
     with tempfile.TemporaryDirectory() as tmp:
         csl = Path(tmp) / "library.json"
         csl.write_text(json.dumps(records), encoding="utf-8")
@@ -91,8 +106,8 @@ def _build(ws: Path, records: list[dict], pdfs: list[str]) -> None:
         pv("add", "-q", str(csl), ws=ws)
         t1 = time.perf_counter()
         pv("index", "-q", ws=ws)
-        print(f"{ws}: {len(records) + len(pdfs)} papers, add {t1 - t0:.0f} s, index {time.perf_counter() - t1:.0f} s",
-              file=sys.stderr)
+        print(f"{ws}: {len(records) + len(pdfs)} papers added in {t1 - t0:.0f} s, indexed in "
+              f"{time.perf_counter() - t1:.0f} s", file=sys.stderr)
 
 
 # --- selection quality ---------------------------------------------------------------------------------
@@ -147,7 +162,7 @@ def _survey(ws: Path, topic: str, slug: str, prefect_home: Path) -> dict:
 
 def scale(root: Path) -> dict:
     topic = next(t for t in gold_topics() if t["name"] == SCALE_TOPIC)
-    big = root / "ws20k"
+    big = root / "wslarge"
     with tempfile.TemporaryDirectory() as tmp:
         run_big = _survey(big, topic["topic"], f"bench-{int(time.time())}", Path(tmp) / "p1")
         ids = run_big["papers"]
@@ -155,30 +170,33 @@ def scale(root: Path) -> dict:
         small = root / "ws10"
         _build(small, records, [])
         run_small = _survey(small, topic["topic"], "bench", Path(tmp) / "p2")
-    return {"topic": topic["topic"], "papers_20k": len(ids), "papers_10": len(run_small["papers"]),
+    return {"topic": topic["topic"], "papers_large": len(ids), "papers_10": len(run_small["papers"]),
             "same_papers": sorted(ids) == sorted(run_small["papers"]),
-            "wall_20k": run_big["wall"], "wall_10": run_small["wall"],
-            "flow_20k": run_big["seconds"], "flow_10": run_small["seconds"],
+            "wall_large": run_big["wall"], "wall_10": run_small["wall"],
+            "flow_large": run_big["seconds"], "flow_10": run_small["seconds"],
             "ratio_wall": round(run_big["wall"] / run_small["wall"], 2),
             "ratio_flow": round(run_big["seconds"] / run_small["seconds"], 2),
-            "timings_20k": run_big["timings"], "timings_10": run_small["timings"]}
+            "timings_large": run_big["timings"], "timings_10": run_small["timings"]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=ROOT.parent / "bench-ws", help="where the vaults are (or go)")
-    ap.add_argument("--build", type=Path, metavar="ROOT", help="build the 200- and 20,000-paper vaults under ROOT")
-    ap.add_argument("--only", choices=["200", "20k"], help="with --build: only this vault")
-    ap.add_argument("--scale", action="store_true", help="also time the 10-paper survey in the 20k and a 10 vault")
+    ap.add_argument("--build", type=Path, metavar="ROOT", help="build the 200-paper and the large vault under ROOT")
+    ap.add_argument("--only", choices=["200", "large"], help="with --build: only this vault")
+    ap.add_argument("--size", type=int, default=20000,
+                    help="papers of the large vault (default: the whole library and the 16 PDFs; every gold paper "
+                         "is in it, the rest drawn with a fixed seed)")
+    ap.add_argument("--scale", action="store_true", help="also time the ~10-paper survey in the large vault and alone")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
     sys.path.insert(0, str(ROOT))
     if args.build:
-        build(args.build, args.only)
+        build(args.build, args.only, args.size)
         return
     topics = gold_topics()
-    out = {"vaults": [quality(args.root / name, topics) for name in ("ws200", "ws20k")
+    out = {"vaults": [quality(args.root / name, topics) for name in ("ws200", "wslarge")
                       if (args.root / name / "papervault.toml").is_file()]}
     if args.scale:
         out["scale"] = scale(args.root)
@@ -194,7 +212,7 @@ def main() -> None:
         print(f"{'mean':<22} {'':>5} {'':>5} {v['mean_recall']:>7.2f} {v['mean_precision']:>6.2f}")
     if "scale" in out:
         s = out["scale"]
-        print(f"\nsurvey of “{s['topic']}”: {s['papers_20k']} papers in the 20,000-paper vault, {s['wall_20k']} s; "
+        print(f"\nsurvey of “{s['topic']}”: {s['papers_large']} papers in the large vault, {s['wall_large']} s; "
               f"the same {s['papers_10']} papers alone: {s['wall_10']} s (ratio {s['ratio_wall']}, flow only "
               f"{s['ratio_flow']})")
 

@@ -162,6 +162,25 @@ def test_all_query_and_topic_combine(library):
         assert re.search(rf"^- \[x\] @{re.escape(pid)} .*\n    - selected by --papers query:Paxos", body, re.M)
 
 
+def test_a_near_miss_cited_by_a_selected_paper_is_linked_in(library):
+    """Citation links read the parsed reference list of the real Megastore PDF: a near miss whose title it
+    cites comes in with the link as its reason; one it does not cite stays out."""
+    from papervault.survey.topic import Candidate, TopicSelector
+    from papervault.workspace import Workspace
+
+    ws = Workspace(library["ws"]).require()
+    sel = TopicSelector(ws)
+    mega = next(p for p in sel.ids if p not in library["ids"] and "megastore" in sel.titles[sel.pos[p]].lower())
+    cited = Candidate("chandra2007paxos", "Paxos made live: an engineering perspective")
+    other = Candidate("lamport1978time", "Time, clocks, and the ordering of events in a distributed system")
+    got = sel._links([Candidate(mega, "Megastore", has_fulltext=True)], [other, cited])
+    assert [c.id for c in got] == ["chandra2007paxos"]
+    reason = got[0].links[0]
+    assert reason.kind == "cited" and reason.other == mega and "title" in reason.text
+    line = S._reason_line(reason)
+    assert line.startswith(f"cited by @{mega}, a selected paper")
+
+
 # --- selection.md on its own (no index, no flow) -----------------------------------------------------
 
 def test_hostile_titles_and_passages_cannot_forge_lines():
