@@ -131,7 +131,7 @@ def test_max_papers_caps_the_topic_selection(library):
     assert len(out["papers"]) == 3
     assert set(out["papers"]) <= set(EVENT["must"]) | set(EVENT["related"])
     meta, body = _selection(ws, "events3")
-    assert "capped by --max-papers: yes" in body
+    assert "capped by max papers: yes" in body
     assert body.count("- [x] @") == 3 and "## Near misses" in body
 
 

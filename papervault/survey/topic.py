@@ -101,7 +101,7 @@ class TopicSelection:
     def method(self) -> dict[str, Any]:
         return {"cut-off score": f"{self.cutoff:.3f}", "vault median": f"{self.median:.3f}",
                 "topic expanded with": ", ".join(self.expansion),
-                "papers scored": self.candidates, "capped by --max-papers": "yes" if self.capped else ""}
+                "papers scored": self.candidates, "capped by max papers": "yes" if self.capped else ""}
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
