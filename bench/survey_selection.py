@@ -160,9 +160,9 @@ def _survey(ws: Path, topic: str, slug: str, prefect_home: Path) -> dict:
     return out
 
 
-def scale(root: Path) -> dict:
+def scale(root: Path, big: Path | None = None) -> dict:
     topic = next(t for t in gold_topics() if t["name"] == SCALE_TOPIC)
-    big = root / "wslarge"
+    big = big or root / "wslarge"
     with tempfile.TemporaryDirectory() as tmp:
         run_big = _survey(big, topic["topic"], f"bench-{int(time.time())}", Path(tmp) / "p1")
         ids = run_big["papers"]
@@ -170,7 +170,7 @@ def scale(root: Path) -> dict:
         small = root / "ws10"
         _build(small, records, [])
         run_small = _survey(small, topic["topic"], "bench", Path(tmp) / "p2")
-    return {"topic": topic["topic"], "papers_large": len(ids), "papers_10": len(run_small["papers"]),
+    return {"topic": topic["topic"], "large_vault": str(big), "papers_large": len(ids), "papers_10": len(run_small["papers"]),
             "same_papers": sorted(ids) == sorted(run_small["papers"]),
             "wall_large": run_big["wall"], "wall_10": run_small["wall"],
             "flow_large": run_big["seconds"], "flow_10": run_small["seconds"],
@@ -188,6 +188,8 @@ def main() -> None:
                     help="papers of the large vault (default: the whole library and the 16 PDFs; every gold paper "
                          "is in it, the rest drawn with a fixed seed)")
     ap.add_argument("--scale", action="store_true", help="also time the ~10-paper survey in the large vault and alone")
+    ap.add_argument("--vault", type=Path, action="append", help="measure this workspace instead (repeatable)")
+    ap.add_argument("--large", type=Path, help="with --scale: the large vault (default: ROOT/wslarge)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
@@ -196,10 +198,10 @@ def main() -> None:
         build(args.build, args.only, args.size)
         return
     topics = gold_topics()
-    out = {"vaults": [quality(args.root / name, topics) for name in ("ws200", "wslarge")
-                      if (args.root / name / "papervault.toml").is_file()]}
+    vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
+    out = {"vaults": [quality(v, topics) for v in vaults if (v / "papervault.toml").is_file()]}
     if args.scale:
-        out["scale"] = scale(args.root)
+        out["scale"] = scale(args.root, args.large)
     if args.json:
         print(json.dumps(out, indent=2))
         return

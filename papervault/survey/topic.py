@@ -40,8 +40,8 @@ ROCCHIO = 0.7           # weight of the feedback papers' mean vector against the
 EXPANSION_TERMS = 6     # words added to the full-text query
 LEXICAL_WEIGHT = 0.12   # weight of the full-text score (normalised to about 0..1) against the cosine
 CHUNK_WEIGHT = 0.5      # how much a paper's best passage may lift its title/abstract similarity
-Z_MIN = 3.0             # a selected paper stands at least this many robust deviations above the vault's median
-TOP_FRACTION = 0.55     # ... and its margin over the median is at least this fraction of the best papers' margin
+Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
+TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
 NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near misses (shown, linkable)
 NEAR_SHOWN = 15         # near misses listed in selection.md
 PASSAGES = 2            # passages given as a selected paper's reason
@@ -262,8 +262,11 @@ class TopicSelector:
         score, chunk_dense, lex = self._score(q1, query1, where, allowed)
 
         finite = score[np.isfinite(score)]
-        median = float(np.median(finite))
-        spread = float(1.4826 * np.median(np.abs(finite - median))) or 1e-6
+        # The background is the whole vault's title/abstract similarity, not the candidates': a tag: or
+        # collection: whose papers are mostly about the topic must not raise the bar it is measured against.
+        background = _dot(self.mat, q1)
+        median = float(np.median(background))
+        spread = float(1.4826 * np.median(np.abs(background - median))) or 1e-6
         order = [int(i) for i in np.argsort(-score) if np.isfinite(score[i])]
         best = float(np.mean(score[order[:3]])) if order else median
         cutoff = max(median + Z_MIN * spread, median + TOP_FRACTION * (best - median))
