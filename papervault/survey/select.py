@@ -257,7 +257,10 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
             from papervault.survey.topic import TopicSelector
 
             try:
-                n = index_missing(ws, restrict)
+                from papervault.index.search import Searcher
+
+                searcher = searcher or Searcher(ws)
+                n = index_missing(ws, restrict, searcher.embedder)
                 if n:
                     out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
                 sel = TopicSelector(ws, searcher).select(topic, restrict=restrict, max_papers=max_papers,
@@ -302,18 +305,19 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     return out
 
 
-def index_missing(ws, among: set[str] | None = None) -> int:
+def index_missing(ws, among: set[str] | None = None, embedder=None) -> int:
     """Index the vault's papers (or those of `among`) the index does not have yet (added since the last
-    `papervault index`), so the topic can choose them; papers already indexed are not read. Returns how many
-    were indexed."""
-    from papervault.index.store import PaperIndex
+    `papervault index`), so the topic can choose them; papers already indexed are not read, and the model is
+    loaded only when there is something to embed. Returns how many were indexed."""
+    from papervault.index.store import PAPERS, PaperIndex, open_db, table_names
 
-    pix = PaperIndex(ws)
-    papers, _ = pix._tables(create=True)
-    have = set(papers.search().select(["paper_id"]).limit(None).to_arrow()["paper_id"].to_pylist())
+    db = open_db(ws)
+    have: set[str] = set()
+    if PAPERS in table_names(db):
+        have = set(db.open_table(PAPERS).search().select(["paper_id"]).limit(None).to_arrow()["paper_id"].to_pylist())
     missing = [p for p in (sorted(among) if among is not None else ws.vault.paper_ids()) if p not in have]
     if missing:
-        pix.sync(paper_ids=missing)
+        PaperIndex(ws, embedder).sync(paper_ids=missing)
     return len(missing)
 
 
