@@ -253,7 +253,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
             for pid in got:
                 add(S.Entry(pid, reasons=[S.Reason("spec", str(s))]))
         out.how = "topic" if not adding or narrowing else "specs"
-        if out.how == "topic" or adding:
+        if out.how == "topic" or (adding and topic.strip()):
             from papervault.survey.topic import TopicSelector
 
             try:
