@@ -49,9 +49,10 @@ def _inputs_key(context, params) -> str:
 # --- the tasks: one stage function each ----------------------------------------------------------------
 
 @task(name="retrieve", retries=2, retry_delay_seconds=5)
-def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10) -> dict[str, Any]:
-    """Resolve the selection; `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
-    return S.retrieve(root, specs, backend, slug, arxiv_max)
+def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10, topic: str = "",
+             max_papers: int | None = None) -> dict[str, Any]:
+    """Resolve the selection (the topic's papers without specs) and write `selection.md`."""
+    return S.retrieve(root, specs, backend, slug, arxiv_max, topic, max_papers)
 
 
 @task(name="parse", retries=1, retry_delay_seconds=2)
@@ -67,9 +68,9 @@ def analyse(root: str, paper_id: str, backend: str) -> dict[str, Any]:
 
 
 @task(name="index", retries=1, retry_delay_seconds=5)
-def index(root: str) -> dict[str, Any]:
-    """Bring the index in step with the vault."""
-    return S.index(root)
+def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
+    """Bring the index in step with the selected papers."""
+    return S.index(root, ids)
 
 
 @task(name="correlate", retries=1, cache_key_fn=_inputs_key, persist_result=True)
@@ -114,8 +115,8 @@ def _gather(futures, ids: list[str]) -> list[dict[str, Any]]:
 class PrefectStages(S.Stages):
     """The stages as Prefect tasks: per-paper and per-section stages mapped, artefacts also Prefect artifacts."""
 
-    def retrieve(self, specs, backend, slug, arxiv_max):
-        return retrieve(self.root, specs, backend, slug, arxiv_max)
+    def retrieve(self, specs, backend, slug, arxiv_max, topic="", max_papers=None):
+        return retrieve(self.root, specs, backend, slug, arxiv_max, topic, max_papers)
 
     def parse(self, ids):
         return _gather(parse_paper.map(unmapped(self.root), ids), ids)
@@ -123,8 +124,8 @@ class PrefectStages(S.Stages):
     def analyse(self, ids, backend):
         return _gather(analyse.map(unmapped(self.root), ids, unmapped(backend)), ids)
 
-    def index(self):
-        return index(self.root)
+    def index(self, ids=None):
+        return index(self.root, ids)
 
     def correlate(self, topic, ids, backend, inputs):
         return correlate(self.root, topic, ids, backend, inputs)
@@ -151,11 +152,12 @@ class PrefectStages(S.Stages):
 
 @flow(name="survey", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)
 def survey(topic: str, slug: str | None = None, papers: list[str] | None = None, backend: str | None = None,
-           workspace: str | None = None, arxiv_max: int = 10, threshold: float | None = None) -> dict[str, Any]:
+           workspace: str | None = None, arxiv_max: int = 10, threshold: float | None = None,
+           max_papers: int | None = None) -> dict[str, Any]:
     """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`."""
     ws = Workspace.resolve(workspace).require()
     return S.run_stages(PrefectStages(str(ws.root)), topic, slug=slug, papers=papers, backend=backend,
-                        arxiv_max=arxiv_max, threshold=threshold)
+                        arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
 
 
 def _api_for_workers():

@@ -42,8 +42,8 @@ def _analysed(ws: Workspace, ids) -> set[str]:
 
 def _kill_during_analysis(ws: Workspace, ids, log: Path) -> set[str]:
     """Start `papervault survey` in its own process group, SIGKILL the group once a few notes are analysed."""
-    cmd = [sys.executable, "-m", "papervault", "survey", TOPIC, "--slug", SLUG, "--workers", "1", "--json",
-           "--workspace", str(ws.root)]
+    cmd = [sys.executable, "-m", "papervault", "survey", TOPIC, "--slug", SLUG, "--papers", "all", "--workers", "1",
+           "--json", "--workspace", str(ws.root)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ),
                                 start_new_session=True)

@@ -141,32 +141,17 @@ def _render(root: str | Path, name: str, **context: Any) -> str:
 
 # --- stage 1: retrieve -----------------------------------------------------------------------------
 
-def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10) -> dict[str, Any]:
-    """Resolve the selection; `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
-    from papervault.survey.select import parse_spec, select_ids
+def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: int = 10, topic: str = "",
+             max_papers: int | None = None) -> dict[str, Any]:
+    """Resolve the selection (the papers about the topic when no specs are given) and write `selection.md`;
+    `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
+    from papervault.survey.select import resolve
 
     ws = _ws(root)
-    ids: list[str] = []
-    retrieved: list[str] = []
-    problems: list[str] = []
-    for raw in specs or ["all"]:
-        spec = parse_spec(raw)
-        if spec.kind == "arxiv":
-            got, probs = _retrieve_arxiv(ws, spec.value, backend, arxiv_max, slug)
-            retrieved += got
-            problems += probs
-            ids += got
-            continue
-        search = None
-        if spec.kind == "query":
-            from papervault.index.search import search as run_search
-
-            def search(text: str) -> list[str]:
-                return [h.paper_id for h in run_search(ws, text, limit=50)]
-        ids += select_ids(ws.vault.iter_meta(), spec, search=search)
-    ids = list(dict.fromkeys(ids))
-    log.info("selected %d papers (%s)", len(ids), ", ".join(specs or ["all"]))
-    return {"ids": ids, "retrieved": retrieved, "problems": problems}
+    got = resolve(ws, topic, specs, slug=slug, max_papers=max_papers,
+                  arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug))
+    log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
+    return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits}
 
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
@@ -239,11 +224,12 @@ def analyse_papers(root: str, ids: list[str], backend: str) -> list[dict[str, An
 
 # --- stage 4: index --------------------------------------------------------------------------------
 
-def index(root: str) -> dict[str, Any]:
-    """Bring the index in step with the vault (only new or changed chunks are embedded)."""
+def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
+    """Bring the index in step with the selected papers' notes and full texts (only new or changed chunks are
+    embedded; the rest of the vault is not read)."""
     from papervault.index.store import PaperIndex
 
-    report = PaperIndex(_ws(root)).sync() or {}
+    report = PaperIndex(_ws(root)).sync(paper_ids=ids) or {}
     return {k: v for k, v in dict(report).items() if isinstance(v, (int, float, str))}
 
 
@@ -379,8 +365,9 @@ class Stages:
     def __init__(self, root: str):
         self.root = root
 
-    def retrieve(self, specs: list[str], backend: str, slug: str, arxiv_max: int) -> dict[str, Any]:
-        return retrieve(self.root, specs, backend, slug, arxiv_max)
+    def retrieve(self, specs: list[str], backend: str, slug: str, arxiv_max: int, topic: str = "",
+                 max_papers: int | None = None) -> dict[str, Any]:
+        return retrieve(self.root, specs, backend, slug, arxiv_max, topic, max_papers)
 
     def parse(self, ids: list[str]) -> list[dict[str, Any]]:
         return [parse_paper(self.root, pid) for pid in ids]
@@ -388,8 +375,8 @@ class Stages:
     def analyse(self, ids: list[str], backend: str) -> list[dict[str, Any]]:
         return analyse_papers(self.root, ids, backend)
 
-    def index(self) -> dict[str, Any]:
-        return index(self.root)
+    def index(self, ids: list[str] | None = None) -> dict[str, Any]:
+        return index(self.root, ids)
 
     def correlate(self, topic: str, ids: list[str], backend: str, inputs: str) -> dict[str, Any]:
         return correlate(self.root, topic, ids, backend, inputs)
@@ -422,8 +409,10 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: list[str] | None = None,
-               backend: str | None = None, arxiv_max: int = 10, threshold: float | None = None) -> dict[str, Any]:
-    """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`, one stage at a time."""
+               backend: str | None = None, arxiv_max: int = 10, threshold: float | None = None,
+               max_papers: int | None = None) -> dict[str, Any]:
+    """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`, one stage at a time.
+    Without `papers`, stage 1 selects the vault papers about the topic (see `papervault.survey.topic`)."""
     from papervault.survey import export as E
     from papervault.survey.correlate import Correlation
     from papervault.survey.outline import Outline, Section, render_outline
@@ -437,7 +426,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
     capabilities(backend)           # an unknown backend fails before any work
     slug = slug or slugify(topic)
     threshold = SUPPORT_THRESHOLD if threshold is None else threshold
-    specs = list(papers or ["all"])
+    specs = list(papers or [])
     sdir = ws.vault.survey_dir(slug)
     tdir = ws.root / "templates" / "survey"
     logger = stages.log()
@@ -456,12 +445,15 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         sdir.mkdir(parents=True, exist_ok=True)
         # 1. retrieve
         t0 = time.perf_counter()
-        sel = stages.retrieve(specs, backend, slug, arxiv_max)
+        sel = stages.retrieve(specs, backend, slug, arxiv_max, topic, max_papers)
         ids = sel["ids"]
         if not ids:
-            raise PapervaultError(f"no papers selected by {', '.join(specs)}",
-                                  fix="add papers with `papervault add` or choose another --papers selection")
-        stage_done("retrieve", t0)
+            raise PapervaultError(f"no papers selected by {', '.join(specs) or 'the topic'}",
+                                  fix="add papers with `papervault add`, add some to selection.md, or choose "
+                                      "another --papers selection")
+        stage_done("retrieve", t0, f"survey {slug}: select {len(ids)} papers ({sel['how']}"
+                   + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
+                      "selection.md" if any(sel["edits"].values()) else "") + ")", [sdir / "selection.md"])
 
         # 2. parse, per paper
         t0 = time.perf_counter()
@@ -484,7 +476,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         # 4. index
         t0 = time.perf_counter()
         try:
-            indexed = stages.index()
+            indexed = stages.index(ids)
         except Exception as exc:  # polishing falls back to the papers' own sentences
             logger.warning("index sync failed: %s", exc)
             indexed = {"error": str(exc)}
@@ -543,7 +535,8 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
 
     return {
         "slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
-        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems,
+        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems, "selection": sel["how"],
+        "edits": sel["edits"],
         "parsed": newly, "analysed": done, "current": current,
         "failed": [{"id": a["id"], "message": a.get("message", "")} for a in failed],
         "index": indexed, "themes": len(corr.clusters), "lineages": len(corr.lineages),

@@ -246,8 +246,10 @@ class PaperIndex:
         self.drop()
         return self.sync(progress)
 
-    def sync(self, progress: Callable[[int, int], None] | None = None) -> dict:
-        """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost."""
+    def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None) -> dict:
+        """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost.
+
+        With `paper_ids`, only those papers are looked at (a survey syncs its selection, not the library)."""
         t0 = time.perf_counter()
         vault = self.workspace.vault
         papers, chunks = self._tables(create=True)
@@ -257,7 +259,7 @@ class PaperIndex:
             indexed = dict(zip(tab["paper_id"].to_pylist(), tab["content_hash"].to_pylist()))
 
         name = index_name(self.embedder.settings, self.settings)
-        ids = vault.paper_ids()
+        ids = vault.paper_ids() if paper_ids is None else [p for p in dict.fromkeys(paper_ids) if vault.has_paper(p)]
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
@@ -281,7 +283,7 @@ class PaperIndex:
                 report["errors"][pid] = str(exc)
                 log.warning("index: skipped %s: %s", pid, exc)
 
-        removed = sorted(set(indexed) - set(ids))
+        removed = sorted(set(indexed) - set(ids)) if paper_ids is None else []
         if removed:
             chunks.delete(f"paper_id IN ({_sql_list(removed)})")
             papers.delete(f"paper_id IN ({_sql_list(removed)})")

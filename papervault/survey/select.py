@@ -180,3 +180,163 @@ def selection_digest(papers: list[SurveyPaper]) -> str:
     for p in sorted(papers, key=lambda p: p.id):
         h.update(f"{p.id}:{p.digest}\n".encode())
     return h.hexdigest()[:16]
+
+
+# --- stage 1 as a whole: specs, topic, the person's edits, selection.md ------------------------------
+
+RESTRICTING = ("tag", "collection")    # specs that narrow the candidates of the topic selection
+ADDING = ("query", "arxiv")            # specs whose papers join the selection
+
+
+@dataclass
+class Resolved:
+    """The outcome of stage 1: the ids the survey covers and what `selection.md` says about them."""
+
+    ids: list[str]
+    retrieved: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    how: str = ""                       # "topic", "all", "specs": how the tool chose
+    edits: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
+            arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None) -> Resolved:
+    """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
+
+    Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
+    every paper. `tag:`/`collection:` restrict the candidates of the topic selection; `query:` adds the papers
+    of a search and `arxiv:` those it imports (through `arxiv(query) -> (ids, problems)`). A person's edits to
+    an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file."""
+    import time
+
+    from papervault.survey import selection as S
+    from papervault.vault.store import atomic_write
+
+    t0 = time.perf_counter()
+    parsed = [parse_spec(s) for s in (specs or [])]
+    if max_papers is not None and max_papers < 1:
+        raise PapervaultError(f"--max-papers {max_papers} selects nothing", fix="give a number of papers of 1 or more")
+    path = ws.vault.survey_dir(slug) / S.FILENAME
+    existing = path.read_text(encoding="utf-8") if path.is_file() else None
+    edits = S.read_edits(existing)
+    out = Resolved(ids=[])
+    entries: dict[str, S.Entry] = {}
+    order: list[str] = []
+    near: list[S.Entry] = []
+    method: dict[str, Any] = {}
+
+    def add(entry: S.Entry) -> None:
+        if entry.id in entries:
+            entries[entry.id].reasons += [r for r in entry.reasons if r not in entries[entry.id].reasons]
+        else:
+            entries[entry.id] = entry
+            order.append(entry.id)
+
+    if any(s.kind == "all" for s in parsed):
+        out.how = "all"
+        for pid in ws.vault.paper_ids():
+            add(S.Entry(pid, reasons=[S.Reason("spec", "all")]))
+    else:
+        restrict: set[str] | None = None
+        narrowing = [s for s in parsed if s.kind in RESTRICTING]
+        if narrowing:
+            metas = list(ws.vault.iter_meta())
+            restrict = set()
+            for s in narrowing:
+                restrict |= set(select_ids(metas, s))
+        adding = [s for s in parsed if s.kind in ADDING]
+        searcher = None
+        for s in adding:
+            if s.kind == "arxiv":
+                if arxiv is None:
+                    raise NotFoundError(f"selection {s} needs the survey flow", fix="run it with papervault survey")
+                got, probs = arxiv(s.value)
+                out.retrieved += got
+                out.problems += probs
+            else:
+                from papervault.index.search import Searcher
+
+                searcher = searcher or Searcher(ws)
+                got = list(dict.fromkeys(h.paper_id for h in searcher.search(s.value, limit=50)))
+            for pid in got:
+                add(S.Entry(pid, reasons=[S.Reason("spec", str(s))]))
+        out.how = "topic" if not adding or narrowing else "specs"
+        if out.how == "topic" or (adding and topic.strip()):
+            from papervault.survey.topic import TopicSelector
+
+            try:
+                from papervault.index.search import Searcher
+
+                searcher = searcher or Searcher(ws)
+                n = index_missing(ws, restrict, searcher.embedder)
+                if n:
+                    out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
+                sel = TopicSelector(ws, searcher).select(topic, restrict=restrict, max_papers=max_papers,
+                                                         exclude=())
+            except PapervaultError as exc:
+                if not adding:
+                    raise
+                out.problems.append(f"topic selection skipped: {exc}")
+                sel = None
+            if sel is not None:
+                for c in sel.selected:
+                    add(c.entry())
+                near = [c.entry() for c in sel.near]
+                method = sel.method()
+                out.how = "topic"
+        if restrict is not None and not adding:
+            method["candidates"] = f"{len(restrict)} papers of {', '.join(str(s) for s in narrowing)}"
+    generated = list(order)
+    if max_papers is not None:
+        generated = generated[:max_papers]
+    known = set(generated) | {e.id for e in near}
+    missing = [a for a in edits.added if a not in known and not ws.vault.has_paper(a)]
+    if missing:
+        out.problems.append(f"selection.md adds {', '.join(missing)}, not in the vault (left out)")
+    ids = [i for i in edits.apply(generated) if i not in missing]
+    by_id = {**{e.id: e for e in near}, **entries}
+    sel_entries: list[S.Entry] = []
+    for pid in ids:
+        e = by_id.get(pid) or S.Entry(pid)
+        if pid in edits.added:
+            e.reasons = [S.Reason("person")] + e.reasons
+        sel_entries.append(e)
+    struck = [by_id.get(pid) or S.Entry(pid) for pid in edits.struck if ws.vault.has_paper(pid)]
+    near_entries = struck + [e for e in near if e.id not in set(ids) and e.id not in set(edits.struck)]
+    _fill_titles(ws, sel_entries + near_entries)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
+                                method=method))
+    out.ids = ids
+    out.edits = {"added": list(edits.added), "struck": list(edits.struck)}
+    out.seconds = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def index_missing(ws, among: set[str] | None = None, embedder=None) -> int:
+    """Index the vault's papers (or those of `among`) the index does not have yet (added since the last
+    `papervault index`), so the topic can choose them; papers already indexed are not read, and the model is
+    loaded only when there is something to embed. Returns how many were indexed."""
+    from papervault.index.store import PAPERS, PaperIndex, open_db, table_names
+
+    db = open_db(ws)
+    have: set[str] = set()
+    if PAPERS in table_names(db):
+        have = set(db.open_table(PAPERS).search().select(["paper_id"]).limit(None).to_arrow()["paper_id"].to_pylist())
+    missing = [p for p in (sorted(among) if among is not None else ws.vault.paper_ids()) if p not in have]
+    if missing:
+        PaperIndex(ws, embedder).sync(paper_ids=missing)
+    return len(missing)
+
+
+def _fill_titles(ws, entries) -> None:
+    """Titles and years of entries that came without them (spec-selected, added by a person), from the notes."""
+    for e in entries:
+        if e.title:
+            continue
+        try:
+            meta = ws.vault.read_meta(e.id)
+        except PapervaultError:
+            continue
+        e.title, e.year = meta.title or e.id, meta.year

@@ -1,0 +1,223 @@
+"""Survey selection benchmark: does `papervault survey TOPIC` (no --papers) choose the papers about the topic?
+
+For each topic of bench/survey_selection_gold.yaml (gold sets judged by hand from titles and abstracts, see the
+file) it prints the recall of the papers a person must cite, the precision of the selection (a selected paper
+counts when it is a `must` or a `related` paper) and the wall time of the selection, on a 200-paper vault and on
+a large vault (by default all 20,000 records of the shared conference library plus the 16 shared PDFs). With
+--scale it also times the extractive survey of a ~10-paper topic in the large vault against the same papers alone
+in a vault.
+
+    python bench/survey_selection.py --build /work/bench-ws          # build the vaults once (~25 min idle)
+    python bench/survey_selection.py --build /work/bench-ws --only large --size 5000   # a smaller large vault
+    python bench/survey_selection.py --root /work/bench-ws           # quality and selection time
+    python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
+    python bench/survey_selection.py --root /work/bench-ws --json
+
+The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
+PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed), `<root>/wslarge`
+(a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
+`<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
+missing from a vault are left out of its recall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("PAPERVAULT_SHARED", ROOT.parent / "shared")).resolve()
+CSL = SHARED / "corpus" / "conference-20k.csl.json"
+PDFS = SHARED / "corpus" / "pdfs"
+GOLD = ROOT / "bench" / "survey_selection_gold.yaml"
+SCALE_TOPIC = "sign-language"
+SMALL = 200
+
+
+def _env() -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx"))
+    env.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def pv(*args: str, ws: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-m", "papervault", *args, "--workspace", str(ws)], capture_output=True,
+                       text=True, env=env or _env())
+    if r.returncode:
+        raise SystemExit(f"papervault {' '.join(args)} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+def gold_topics() -> list[dict]:
+    import yaml
+
+    return yaml.safe_load(GOLD.read_text(encoding="utf-8"))["topics"]
+
+
+# --- building the vaults -----------------------------------------------------------------------------
+
+def build(root: Path, only: str | None = None, size: int = 20000) -> None:
+    """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
+    only what the copy lacks)."""
+    records = json.loads(CSL.read_text(encoding="utf-8"))
+    pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
+    gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
+    if only in (None, "200"):
+        want: list[str] = []
+        for t in gold_topics():
+            want += [i for i in t["must"] if not i.startswith("pdf:")][:12]
+        want = list(dict.fromkeys(want))
+        rest = sorted(r["id"] for r in records if r["id"] not in set(want))
+        want += random.Random(200).sample(rest, SMALL - len(pdfs) - len(want))
+        _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
+    if only in (None, "large"):
+        small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
+        keep = set(gold)
+        rest = sorted(r["id"] for r in records if r["id"] not in keep)
+        keep |= set(random.Random(size).sample(rest, max(0, min(len(rest), size - len(pdfs) - len(keep)))))
+        big = root / "wslarge"
+        if big.exists():
+            shutil.rmtree(big)
+        shutil.copytree(root / "ws200", big, symlinks=True, ignore=shutil.ignore_patterns("write.lock"))
+        _build(big, [r for r in records if r["id"] in keep and r["id"] not in small], [], fresh=False)
+
+
+def _build(ws: Path, records: list[dict], pdfs: list[str], fresh: bool = True) -> None:
+    if fresh:
+        if ws.exists():
+            shutil.rmtree(ws)
+        pv("init", str(ws), ws=ws)
+    with tempfile.TemporaryDirectory() as tmp:
+        csl = Path(tmp) / "library.json"
+        csl.write_text(json.dumps(records), encoding="utf-8")
+        t0 = time.perf_counter()
+        if pdfs:
+            pv("add", "-q", *pdfs, ws=ws)
+        pv("add", "-q", str(csl), ws=ws)
+        t1 = time.perf_counter()
+        pv("index", "-q", ws=ws)
+        print(f"{ws}: {len(records) + len(pdfs)} papers added in {t1 - t0:.0f} s, indexed in "
+              f"{time.perf_counter() - t1:.0f} s", file=sys.stderr)
+
+
+# --- selection quality ---------------------------------------------------------------------------------
+
+def _pdf_ids(selector) -> dict[str, str]:
+    """`pdf:<file name>` -> vault id, from the papers table's source column."""
+    t = selector.papers.search().select(["paper_id", "source"]).limit(None).to_arrow()
+    return {f"pdf:{Path(s).name}": p for p, s in zip(t["paper_id"].to_pylist(), t["source"].to_pylist()) if s}
+
+
+def quality(ws_path: Path, topics: list[dict]) -> dict:
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws = Workspace(ws_path).require()
+    t0 = time.perf_counter()
+    selector = TopicSelector(ws)
+    opened = time.perf_counter() - t0
+    present = set(selector.ids)
+    pdf = _pdf_ids(selector)
+    rows = []
+    for t in topics:
+        must = {pdf.get(i, i) for i in t["must"]} & present
+        ok = must | ({pdf.get(i, i) for i in t["related"]} & present)
+        if not must:
+            continue
+        t0 = time.perf_counter()
+        sel = selector.select(t["topic"])
+        dt = time.perf_counter() - t0
+        got = set(sel.ids)
+        rows.append({"topic": t["name"], "query": t["topic"], "must": len(must), "selected": len(got),
+                     "recall": round(len(got & must) / len(must), 3),
+                     "precision": round(len(got & ok) / len(got), 3) if got else 0.0,
+                     "seconds": round(dt, 3), "missed": sorted(must - got), "wrong": sorted(got - ok),
+                     "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})
+    return {"vault": str(ws_path), "papers": len(present), "open_seconds": round(opened, 2), "topics": rows,
+            "mean_recall": round(sum(r["recall"] for r in rows) / len(rows), 3) if rows else None,
+            "mean_precision": round(sum(r["precision"] for r in rows) / len(rows), 3) if rows else None}
+
+
+# --- cost follows the selection ---------------------------------------------------------------------------
+
+def _survey(ws: Path, topic: str, slug: str, prefect_home: Path) -> dict:
+    env = _env()
+    env["PREFECT_HOME"] = str(prefect_home)          # no cached stage of another run is reused
+    env.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    t0 = time.perf_counter()
+    out = json.loads(pv("survey", topic, "--slug", slug, "--backend", "extractive", "--json", ws=ws, env=env).stdout)
+    out["wall"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def scale(root: Path, big: Path | None = None) -> dict:
+    topic = next(t for t in gold_topics() if t["name"] == SCALE_TOPIC)
+    big = big or root / "wslarge"
+    with tempfile.TemporaryDirectory() as tmp:
+        run_big = _survey(big, topic["topic"], f"bench-{int(time.time())}", Path(tmp) / "p1")
+        ids = run_big["papers"]
+        records = [r for r in json.loads(CSL.read_text(encoding="utf-8")) if r["id"] in set(ids)]
+        small = root / "ws10"
+        _build(small, records, [])
+        run_small = _survey(small, topic["topic"], "bench", Path(tmp) / "p2")
+    return {"topic": topic["topic"], "large_vault": str(big), "papers_large": len(ids), "papers_10": len(run_small["papers"]),
+            "same_papers": sorted(ids) == sorted(run_small["papers"]),
+            "wall_large": run_big["wall"], "wall_10": run_small["wall"],
+            "flow_large": run_big["seconds"], "flow_10": run_small["seconds"],
+            "ratio_wall": round(run_big["wall"] / run_small["wall"], 2),
+            "ratio_flow": round(run_big["seconds"] / run_small["seconds"], 2),
+            "timings_large": run_big["timings"], "timings_10": run_small["timings"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, default=ROOT.parent / "bench-ws", help="where the vaults are (or go)")
+    ap.add_argument("--build", type=Path, metavar="ROOT", help="build the 200-paper and the large vault under ROOT")
+    ap.add_argument("--only", choices=["200", "large"], help="with --build: only this vault")
+    ap.add_argument("--size", type=int, default=20000,
+                    help="papers of the large vault (default: the whole library and the 16 PDFs; every gold paper "
+                         "is in it, the rest drawn with a fixed seed)")
+    ap.add_argument("--scale", action="store_true", help="also time the ~10-paper survey in the large vault and alone")
+    ap.add_argument("--vault", type=Path, action="append", help="measure this workspace instead (repeatable)")
+    ap.add_argument("--large", type=Path, help="with --scale: the large vault (default: ROOT/wslarge)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
+    sys.path.insert(0, str(ROOT))
+    if args.build:
+        build(args.build, args.only, args.size)
+        return
+    topics = gold_topics()
+    vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
+    out = {"vaults": [quality(v, topics) for v in vaults if (v / "papervault.toml").is_file()]}
+    if args.scale:
+        out["scale"] = scale(args.root, args.large)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    for v in out["vaults"]:
+        print(f"\n{v['vault']}: {v['papers']} papers (index opened in {v['open_seconds']} s)")
+        print(f"{'topic':<22} {'must':>5} {'sel':>5} {'recall':>7} {'prec':>6} {'time s':>7}")
+        for r in v["topics"]:
+            print(f"{r['topic']:<22} {r['must']:>5} {r['selected']:>5} {r['recall']:>7.2f} {r['precision']:>6.2f} "
+                  f"{r['seconds']:>7.2f}")
+        print(f"{'mean':<22} {'':>5} {'':>5} {v['mean_recall']:>7.2f} {v['mean_precision']:>6.2f}")
+    if "scale" in out:
+        s = out["scale"]
+        print(f"\nsurvey of “{s['topic']}”: {s['papers_large']} papers in the large vault, {s['wall_large']} s; "
+              f"the same {s['papers_10']} papers alone: {s['wall_10']} s (ratio {s['ratio_wall']}, flow only "
+              f"{s['ratio_flow']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""`selection.md`: the papers a survey covers, each with the reason it was chosen; a person edits it.
+
+The file is written by stage 1 (retrieve) into `vault/surveys/<slug>/`. Each paper is one line
+
+    - [x] @id — Title (2021) · score 0.62
+
+followed by indented reason lines (the passages that matched, with their page, or the citation link that brought
+the paper in). Papers just below the cut-off are listed unticked under "Near misses".
+
+A person changes the selection by ticking or unticking boxes, deleting a selected paper's line (struck out) or
+adding a line `- [x] @id` (added). The frontmatter records what the tool selected (`generated`) and the
+decisions a person made on earlier runs (`added`, `struck`); the next run reads both, applies them to its fresh
+selection and writes the file again with the decisions kept, so an edit is never lost and never has to be made
+twice. To undo a decision, tick (or untick) the paper again, or delete `selection.md`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from papervault.vault import frontmatter
+
+FILENAME = "selection.md"
+_LINE = re.compile(r"^\s{0,3}[-*+]\s+\[(?P<mark>[ xX])\]\s+@(?P<id>[A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9_]|[A-Za-z0-9])")
+_MAX_PASSAGE = 280
+
+
+@dataclass
+class Reason:
+    """Why a paper is in the selection: a matched passage (kind "passage") or a citation link ("cited": a
+    selected paper cites it; "citing": it cites a selected paper), or a person's or a `--papers` choice ("person", "spec")."""
+
+    kind: str
+    text: str = ""
+    page: int | None = None
+    section: str = ""
+    other: str = ""          # the paper at the other end of a citation link
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "page": self.page, "section": self.section, "other": self.other}
+
+
+@dataclass
+class Entry:
+    id: str
+    title: str = ""
+    year: int | None = None
+    score: float | None = None
+    reasons: list[Reason] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "year": self.year, "score": self.score,
+                "reasons": [r.as_dict() for r in self.reasons]}
+
+
+@dataclass
+class Edits:
+    """A person's decisions about a selection: papers added and papers struck out."""
+
+    added: list[str] = field(default_factory=list)
+    struck: list[str] = field(default_factory=list)
+
+    def apply(self, ids: list[str]) -> list[str]:
+        """`ids` with the struck papers removed and the added ones appended (in the person's order)."""
+        struck = set(self.struck)
+        out = [i for i in ids if i not in struck]
+        return out + [a for a in self.added if a not in out and a not in struck]
+
+
+def _one_line(text: str, limit: int = _MAX_PASSAGE) -> str:
+    """Text from a paper or its metadata, made safe for one Markdown line: no line breaks, no HTML, no link or
+    emphasis syntax, no citation (`@id`) or checkbox that the reader of this file would take for a paper."""
+    s = re.sub(r"\s+", " ", str(text or "")).strip()
+    if len(s) > limit:
+        s = s[:limit].rsplit(" ", 1)[0] + " …"
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = re.sub(r"([\\`*_\[\]|#])", r"\\\1", s)
+    return s.replace("@", "&#64;")
+
+
+def _reason_line(r: Reason) -> str:
+    if r.kind == "passage":
+        where = []
+        if r.page:
+            where.append(f"p. {r.page}")
+        if r.section:
+            where.append(f"§ {_one_line(r.section, 80)}")
+        loc = f" ({', '.join(where)})" if where else ""
+        return f"matched{loc}: “{_one_line(r.text)}”"
+    if r.kind == "cited":
+        return f"cited by @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
+    if r.kind == "citing":
+        return f"cites @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
+    if r.kind == "person":
+        return "added by you in selection.md"
+    if r.kind == "spec":
+        return f"selected by --papers {_one_line(r.text, 120)}"
+    return _one_line(r.text)
+
+
+def _entry_line(e: Entry, mark: str) -> list[str]:
+    head = f"- [{mark}] @{e.id} — {_one_line(e.title, 200) or '(no title)'}"
+    if e.year:
+        head += f" ({int(e.year)})"
+    if e.score is not None:
+        head += f" · score {e.score:.3f}"
+    return [head] + [f"    - {_reason_line(r)}" for r in e.reasons]
+
+
+def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, edits: Edits, generated: list[str],
+           method: dict[str, Any] | None = None) -> str:
+    """The whole `selection.md`: frontmatter (what was generated, the person's decisions) and the body."""
+    struck = set(edits.struck)
+    lines = [f"# Selection: {_one_line(topic, 200)}", "",
+             f"{len(selected)} papers selected. Untick a box (or delete the line) to strike a paper out; tick a near "
+             "miss or add a line `- [x] @id` to add one. The next `papervault survey` run keeps your changes.", ""]
+    if method:
+        desc = "; ".join(f"{k}: {_one_line(v, 200)}" for k, v in method.items() if v not in (None, "", []))
+        if desc:
+            lines += [f"<!-- how: {desc.replace('--', '- -')} -->", ""]
+    lines += ["## Selected", ""]
+    for e in selected:
+        lines += _entry_line(e, "x")
+    if not selected:
+        lines.append("(none)")
+    lines.append("")
+    gone = [e for e in near if e.id in struck]
+    rest = [e for e in near if e.id not in struck]
+    if gone:
+        lines += ["## Struck out by you", ""]
+        for e in gone:
+            lines += _entry_line(e, " ")
+        lines.append("")
+    if rest:
+        lines += ["## Near misses (not selected)", ""]
+        for e in rest:
+            lines += _entry_line(e, " ")
+        lines.append("")
+    body = "\n".join(lines).rstrip() + "\n"
+    meta = {"survey": slug, "topic": topic, "kind": "selection", "generated": list(generated),
+            "added": list(edits.added), "struck": list(edits.struck), "generated_hash": frontmatter.body_hash(body)}
+    return frontmatter.join(meta, body)
+
+
+def read_edits(text: str | None) -> Edits:
+    """A person's decisions recorded in (or made to) an existing `selection.md`.
+
+    Decisions of earlier runs come from the frontmatter; when the body no longer matches the hash the tool
+    wrote, the ticked and unticked lines are compared with what the tool had selected: a ticked paper it had
+    not selected is added, a paper it had selected that is unticked or gone is struck. Ticking a struck paper
+    again (or unticking an added one) undoes the earlier decision."""
+    if not text:
+        return Edits()
+    try:
+        meta, body = frontmatter.split(text)
+    except ValueError:   # a broken frontmatter: the ticked lines are the person's whole selection
+        meta, body = {}, text
+    def _ids(value: Any) -> list[str]:
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    added, struck = _ids(meta.get("added")), _ids(meta.get("struck"))
+    generated = _ids(meta.get("generated"))
+    if meta and meta.get("generated_hash") == frontmatter.body_hash(body):
+        return Edits(added, struck)
+    ticked, unticked = parse_ids(body)
+    if not meta:
+        return Edits(added=ticked, struck=[])
+    was_in = set(Edits(added, struck).apply(generated))
+    new_added = [i for i in added if i in ticked] + [i for i in ticked
+                                                     if i not in was_in and i not in added and i not in generated]
+    new_struck = [i for i in struck if i not in ticked] + [i for i in generated if i not in ticked and i not in struck]
+    new_added = [i for i in dict.fromkeys(new_added) if i not in new_struck]
+    return Edits(new_added, list(dict.fromkeys(new_struck)))
+
+
+def parse_ids(text: str) -> tuple[list[str], list[str]]:
+    """(ticked, unticked) paper ids of a `selection.md` body, in order."""
+    ticked, unticked = [], []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m:
+            (ticked if m.group("mark") in "xX" else unticked).append(m.group("id"))
+    return list(dict.fromkeys(ticked)), list(dict.fromkeys(unticked))
+

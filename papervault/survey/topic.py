@@ -1,0 +1,382 @@
+"""Stage 1 of a survey without `--papers`: the vault papers about a topic, each with the reason it was chosen.
+
+1. **Relevance per paper** from the hybrid index: the topic's vector against every paper's title/abstract
+   vector (in memory, one product over the papers table), the nearest chunks (sections, paragraphs, notes,
+   annotations) and the full-text (BM25) hits of the chunks, grouped by paper.
+2. **Pseudo-relevance feedback**: the best-matching papers lend the topic their vocabulary: the query vector
+   moves towards their vectors (Rocchio) and the full-text query gains the words they share that are rare in the
+   vault; relevance is computed again with the expanded topic.
+3. **Cut-off from the score distribution**: a paper is selected when its score stands out from the vault's
+   (robust z-score over every candidate: median and MAD) and is close enough to the best papers' scores; there is
+   no fixed count. `max_papers` caps the selection.
+4. **Citation links**: a paper near the cut-off that a selected paper cites, or that cites a selected paper
+   (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
+   with the link as its reason.
+
+Everything read here is the index and the reference lists of the papers selected or near the cut-off: the cost
+grows with the topic, not with the library. docs/survey.md records the measurements (bench/survey_selection.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from papervault.errors import PapervaultError
+from papervault.survey.selection import Entry, Reason
+
+# Constants of the cut-off and the feedback. They were set on the benchmark's topics (bench/survey_selection.py,
+# docs/survey.md) and hold on vaults of 200 and 20,000 papers.
+CANDIDATES = 400        # chunks taken from each of the vector and full-text rankings (each pass)
+PAPER_POOL = 400        # papers taken from the title/abstract vector ranking
+FEEDBACK_DOCS = 8       # papers whose vectors and words expand the topic
+FEEDBACK_FRACTION = 0.8  # ... each within this fraction of the best paper's margin over the vault's median
+ROCCHIO = 0.7           # weight of the feedback papers' mean vector against the topic's own
+EXPANSION_TERMS = 6     # words added to the full-text query
+LEXICAL_WEIGHT = 0.12   # weight of the full-text score (normalised to about 0..1) against the cosine
+CHUNK_WEIGHT = 0.5      # how much a paper's best passage may lift its title/abstract similarity
+Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
+TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
+BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background similarity
+NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near misses (shown, linkable)
+NEAR_SHOWN = 15         # near misses listed in selection.md
+PASSAGES = 2            # passages given as a selected paper's reason
+LINK_READS = 60         # at most this many near-miss papers' reference lists are read for links
+
+_WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
+_STOP = set("""
+a about above across after again against all almost also although always among an and another any are around as at
+based be because been before being below between both but by can could data did do does doing done due during each
+either et al etc even ever every few for from further given had has have having here how however if in into is it its
+itself just large less like made make many may more most much must new no nor not novel now of often on once one only
+or other our out over paper per present propose proposed provide results same several should show shows since so
+some such than that the their them then there these they this those through thus to too two under up upon us use
+used using very via was we well were what when where whether which while who whom why will with within without would
+yet approach method methods problem problems work works study task tasks model models existing state art first
+second three different various able achieve achieves better improve improved high low performance experiments
+experimental demonstrate significantly effective efficient framework set both however recent recently learning
+""".split())
+
+
+@dataclass
+class Candidate:
+    id: str
+    title: str = ""
+    year: int | None = None
+    dense: float = 0.0          # cosine of the expanded topic with the paper (title/abstract, best passage)
+    lexical: float = 0.0        # full-text score, normalised
+    score: float = 0.0
+    z: float = 0.0
+    passages: list[dict[str, Any]] = field(default_factory=list)
+    links: list[Reason] = field(default_factory=list)
+    has_fulltext: bool = False
+    doi: str = ""
+    arxiv: str = ""
+
+    def entry(self) -> Entry:
+        reasons = [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
+        return Entry(self.id, self.title, self.year, round(self.score, 4), self.links + reasons)
+
+
+@dataclass
+class TopicSelection:
+    topic: str
+    selected: list[Candidate]
+    near: list[Candidate]
+    cutoff: float
+    median: float
+    spread: float
+    expansion: list[str]
+    candidates: int
+    capped: bool = False
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.selected]
+
+    def method(self) -> dict[str, Any]:
+        return {"cut-off score": f"{self.cutoff:.3f}", "vault median": f"{self.median:.3f}",
+                "topic expanded with": ", ".join(self.expansion),
+                "papers scored": self.candidates, "capped by max papers": "yes" if self.capped else ""}
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+def _dot(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
+    # Element-wise product and sum rather than `mat @ q`: a BLAS call wakes OpenBLAS's spinning threads
+    # (see index/search.py).
+    return np.multiply(mat, q).sum(axis=1)
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip("-") for w in _WORD.findall(text.lower()) if w.strip("-") not in _STOP]
+
+
+class TopicSelector:
+    """Scores the vault's papers against a topic with the workspace's index (one instance per run)."""
+
+    def __init__(self, workspace, searcher=None):
+        from papervault.index.search import Searcher
+
+        self.ws = workspace
+        self.searcher = searcher or Searcher(workspace)
+        papers, chunks = self.searcher._tables()
+        if chunks is None or not papers.count_rows():
+            raise PapervaultError("a survey without --papers selects papers from the index, which is empty",
+                                  fix="run `papervault index` first (or choose papers with --papers)")
+        self.papers, self.chunks = papers, chunks
+        t = papers.search().select(["paper_id", "title", "authors", "year", "doi", "arxiv", "tags", "has_fulltext",
+                                    "text", "vector"]).limit(None).to_arrow()
+        self.ids: list[str] = t.column("paper_id").to_pylist()
+        self.pos = {pid: i for i, pid in enumerate(self.ids)}
+        self.titles = t.column("title").to_pylist()
+        self.years = t.column("year").to_pylist()
+        self.dois = [(d or "").lower() for d in t.column("doi").to_pylist()]
+        self.arxivs = [a or "" for a in t.column("arxiv").to_pylist()]
+        self.tags = t.column("tags").to_pylist()
+        self.fulltext = t.column("has_fulltext").to_pylist()
+        self.texts = t.column("text").to_pylist()
+        self.authors = t.column("authors").to_pylist()
+        vec = t.column("vector").combine_chunks().flatten().to_numpy().reshape(len(self.ids), -1).astype(np.float32)
+        norms = np.linalg.norm(vec, axis=1, keepdims=True)
+        self.mat = vec / np.where(norms == 0, 1, norms)
+        self._df: dict[str, int] = {}
+        self._lower: list[str] | None = None
+
+    # --- evidence ------------------------------------------------------------------------------------
+
+    def _chunk_hits(self, query: str, vec: np.ndarray, where: str | None) -> tuple[dict, dict]:
+        """Per paper: best chunk cosine with its row, and best BM25 score with its row."""
+        from papervault.index.search import _fts, _vector
+
+        cols = ["id", "paper_id", "level", "section_path", "page_start", "text"]
+        pool = self.searcher._pool()
+        f_fts = pool.submit(_fts, self.chunks, query, where, CANDIDATES, cols)
+        vec_rows = _vector(self.chunks, vec, where, CANDIDATES, cols)
+        fts_rows = f_fts.result()
+        dense: dict[str, tuple[float, dict]] = {}
+        for r in vec_rows:
+            s = 1.0 - float(r["_distance"])
+            if r["paper_id"] not in dense or s > dense[r["paper_id"]][0]:
+                dense[r["paper_id"]] = (s, r)
+        lex: dict[str, tuple[float, dict]] = {}
+        for r in fts_rows:
+            s = float(r["_score"])
+            if r["paper_id"] not in lex or s > lex[r["paper_id"]][0]:
+                lex[r["paper_id"]] = (s, r)
+        return dense, lex
+
+    def _doc_freq(self, words: Iterable[str]) -> dict[str, int]:
+        if self._lower is None:
+            self._lower = [(t or "").lower() for t in self.texts]
+        out = {}
+        for w in words:
+            if w not in self._df:
+                self._df[w] = sum(1 for t in self._lower if w in t)
+            out[w] = self._df[w]
+        return out
+
+    def _expansion(self, topic: str, top: list[int]) -> list[str]:
+        """Words the feedback papers share that are rare in the vault (tf-idf over the feedback set)."""
+        own = set(_words(topic))
+        # authors' names are in the paper row's text; a name is no word of the topic
+        own |= {w for i in top for a in (self.authors[i] or []) for w in _words(a)}
+        docs = [set(_words(f"{self.titles[i] or ''} {self.texts[i] or ''}")) for i in top]
+        counts = Counter(w for d in docs for w in d if w not in own and not w.isdigit())
+        need = max(2, math.ceil(len(docs) / 2))
+        cands = [w for w, c in counts.items() if c >= need]
+        if not cands:
+            return []
+        df = self._doc_freq(cands)
+        n = len(self.ids)
+        scored = sorted(cands, key=lambda w: -(counts[w] * math.log((n + 1) / (df[w] + 1))))
+        # a word in more than 5% of the vault says little about the topic
+        return [w for w in scored if df[w] <= max(5, 0.05 * n)][:EXPANSION_TERMS]
+
+    def _score(self, q: np.ndarray, query: str, where: str | None, allowed: np.ndarray | None) -> tuple[np.ndarray, dict, dict]:
+        dense_p = _dot(self.mat, q)
+        chunk_dense, lex = self._chunk_hits(query, q, where)
+        score = dense_p.copy()
+        for pid, (s, _) in chunk_dense.items():
+            i = self.pos.get(pid)
+            if i is not None and s > dense_p[i]:
+                score[i] = dense_p[i] + CHUNK_WEIGHT * (s - dense_p[i])
+        if lex:
+            ref = sorted((s for s, _ in lex.values()), reverse=True)
+            norm = ref[min(4, len(ref) - 1)] or 1.0     # the fifth best: one freak hit does not squash the rest
+            for pid, (s, _) in lex.items():
+                i = self.pos.get(pid)
+                if i is not None:
+                    score[i] += LEXICAL_WEIGHT * min(1.0, s / norm)
+        if allowed is not None:
+            score = np.where(allowed, score, -np.inf)
+        return score, chunk_dense, lex
+
+    def _abstract(self, i: int, text: str) -> str:
+        """A paper row's text without the title and author names it starts with (the chunk repeats them)."""
+        rest = (text or "").lstrip()
+        title = (self.titles[i] or "").strip()
+        if title and rest.startswith(title):
+            rest = rest[len(title):].lstrip(" .:\n")
+        names = ", ".join(self.authors[i] or [])
+        if names and rest.startswith(names):
+            rest = rest[len(names):].lstrip(" .;\n")
+        return rest or text or title
+
+    # --- selection -----------------------------------------------------------------------------------
+
+    def select(self, topic: str, *, restrict: Iterable[str] | None = None, max_papers: int | None = None,
+               exclude: Iterable[str] = ()) -> TopicSelection:
+        topic = (topic or "").strip()
+        if not topic:
+            raise PapervaultError("a survey needs a topic", fix='give one: papervault survey "TOPIC"')
+        allowed = None
+        where = None
+        if restrict is not None:
+            keep = set(restrict)
+            allowed = np.array([pid in keep for pid in self.ids], dtype=bool)
+            if not allowed.any():
+                return TopicSelection(topic, [], [], 0.0, 0.0, 0.0, [], 0)
+            if len(keep) <= 2000:
+                from papervault.index.store import _sql_list
+
+                where = f"paper_id IN ({_sql_list(sorted(keep))})"
+        q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
+        s0, _, _ = self._score(q0, topic, where, allowed)
+        fin0 = s0[np.isfinite(s0)]
+        order = [int(i) for i in np.argsort(-s0)[:FEEDBACK_DOCS] if np.isfinite(s0[i])]
+        # Feedback only from papers close to the best: a topic with one or two papers in the vault must not
+        # drift towards whatever happens to come next.
+        m0 = float(np.median(fin0)) if len(fin0) else 0.0
+        top = [i for i in order if s0[i] >= m0 + FEEDBACK_FRACTION * (s0[order[0]] - m0)]
+        terms = self._expansion(topic, top)
+        q1 = _unit(q0 + ROCCHIO * _unit(self.mat[top].mean(axis=0))) if top else q0
+        query1 = " ".join([topic, *terms])
+        score, chunk_dense, lex = self._score(q1, query1, where, allowed)
+
+        finite = score[np.isfinite(score)]
+        # The background is the whole vault's title/abstract similarity, not the candidates': a tag: or
+        # collection: whose papers are mostly about the topic must not raise the bar it is measured against.
+        background = _dot(self.mat, q1)
+        median = float(np.median(background))
+        spread = float(1.4826 * np.median(np.abs(background - median))) or 1e-6
+        # A vault of papers all about the topic has no background to stand out from: its median is capped at
+        # what unrelated texts score with this model (vault medians of 0.13-0.22 on the benchmark's vaults).
+        median = min(median, BACKGROUND_CAP)
+        order = [int(i) for i in np.argsort(-score) if np.isfinite(score[i])]
+        best = float(np.mean(score[order[:3]])) if order else median
+        cutoff = max(median + Z_MIN * spread, median + TOP_FRACTION * (best - median))
+        near_cut = median + NEAR_FRACTION * (cutoff - median)
+
+        words = set(_words(query1))
+
+        def cand(i: int) -> Candidate:
+            pid = self.ids[i]
+            c = Candidate(pid, self.titles[i] or pid, self.years[i], float(_dot(self.mat[i:i + 1], q1)[0]),
+                          0.0, float(score[i]), float((score[i] - median) / spread), has_fulltext=bool(self.fulltext[i]),
+                          doi=self.dois[i], arxiv=self.arxivs[i])
+            rows = []
+            if pid in chunk_dense:
+                rows.append(chunk_dense[pid][1])
+            if pid in lex and (not rows or lex[pid][1]["id"] != rows[0]["id"]):
+                rows.append(lex[pid][1])
+            for r in rows:
+                section = "title and abstract" if r["level"] == "paper" else (
+                    "the note" if r["level"] == "note" else r.get("section_path") or "")
+                text = self._abstract(i, r["text"]) if r["level"] == "paper" else r["text"]
+                c.passages.append({"text": best_sentences(text, words), "section": section,
+                                   "page": r.get("page_start") if r["level"] != "paper" else None})
+            if not c.passages:
+                c.passages.append({"text": best_sentences(self._abstract(i, self.texts[i] or ""), words), "page": None,
+                                   "section": "title and abstract"})
+            return c
+
+        excluded = set(exclude)
+        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded]
+        near = [cand(i) for i in order[:len(selected) + 3 * NEAR_SHOWN + LINK_READS]
+                if near_cut <= score[i] < cutoff and self.ids[i] not in excluded]
+        added = self._links(selected, near)
+        if added:
+            got = {c.id for c in added}
+            selected = sorted(selected + added, key=lambda c: -c.score)
+            near = [c for c in near if c.id not in got]
+        capped = False
+        if max_papers is not None and len(selected) > max_papers:
+            near = selected[max_papers:] + near
+            selected, capped = selected[:max_papers], True
+        return TopicSelection(topic, selected, near[:NEAR_SHOWN], cutoff, median, spread, terms, len(finite), capped)
+
+    # --- citation links ------------------------------------------------------------------------------
+
+    def _links(self, selected: list[Candidate], near: list[Candidate]) -> list[Candidate]:
+        """Near misses linked by a citation to a selected paper (either direction), with the link as reason."""
+        from papervault.ids import normalize_title
+        from papervault.survey.correlate import references_text
+
+        if not selected or not near:
+            return []
+        vault = self.ws.vault
+        refs: dict[str, tuple[str, str]] = {}
+
+        def reflist(pid: str) -> tuple[str, str]:
+            if pid not in refs:
+                try:
+                    raw = references_text(vault.read_fulltext(pid))
+                except (OSError, PapervaultError):
+                    raw = ""
+                refs[pid] = (raw.lower(), " " + normalize_title(raw) + " ")
+            return refs[pid]
+
+        def cites(citing: str, cited: Candidate) -> str | None:
+            low, norm = reflist(citing)
+            if not low.strip():
+                return None
+            if cited.doi and cited.doi in low:
+                return "DOI"
+            arx = cited.arxiv.split("v")[0] if cited.arxiv else ""
+            if re.fullmatch(r"\d{4}\.\d{4,5}", arx) and arx in low:
+                return "arXiv id"
+            title = normalize_title(cited.title)
+            if len(title.split()) >= 3 and f" {title} " in norm:
+                return "title"
+            return None
+
+        out: list[Candidate] = []
+        for c in near[:LINK_READS]:
+            for s in selected:
+                via = cites(s.id, c) if s.has_fulltext else None
+                if via:
+                    c.links.append(Reason("cited", f"its reference list names it by {via}", other=s.id))
+                    break
+                via = cites(c.id, s) if c.has_fulltext else None
+                if via:
+                    c.links.append(Reason("citing", f"names it by {via} in its references", other=s.id))
+                    break
+            if c.links:
+                out.append(c)
+        return out
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
+
+
+def best_sentences(text: str, words: set[str], limit: int = 2) -> str:
+    """The sentence(s) of a passage that share the most words with the (expanded) topic, in their order."""
+    sents = [x.strip() for x in _SENTENCE.split(re.sub(r"\s+", " ", text or "")) if x.strip()]
+    if len(sents) <= limit:
+        return " ".join(sents)
+    scored = sorted(range(len(sents)), key=lambda k: -len(words & set(_words(sents[k]))))[:limit]
+    return " … ".join(sents[k] for k in sorted(scored))
+
+
+def select_topic(workspace, topic: str, **kwargs) -> TopicSelection:
+    """The vault papers about `topic` (see the module's docstring)."""
+    return TopicSelector(workspace).select(topic, **kwargs)
