@@ -185,7 +185,11 @@ class PaperIndex:
                 note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
                 ft_path = vault.fulltext_path(pid)
                 ft_raw = vault.safe_path(ft_path).read_bytes() if ft_path.is_file() else b""
-                digest = _content_hash(note_raw, ft_raw, self.embedder.model_name)
+                rn_path = vault.paper_dir(pid) / "reader-notes.md"
+                rn_raw = vault.safe_path(rn_path).read_bytes() if rn_path.is_file() else b""
+                # reader notes join the hash only when there are any: existing indexes stay current
+                digest = _content_hash(note_raw + (b"\x00reader-notes\x00" + rn_raw if rn_raw else b""), ft_raw,
+                                       self.embedder.model_name)
                 if indexed.get(pid) == digest:
                     report["unchanged"] += 1
                     continue
@@ -194,7 +198,8 @@ class PaperIndex:
                     raise WorkspaceError(f"note id {meta.id!r} differs from its folder papers/{pid}/; not indexed",
                                          fix=f"set `id: {pid}` in its frontmatter, or rename the folder")
                 fulltext = ft_raw.decode("utf-8", errors="replace")
-                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
+                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings,
+                                                 rn_raw.decode("utf-8", errors="replace")), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
             except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
                 report["errors"][pid] = str(exc)
