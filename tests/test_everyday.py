@@ -1,0 +1,337 @@
+"""Issue 18 through the user's entry points: export, locate, the reader's highlights everywhere, and the
+papercuts a newcomer hit (exit codes, empty commits, silent skips, vague messages, MCP user scope)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from papervault.cli import cli
+from papervault.workspace import Workspace
+
+from support_llm import SAMPLE_PAPER, make_paper_vault
+
+ROOT = Path(__file__).resolve().parents[1]
+
+READER_NOTES = """\
+Read this for the thesis, chapter 3 <script>alert(1)</script>.
+
+#### Annotations on widgets.pdf
+> Gizmo keeps a sorted index of free capacity. (p. 2)
+Compare with the Sprocket scan.
+
+> Compared to Sprocket, Gizmo reduces latency by 69%. (p. 2)
+"""
+
+
+def invoke(*args: str, ok: bool = True):
+    res = CliRunner().invoke(cli, list(args))
+    if ok:
+        assert res.exit_code == 0, (res.output, res.exception)
+    return res
+
+
+@pytest.fixture
+def ws(tmp_path, workspace_env) -> Workspace:
+    """A workspace with two parsed papers (tags, a Zotero collection, BibTeX fields) and one metadata-only."""
+    ws, _ = Workspace.init(workspace_env)
+    make_paper_vault(ws.root, "doe2020widgets", venue="Proc. of WidgetConf", tags=["thesis"],
+                     collections=["Scheduling"], doi="10.1000/widgets",
+                     bib={"entrytype": "inproceedings", "pages": "11--20", "publisher": "ACM", "address": "Oslo"})
+    make_paper_vault(ws.root, "roe2021gadgets", text=SAMPLE_PAPER.replace("Gizmo", "Gadget"),
+                     title="Gadgets in Practice", authors=["Rob Roe"], year=2021, tags=["later"],
+                     bib={"entrytype": "article", "journal": "Gadget Journal", "volume": "7", "number": "2"})
+    from papervault.models import PaperMeta
+
+    ws.vault.write_note(PaperMeta(id="lamport1998part", title="The Part-Time Parliament", authors=["Leslie Lamport"],
+                                  year=1998, venue="ACM Transactions on Computer Systems", status="metadata",
+                                  abstract="Recent archaeological discoveries on the island of Paxos.",
+                                  sources=["refs.bib#lamport1998part"], bib={"volume": "16", "pages": "133--169"}),
+                        "# The Part-Time Parliament\n")
+    ws.vault.commit("add: metadata-only paper")
+    return ws
+
+
+# --- export ------------------------------------------------------------------------------------------
+
+def test_export_writes_bibtex_and_csl_of_the_library_a_tag_a_collection_and_a_survey(ws, tmp_path):
+    from papervault.survey import export as E
+    from papervault.survey.select import load_papers
+
+    everything = invoke("export").output
+    assert everything.count("\n@") + everything.startswith("@") == 3
+    assert "@inproceedings{doe2020widgets," in everything and "@article{roe2021gadgets," in everything
+    # every bibliographic field the note carries, through the survey's own writer
+    assert "pages = {11--20}" in everything and "publisher = {ACM}" in everything and "address = {Oslo}" in everything
+    assert "volume = {7}" in everything and "doi = {10.1000/widgets}" in everything
+    papers, _ = load_papers(ws.vault, ["doe2020widgets", "lamport1998part", "roe2021gadgets"])
+    assert everything == E.bibtex(papers)
+
+    tagged = invoke("export", "--tag", "thesis").output
+    assert "doe2020widgets" in tagged and "roe2021gadgets" not in tagged
+    coll = invoke("export", "--collection", "scheduling", "--format", "csl").output
+    items = json.loads(coll)
+    assert [i["id"] for i in items] == ["doe2020widgets"]
+    assert items[0]["page"] == "11–20" and items[0]["publisher-place"] == "Oslo" and items[0]["DOI"] == "10.1000/widgets"
+
+    # a survey's references: the papers its references.json lists
+    sdir = ws.vault.survey_dir("widgets")
+    sdir.mkdir(parents=True)
+    (sdir / "survey.md").write_text("# Widgets\n\nGizmo is fast [@doe2020widgets, p. 2].\n")
+    (sdir / "references.json").write_text(json.dumps(E.csl_json(load_papers(ws.vault, ["doe2020widgets",
+                                                                                       "lamport1998part"])[0])))
+    out = tmp_path / "survey.bib"
+    res = invoke("export", "--survey", "widgets", "-o", str(out))
+    assert "Exported 2 paper(s)" in res.output
+    text = out.read_text()
+    assert "@inproceedings{doe2020widgets," in text and "lamport1998part" in text and "roe2021gadgets" not in text
+
+    missing = invoke("export", "--survey", "nope", ok=False)
+    assert missing.exit_code != 0 and "no survey 'nope'" in str(missing.exception)
+
+
+# --- locate --------------------------------------------------------------------------------------------
+
+def test_locate_finds_the_paper_page_and_anchor_of_an_exact_or_near_exact_quote(ws):
+    # exact, on page 2 of paper.md
+    res = json.loads(invoke("locate", "Placement takes one lookup in the index", "--json").output)
+    assert res[0]["paper_id"] == "doe2020widgets" and res[0]["page"] == 2 and res[0]["exact"]
+    assert res[0]["anchor"] == "papers/doe2020widgets/paper.md#page-2"
+    # typographic quotes, a line-end hyphenation, other case and spacing, a typo: still page 2 of the right paper
+    near = json.loads(invoke("locate", "compared to  Sprocket, “Gizmo” re-\nduces latancy by 69%", "--json").output)
+    assert near[0]["paper_id"] == "doe2020widgets" and near[0]["page"] == 2
+    assert not near[0]["exact"] and near[0]["score"] >= 0.82
+    assert "Gizmo reduces latency by 69%" in near[0]["text"]
+    # the other paper says it of Gadget, on its own page 1
+    one = json.loads(invoke("locate", "Gadget, a widget scheduler that places widgets in constant time",
+                            "--json").output)
+    assert one[0]["paper_id"] == "roe2021gadgets" and one[0]["page"] == 1
+    text = invoke("locate", "Placement takes one lookup in the index").output
+    assert "[doe2020widgets] Widgets at Scale (p. 2, exact)" in text
+
+    gone = invoke("locate", "an entirely different sentence about bananas and ships", ok=False)
+    assert gone.exit_code == 1 and "Not found" in gone.output
+    short = invoke("locate", "Gizmo", ok=False)
+    assert "too short" in str(short.exception)
+
+
+# --- highlights and reader notes -----------------------------------------------------------------------
+
+def test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp(ws, model_dir):
+    from mcp import Client, StdioServerParameters
+
+    from papervault.site.stage import plan_site, read_vault
+
+    (ws.vault.paper_dir("doe2020widgets") / "reader-notes.md").write_text(READER_NOTES)
+    ws.vault.commit("reader notes")
+    invoke("index", "-q")
+
+    # search --level highlight finds only the reader's own highlights, each on its page
+    hits = json.loads(invoke("search", "sorted index of free capacity", "--level", "highlight", "--json").output)
+    assert hits and {h["level"] for h in hits} == {"highlight"}
+    top = hits[0]
+    assert top["paper_id"] == "doe2020widgets" and top["page"] == 2
+    assert "Gizmo keeps a sorted index" in top["text"] and "Sprocket scan" in top["text"]
+    assert top["anchor"] == "papers/doe2020widgets/paper.md#page-2"
+
+    # the site page shows them, with a link to their page, and nothing hostile gets through
+    plan = plan_site(read_vault(ws.vault.root))
+    page = plan.pages["papers/doe2020widgets/note.md"]
+    assert "## Your highlights and notes" in page
+    assert "Gizmo keeps a sorted index of free capacity." in page and "(paper.md#page-2)" in page
+    assert "<script>" not in page
+    assert page.count("**Authors:**") == 1
+
+    # MCP over stdio: get_paper returns them, locate finds a quote
+    params = StdioServerParameters(command=sys.executable, args=["-m", "papervault", "mcp", "--workspace",
+                                                                 str(ws.root)],
+                                   env={**{k: os.environ[k] for k in ("PAPERVAULT_EMBED_MODEL",
+                                                                      "PAPERVAULT_EMBED_MODEL_PATH", "HOME", "PATH")
+                                           if k in os.environ}, "PYTHONPATH": str(ROOT)})
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as c:
+            paper = (await c.call_tool("get_paper", {"paper_id": "doe2020widgets"})).structured_content
+            notes = paper["reader_notes"]
+            assert [n["kind"] for n in notes] == ["note", "highlight", "highlight"]
+            assert notes[1]["page"] == 2 and notes[1]["anchor"] == "papers/doe2020widgets/paper.md#page-2"
+            assert notes[1]["comment"] == "Compare with the Sprocket scan."
+            assert "<script>" not in notes[0]["text"]
+            found = (await c.call_tool("locate", {"quote": "Gizmo keeps a sorted index of free capacity"})
+                     ).structured_content
+            assert found["found"][0]["page"] == 2 and found["found"][0]["cite"] == "[@doe2020widgets, p. 2]"
+
+    anyio.run(main)
+
+
+def test_a_zotero_import_links_its_reader_notes_from_the_note(tmp_path, workspace_env):
+    """Annotations on a PDF and a child note of an item without one: both notes link reader-notes.md."""
+    from papervault.demo import make_synthetic_papers
+
+    from support_zotero import ZoteroBuilder
+
+    ws, _ = Workspace.init(workspace_env)
+    pdf = make_synthetic_papers(tmp_path / "pdfs")[0]
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    a, _ = z.item("conferencePaper", authors=[("Ada", "Brenner")], title="Quorum Leases for Fast Local Reads",
+                  date="2023")
+    att, _ = z.stored_pdf(a, "quorum.pdf", pdf.read_bytes())
+    z.annotation(att, "a lease quorum is a set of replicas", "the key idea", "1", sort="00000|000100|00010")
+    b, _ = z.item("journalArticle", authors=[("Leslie", "Lamport")], title="The Part-Time Parliament", date="1998")
+    z.note(b, "<p>Read the <b>Paxos</b> story first.</p>")
+    report = invoke("add", "--zotero", str(z.close()), "--backend", "extractive")
+    assert "Added 2 paper(s)" in report.output
+    with_notes = [pid for pid in ws.vault.paper_ids() if (ws.vault.paper_dir(pid) / "reader-notes.md").is_file()]
+    assert len(with_notes) == 2
+    for pid in with_notes:
+        body = ws.vault.read_note(pid)[1]
+        assert "[reader-notes.md](reader-notes.md)" in body, (pid, body)
+
+
+# --- papercuts ----------------------------------------------------------------------------------------
+
+def test_add_exits_non_zero_when_every_input_failed(ws, tmp_path):
+    res = invoke("add", str(tmp_path / "missing.pdf"), "nonsense-input", ok=False)
+    assert res.exit_code == 1
+    assert "nothing was added: 2 inputs failed" in res.output
+
+
+def test_re_adding_an_unchanged_bib_makes_no_commit(ws, tmp_path):
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{knuth1974structured,\n  title = {Structured Programming with go to Statements},\n"
+                   "  author = {Knuth, Donald E.},\n  year = {1974},\n  journal = {ACM Computing Surveys},\n"
+                   "  volume = {6},\n  pages = {261--301}\n}\n")
+    invoke("add", str(bib))
+    head = ws.vault.history(limit=1)[0]
+    res = invoke("add", str(bib))
+    assert "unchanged 1" in res.output and "vault commit" not in res.output
+    assert ws.vault.history(limit=1)[0] == head and ws.vault.is_clean()
+
+
+def test_reanalyse_says_when_a_hand_edited_note_is_kept(workspace_env, tmp_path):
+    from papervault.demo import make_synthetic_papers
+
+    ws, _ = Workspace.init(workspace_env)
+    pdf = make_synthetic_papers(tmp_path / "pdfs")[0]
+    invoke("add", str(pdf), "--backend", "extractive")
+    pid = ws.vault.paper_ids()[0]
+    note = ws.vault.note_path(pid)
+    note.write_text(note.read_text() + "\nMy own reading of it.\n")
+    ws.vault.commit("my edit")
+    res = invoke("add", str(pdf), "--backend", "extractive", "--reanalyse")
+    assert f"{pid}: note.md was edited by hand; the new analysis is in note.new.md" in res.output
+    assert "1 re-analysed" in res.output
+    assert "My own reading of it." in note.read_text()
+    assert (note.parent / "note.new.md").is_file()
+    # the same again without an edit: a re-analysis that changes nothing commits nothing
+    head = ws.vault.history(limit=1)[0]
+    invoke("add", str(pdf), "--backend", "extractive", "--reanalyse")
+    assert ws.vault.history(limit=1)[0] == head
+
+
+def test_show_prints_the_record_of_a_metadata_only_paper(ws):
+    out = invoke("show", "lamport1998part").output
+    for want in ("Authors: Leslie Lamport", "Year: 1998", "Venue: ACM Transactions on Computer Systems",
+                 "Recent archaeological discoveries", "refs.bib#lamport1998part", "Pages: 133--169"):
+        assert want in out
+    assert "Widgets at Scale" in invoke("show", "doe2020widgets").output
+
+
+def test_search_says_precisely_why_there_is_nothing(ws):
+    empty = invoke("search", "  ", ok=False)
+    assert "the search query is empty" in str(empty.exception)
+    unknown = invoke("search", "widgets", "--paper", "nobody2020", ok=False)
+    assert "no paper 'nobody2020'" in str(unknown.exception)
+    assert "the index is empty (3 paper(s) in the vault). Run `papervault index`" in invoke("search", "widgets").output
+    # another process holds the writer lock for `index --rebuild`: the reader is told, not sent to index
+    with ws.write_lock("index"):
+        lock = json.loads(ws.lock_path.read_text())
+        out = subprocess.run([sys.executable, "-m", "papervault", "search", "widgets", "-w", str(ws.root)],
+                             capture_output=True, text=True, timeout=300, cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert f"`papervault index` (pid {lock['pid']}) is rebuilding the index" in out
+
+
+def test_search_prints_whole_titles_and_sections_and_no_doubled_passage(ws, model_dir):
+    long_title = "A Very Long Title About Widget Scheduling That Goes On Well Past Seventy Characters In All"
+    ws.vault.update_meta("roe2021gadgets", title=long_title)
+    long_section = "3 Evaluation of Gadget Latency Against Sprocket Under Load"
+    text = ws.vault.read_fulltext("roe2021gadgets").replace("## 3 Evaluation", f"## {long_section}")
+    ws.vault.fulltext_path("roe2021gadgets").write_text(text)
+    ws.vault.commit("longer title and section")
+    invoke("index", "-q")
+    query = ["search", "Gadget latency against Sprocket", "--paper", "roe2021gadgets", "-n", "20"]
+    raw = json.loads(invoke(*query, "--json").output)
+    both = {h["section"] for h in raw if h["level"] == "section"} & {h["section"] for h in raw if h["level"] == "paragraph"}
+    assert long_section in both        # the raw hits hold the section and its own paragraph
+    out = invoke(*query).output
+    assert long_title in out
+    shown = [line.split(" · ")[0].strip() for line in out.splitlines() if f" · {long_section} · " in line]
+    assert "paragraph" in shown and "section" not in shown
+
+
+def test_mcp_install_claude_code_user_scope_writes_claude_json(ws, tmp_path):
+    home = Path(os.environ["HOME"])
+    cfg = home / ".claude.json"
+    cfg.write_text(json.dumps({"userID": "abc", "mcpServers": {"other": {"type": "stdio", "command": "x"}},
+                               "projects": {"/p": {"mcpServers": {}}}}))
+    cfg.chmod(0o600)
+    res = invoke("mcp", "install", "claude-code", "--scope", "user", "-w", str(ws.root))
+    assert str(cfg) in res.output and "every folder" in res.output
+    data = json.loads(cfg.read_text())
+    assert data["userID"] == "abc" and data["projects"] == {"/p": {"mcpServers": {}}}
+    assert data["mcpServers"]["other"] == {"type": "stdio", "command": "x"}
+    entry = data["mcpServers"]["papervault"]
+    assert entry["type"] == "stdio" and entry["args"][-3:] == ["serve", "--workspace", str(ws.root)]
+    assert cfg.stat().st_mode & 0o777 == 0o600
+    assert not (ws.root / ".mcp.json").exists()
+    invoke("mcp", "install", "claude-code", "-w", str(ws.root))      # project scope stays the default
+    assert "papervault" in json.loads((ws.root / ".mcp.json").read_text())["mcpServers"]
+
+
+def test_survey_shows_its_stages_not_prefects_log_lines(workspace_env, tmp_path):
+    """Through a real process with Prefect's INFO logging on: one line per stage on stderr, no `Task run`
+    lines, the wall time of the whole command, the report's path, and task runs named by paper."""
+    from papervault.demo import make_synthetic_papers
+
+    ws, _ = Workspace.init(workspace_env)
+    invoke("add", *map(str, make_synthetic_papers(tmp_path / "pdfs")), "--backend", "extractive")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "INFO"}
+    r = subprocess.run([sys.executable, "-m", "papervault", "survey", "replication in storage systems",
+                        "--backend", "extractive", "--slug", "repl", "-w", str(ws.root)],
+                       capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Task run" not in r.stderr and "Flow run" not in r.stderr
+    stages = [line.split()[1] for line in r.stderr.splitlines() if line.startswith("[") and " s" in line
+              and not line.startswith("[0/")]
+    assert stages == ["retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"]
+    assert str(ws.vault.survey_dir("repl") / "polish-report.md") in r.stdout
+    done = next(line for line in r.stdout.splitlines() if line.startswith("Done in"))
+    wall, in_stages = (float(x) for x in done.replace("(", " ").split()[2:5:2])
+    assert wall >= in_stages
+    survey = (ws.vault.survey_dir("repl") / "survey.md").read_text()
+    assert "[polish-report.md](polish-report.md)" in survey and "3 papers" in survey
+
+    names = subprocess.run([sys.executable, "-c", TASK_RUN_NAMES], capture_output=True, text=True, timeout=300,
+                           env=env, cwd=ROOT)
+    assert names.returncode == 0, names.stderr[-2000:]
+    runs = set(json.loads(names.stdout.strip().splitlines()[-1]))
+    assert {f"analyse-{pid}" for pid in ws.vault.paper_ids()} <= runs
+    assert {f"parse-{pid}" for pid in ws.vault.paper_ids()} <= runs
+
+
+TASK_RUN_NAMES = """
+import asyncio, json
+from prefect.client.orchestration import get_client
+async def main():
+    async with get_client() as c:
+        print(json.dumps([t.name for t in await c.read_task_runs(limit=200)]))
+asyncio.run(main())
+"""
