@@ -387,7 +387,8 @@ class Ingest:
         for (pid, source), o in zip(pending, outcomes):
             if o.status == "kept-edit":      # say so: the hand-edited note.md stays, the analysis went beside it
                 self.report.warnings.append(Problem(source, f"{pid}: {o.message}"))
-            if o.status in ("analysed", "kept-edit") and pid in self.report.unchanged:
+            if self.reanalyse and o.status in ("analysed", "kept-edit") and pid in self.report.unchanged \
+                    and pid not in self.report.added and pid not in self.report.reanalysed:
                 self.report.reanalysed.append(pid)
                 self.touched.append(self.vault.paper_dir(pid))
             if o.status != "failed":
