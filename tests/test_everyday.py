@@ -335,3 +335,102 @@ async def main():
         print(json.dumps([t.name for t in await c.read_task_runs(limit=200)]))
 asyncio.run(main())
 """
+
+
+# --- the README, as a newcomer types it -----------------------------------------------------------------
+
+NEWCOMER_BIB = """\
+@article{lamport1998part, title = {The Part-Time Parliament}, author = {Lamport, Leslie}, year = {1998},
+  journal = {ACM Transactions on Computer Systems}, volume = {16}, number = {2}, pages = {133--169},
+  keywords = {thesis, consensus}}
+@inproceedings{ongaro2014raft, title = {In Search of an Understandable Consensus Algorithm}, year = {2014},
+  author = {Ongaro, Diego and Ousterhout, John}, booktitle = {USENIX ATC}, pages = {305--319}}
+@incollection{clark1991grounding, title = {Grounding in Communication}, author = {Clark, H. H.}, year = {1990},
+  booktitle = {Perspectives on Socially Shared Cognition}, keywords = {thesis}}
+"""
+# a Better BibTeX JSON export of Zotero: the item's child note becomes a reader note
+NEWCOMER_CSL = {"items": [{"itemType": "conferencePaper", "citationKey": "brewer2000towards",
+                           "title": "Towards Robust Distributed Systems", "date": "2000", "proceedingsTitle": "PODC",
+                           "creators": [{"firstName": "Eric", "lastName": "Brewer", "creatorType": "author"}],
+                           "notes": [{"note": "<p>Stale reads are the price of availability here.</p>"}]}]}
+
+# (the README line's command, what the newcomer types, what the output must show)
+NEWCOMER = [
+    ("source .venv/bin/activate", "source {venv}/bin/activate", None),
+    ("papervault init ~/research", "papervault init ~/research", "Workspace ready at"),
+    ("export PAPERVAULT_WORKSPACE=~/research", "export PAPERVAULT_WORKSPACE=~/research", None),
+    ("papervault add ~/Downloads/papers/ refs.bib library.json",
+     "papervault add ~/Downloads/papers/ refs.bib library.json", "Added 7 paper(s)"),
+    ("papervault list", "papervault list --year 1990-2000", "3 paper(s)"),
+    ("papervault delete lamport1998part ongaro2014raft", "papervault delete ongaro2014raft", "Deleted 1 paper(s)"),
+    ("papervault index", "papervault index", "Indexed in"),
+    ('papervault search "leases for local reads" --json', 'papervault search "leases for local reads" --json',
+     '"paper_id": "brenner2023quorum"'),
+    ('papervault search "stale reads" --level highlight', 'papervault search "stale reads" --level highlight',
+     "[brewer2000towards] Towards Robust Distributed Systems"),
+    ('papervault locate "a lease quorum is a set of replicas"', 'papervault locate "a lease quorum is a set of replicas"',
+     "[brenner2023quorum]"),
+    ("papervault show lamport1998part", "papervault show lamport1998part", "Volume: 16"),
+    ("papervault export --tag thesis -o thesis.bib", "papervault export --tag thesis -o thesis.bib",
+     "Exported 2 paper(s) as BibTeX to thesis.bib"),
+    ("papervault review", "papervault review", None),
+    ("papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"",
+     "papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"", None),
+    ("papervault status --json", "papervault status --json", '"papers": 6'),
+]
+
+
+def test_the_readme_everyday_commands_work_in_a_fresh_shell(tmp_path):
+    """The README's everyday commands in its order, typed into a new bash with nothing of the Makefile's
+    environment (no PAPERVAULT_EMBED_*, HOME in tmp_path), against a new workspace. The embedding model is
+    written into the new workspace's papervault.toml, as a user would (there is no `init --embed-model` yet)."""
+    from papervault.demo import make_synthetic_papers
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Everyday use", 1)[1].split("\n## ", 1)[0]
+    lines = [line.strip() for line in block.splitlines() if line.startswith("    ")]
+    positions = []
+    for shown, _, _ in NEWCOMER:
+        at = next((i for i, line in enumerate(lines) if line.startswith(shown)), None)
+        assert at is not None, f"the README's everyday block has no line starting {shown!r}"
+        positions.append(at)
+    assert positions == sorted(positions), "the test types the README's commands in the README's order"
+    assert not any(line.startswith(".venv/bin/papervault") for line in lines), "one way to run papervault"
+
+    home = tmp_path / "home"
+    downloads = home / "Downloads" / "papers"
+    make_synthetic_papers(downloads)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "refs.bib").write_text(NEWCOMER_BIB)
+    (work / "library.json").write_text(json.dumps(NEWCOMER_CSL))
+    venv = Path(sys.executable).parent.parent
+    assert (venv / "bin" / "activate").is_file() and (venv / "bin" / "papervault").is_file()
+    model = Path(os.environ.get("PAPERVAULT_EMBED_MODEL_PATH") or "/work/shared/models/all-MiniLM-L6-v2-onnx")
+    if not (model / "model.onnx").is_file():
+        pytest.skip(f"the local embedding model is not at {model}")
+
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1",
+           "DO_NOT_TRACK": "1", "PYTHONPATH": str(ROOT)}   # this checkout's code through the installed script
+    for k in ("PAPERVAULT_EMBED_MODEL", "PAPERVAULT_EMBED_MODEL_PATH", "PAPERVAULT_WORKSPACE"):
+        assert k not in env
+    script = ["set -e", "cd " + str(work)]
+    for i, (_, typed, _) in enumerate(NEWCOMER):
+        script.append(f"echo '=== {i}'")
+        script.append(typed.format(venv=venv))
+        if typed.startswith("papervault init"):
+            script.append("sed -i 's|^\\[embed\\]$|[embed]\\nmodel = \"sentence-transformers/all-MiniLM-L6-v2\"\\n"
+                          f"model_path = \"{model}\"|' ~/research/papervault.toml")
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", "\n".join(script)], capture_output=True, text=True,
+                       env=env, timeout=900)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    outputs = r.stdout.split("=== ")[1:]
+    assert len(outputs) == len(NEWCOMER)
+    for (_, typed, want), out in zip(NEWCOMER, outputs):
+        if want:
+            assert want in out, (typed, out[-2000:])
+    assert "Traceback" not in r.stderr
+    thesis = (work / "thesis.bib").read_text()
+    assert "@article{lamport1998part," in thesis and "@incollection{clark1991grounding," in thesis
+    assert "pages = {133--169}" in thesis and "ongaro2014raft" not in thesis
+    assert 'model_path = "' in (home / "research" / "papervault.toml").read_text()
