@@ -30,6 +30,7 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": 
                          "\u00ad": None, "\u200b": None})
 _TAG = re.compile(r"<[^>\n]{0,200}>")
 _WORD = re.compile(r"\w+(?:['-]\w+)*")
+_TRAIL = re.compile(r"[%)\]’”'\".,;:!?]*")
 _BREAK = re.compile(r"-[ \t]*\r?\n[ \t]*")
 _PAGE = re.compile(r'<a id="page-(\d+)"></a>')
 
@@ -173,6 +174,7 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
         if score < THRESHOLD or not length:
             continue
         s, e = toks[start][1], toks[start + length - 1][2]
+        e += len(_TRAIL.match(text, e).group(0))     # "69%", "(2019)." : the passage's closing marks
         page = _page_at(text, s)
         from papervault.vault.paper import page_link
 
