@@ -434,3 +434,31 @@ def test_the_readme_everyday_commands_work_in_a_fresh_shell(tmp_path):
     assert "@article{lamport1998part," in thesis and "@incollection{clark1991grounding," in thesis
     assert "pages = {133--169}" in thesis and "ongaro2014raft" not in thesis
     assert 'model_path = "' in (home / "research" / "papervault.toml").read_text()
+
+
+def test_searches_during_another_process_rebuild_see_the_previous_index(ws, model_dir):
+    """`index --rebuild` in another process: every search made meanwhile still finds the papers (the rebuild
+    fills staging tables and replaces the live ones at the end), and afterwards the index is whole."""
+    import time
+
+    from papervault.index.search import Searcher
+
+    invoke("index", "-q")
+    searcher = Searcher(ws)
+    assert searcher.search("widget scheduler constant time", limit=3)
+    proc = subprocess.Popen([sys.executable, "-m", "papervault", "index", "--rebuild", "-q", "-w", str(ws.root)],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    during = []
+    try:
+        while proc.poll() is None:
+            during.append(len(searcher.search("widget scheduler constant time", limit=3, mode="fts")))
+            time.sleep(0.05)
+    finally:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert len(during) >= 5 and min(during) > 0, during
+    from papervault.index.store import CHUNKS, open_db, table_names
+
+    assert set(table_names(open_db(ws))) == {"papers", CHUNKS}      # no staging table left
+    assert invoke("status", "--json").output.count('"index_health": "ok"') == 1

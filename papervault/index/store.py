@@ -128,6 +128,7 @@ class PaperIndex:
         self.settings = workspace.settings.index
         self.embedder = embedder or Embedder(workspace.settings.embed)
         self.db = open_db(workspace)
+        self.names = (PAPERS, CHUNKS)   # a rebuild indexes into staging tables first (see `rebuild`)
 
     # --- tables ----------------------------------------------------------------------------------
 
@@ -141,8 +142,9 @@ class PaperIndex:
     def _tables(self, create: bool):
         """(papers, chunks) tables, checked against the settings; None, None when absent and not creating."""
         names = set(table_names(self.db))
-        if PAPERS in names and CHUNKS in names:
-            papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+        p_name, c_name = self.names
+        if p_name in names and c_name in names:
+            papers, chunks = self.db.open_table(p_name), self.db.open_table(c_name)
             for table in (chunks, papers):
                 check_meta(table, self._expected_cheap())   # names first: a wrong model is never loaded
                 check_meta(table, self._expected())
@@ -150,21 +152,32 @@ class PaperIndex:
         if not create:
             return None, None
         meta, dim = self._expected(), self.embedder.dim
-        papers = self.db.create_table(PAPERS, schema=papers_schema(dim, meta), exist_ok=True)
-        chunks = self.db.create_table(CHUNKS, schema=chunks_schema(dim, meta), exist_ok=True)
+        papers = self.db.create_table(p_name, schema=papers_schema(dim, meta), exist_ok=True)
+        chunks = self.db.create_table(c_name, schema=chunks_schema(dim, meta), exist_ok=True)
         return papers, chunks
 
     def drop(self) -> None:
-        for name in (CHUNKS, PAPERS):
+        for name in reversed(self.names):
             if name in table_names(self.db):
                 self.db.drop_table(name)
 
     # --- sync ------------------------------------------------------------------------------------
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> dict:
-        """Drop both tables and index the whole vault again (after a model or chunker change)."""
-        self.drop()
-        return self.sync(progress)
+        """Index the whole vault again (after a model or chunker change) into staging tables, then replace the
+        live tables with them, one overwrite commit each: until then readers search the previous index, never
+        an empty or half-built one (LanceDB OSS cannot rename a table)."""
+        staging = PaperIndex(self.workspace, self.embedder)
+        staging.names = tuple(f"{n}_rebuild" for n in self.names)
+        staging.drop()                      # what a killed rebuild left
+        report = staging.sync(progress)
+        new_papers, new_chunks = staging._tables(create=False)
+        p_name, c_name = self.names
+        chunks = self.db.create_table(c_name, data=new_chunks.to_arrow(), mode="overwrite")
+        papers = self.db.create_table(p_name, data=new_papers.to_arrow(), mode="overwrite")
+        self._maintain(chunks, papers)
+        staging.drop()
+        return report
 
     def sync(self, progress: Callable[[int, int], None] | None = None) -> dict:
         """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost."""
