@@ -124,7 +124,7 @@ def test_locate_finds_the_paper_page_and_anchor_of_an_exact_or_near_exact_quote(
 
 # --- highlights and reader notes -----------------------------------------------------------------------
 
-def test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp(ws, model_dir):
+def test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp(ws, model_dir, monkeypatch):
     from mcp import Client, StdioServerParameters
 
     from papervault.site.stage import plan_site, read_vault
@@ -132,6 +132,15 @@ def test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp(ws,
     (ws.vault.paper_dir("doe2020widgets") / "reader-notes.md").write_text(READER_NOTES)
     ws.vault.commit("reader notes")
     invoke("index", "-q")
+
+    # locate in a large vault asks the full-text index for its candidates first
+    from papervault.app import locate as L
+
+    with monkeypatch.context() as m:
+        m.setattr(L, "SCAN_ALL", 0)
+        assert L._candidates(ws, "Gadget, a widget scheduler that places widgets", 50)[0] == "roe2021gadgets"
+        found = L.locate(ws, "Gadget, a widget scheduler that places widgets in constant time")
+        assert found[0].paper_id == "roe2021gadgets" and found[0].exact and found[0].page == 1
 
     # search --level highlight finds only the reader's own highlights, each on its page
     hits = json.loads(invoke("search", "sorted index of free capacity", "--level", "highlight", "--json").output)

@@ -4,8 +4,9 @@ The quote and each candidate `paper.md` are normalised alike (Unicode compatibil
 quotes and dashes, words hyphenated across a line break joined, Markdown emphasis and tags dropped, case and
 whitespace folded). An exact normalised match wins; otherwise the best window of as many words is scored
 (shared words first, then `difflib`), so a quote copied with a typo, a missing word or a different hyphen
-still lands on its page. Candidates come from the index's full-text search when there is an index (no model
-is loaded for it), then the remaining papers are read too, so an unindexed paper is found as well.
+still lands on its page. In a vault of more than SCAN_ALL papers, candidates come first from the index's
+full-text search (no model is loaded for it), then the remaining papers are read too, so an unindexed paper
+is found as well; a smaller vault is simply read whole.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from papervault.workspace import Workspace
 MAX_QUOTE = 2000          # characters of a quote
 MIN_WORDS = 3             # a shorter "quote" matches everywhere
 THRESHOLD = 0.82          # the similarity a near-exact match must reach
+SCAN_ALL = 100            # up to this many papers, every paper.md is read without asking the index
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
                          "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"',
@@ -156,7 +158,9 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
         order = [paper]
     else:
         known = set(ids)
-        first = [pid for pid in _candidates(ws, quote, 50) if pid in known]
+        # a small vault is read whole (faster than loading LanceDB); a large one is read in the order the
+        # full-text index ranks it
+        first = [pid for pid in _candidates(ws, quote, 50) if pid in known] if len(ids) > SCAN_ALL else []
         order = first + [pid for pid in ids if pid not in set(first)]
     found: list[Located] = []
     shortlist = len(order) if paper is not None else len(first)
