@@ -10,7 +10,7 @@ from papervault.commands.common import Progress, emit_json, json_option, open_wo
 
 
 @click.command()
-@click.option("--rebuild", is_flag=True, help="Drop the tables and index everything again (after a model change).")
+@click.option("--rebuild", is_flag=True, help="Index everything again (after a model change); searches see the old index until it is done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @workspace_option
 @json_option
