@@ -55,13 +55,13 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
     return S.retrieve(root, specs, backend, slug, arxiv_max, topic, max_papers)
 
 
-@task(name="parse", retries=1, retry_delay_seconds=2)
+@task(name="parse", task_run_name="parse-{paper_id}", retries=1, retry_delay_seconds=2)
 def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
     """Parse a selected paper that has a PDF but no full text yet."""
     return S.parse_paper(root, paper_id)
 
 
-@task(name="analyse", retries=1, retry_delay_seconds=5, cache_key_fn=_analyse_key, persist_result=True)
+@task(name="analyse", task_run_name="analyse-{paper_id}", retries=1, retry_delay_seconds=5, cache_key_fn=_analyse_key, persist_result=True)
 def analyse(root: str, paper_id: str, backend: str) -> dict[str, Any]:
     """Analyse one paper into its note (skipped when current)."""
     return S.analyse_paper(root, paper_id, backend)
@@ -148,6 +148,14 @@ class PrefectStages(S.Stages):
 
     def log(self):
         return _log()
+
+    def on_stage(self, name, seconds):
+        for listener in list(STAGE_LISTENERS):
+            listener(name, seconds)
+
+
+# Callables (stage name, seconds) told as each stage of an in-process run finishes: the CLI's progress display.
+STAGE_LISTENERS: list = []
 
 
 @flow(name="survey", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)

@@ -1,4 +1,5 @@
-"""Register the server with MCP clients: `.mcp.json` for Claude Code, `~/.codex/config.toml` for Codex.
+"""Register the server with MCP clients: Claude Code (`.mcp.json` in the workspace, or `~/.claude.json` for
+every folder with `--scope user`), Codex (`~/.codex/config.toml`).
 
 Both files belong to the user and may hold other servers: only the `papervault` entry is replaced, the rest of
 the file is kept as it was (for TOML, byte for byte outside our table), and a file we cannot read is left alone.
@@ -47,9 +48,23 @@ def record_model(ws: Workspace) -> dict[str, Any]:
     return ws.record_embed(model=s.model, model_path=s.model_path)
 
 
-def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str = NAME) -> dict[str, Any]:
-    """Write or merge `<workspace>/.mcp.json` (Claude Code's project-scoped servers)."""
-    path = ws.root / ".mcp.json"
+SCOPES = ("project", "user")
+
+
+def claude_user_config() -> Path:
+    """Claude Code's own configuration file, where `claude mcp add --scope user` registers a server."""
+    return Path.home() / ".claude.json"
+
+
+def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str = NAME,
+                        scope: str = "project") -> dict[str, Any]:
+    """Write or merge the server's entry: `scope="project"` in `<workspace>/.mcp.json` (Claude Code started in
+    the workspace folder), `scope="user"` in the top-level `mcpServers` of `~/.claude.json` (every folder,
+    as `claude mcp add --scope user` does). Every other key of either file is kept as it was."""
+    if scope not in SCOPES:
+        raise InstallError(f"unknown scope {scope!r}", fix=f"use --scope {' or --scope '.join(SCOPES)}")
+    path = ws.root / ".mcp.json" if scope == "project" else claude_user_config()
+    mode = path.stat().st_mode & 0o777 if path.exists() else (0o600 if scope == "user" else None)
     data: dict[str, Any] = {}
     if path.exists():
         try:
@@ -65,8 +80,10 @@ def install_claude_code(ws: Workspace, *, allow_write: bool = False, name: str =
     replaced = name in servers
     servers[name] = entry
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    return {"client": "claude-code", "path": str(path), "name": name, "server": entry, "replaced": replaced,
-            "recorded": recorded}
+    if mode is not None:
+        os.chmod(path, mode)     # ~/.claude.json is private to its user: it stays so
+    return {"client": "claude-code", "scope": scope, "path": str(path), "name": name, "server": entry,
+            "replaced": replaced, "recorded": recorded}
 
 
 def codex_config_path() -> Path:
@@ -125,9 +142,9 @@ def install_codex(ws: Workspace, *, allow_write: bool = False, name: str = NAME,
             "server": {"command": command, "args": args}, "replaced": replaced, "recorded": recorded}
 
 
-def install(client: str, ws: Workspace, *, allow_write: bool = False) -> dict[str, Any]:
+def install(client: str, ws: Workspace, *, allow_write: bool = False, scope: str = "project") -> dict[str, Any]:
     if client == "claude-code":
-        return install_claude_code(ws, allow_write=allow_write)
+        return install_claude_code(ws, allow_write=allow_write, scope=scope)
     if client == "codex":
         return install_codex(ws, allow_write=allow_write)
     raise InstallError(f"unknown client {client!r}", fix=f"use one of {', '.join(CLIENTS)}")

@@ -90,13 +90,14 @@ def build_server(ws: Workspace, *, allow_write: bool = False) -> MCPServer:
     @mcp.tool(annotations=READ_ONLY, description="""\
 Search the papers of the vault (hybrid full-text + semantic). Use it first to find evidence for a claim or
 the papers on a topic. Each hit has paper_id, title, level (paper | section | paragraph | figure | table |
-note), section, page, page_end, text, score, chunk_id and anchor (papers/<id>/paper.md#page-N). Cite a hit as
-[@paper_id, p. page]. Narrow with level ("paper" to find papers, "paragraph" for passages, "figure" for
-captions), paper (one paper id), year (2019 or 2015-2020), venue, tag. `budget` (tokens) attaches
-neighbouring paragraphs and the figures/tables the best hits mention as `context`.""")
+note | highlight), section, page, page_end, text, score, chunk_id and anchor (papers/<id>/paper.md#page-N).
+Cite a hit as [@paper_id, p. page]. Narrow with level ("paper" to find papers, "paragraph" for passages,
+"figure" for captions, "highlight" for the reader's own highlights and notes), paper (one paper id), year
+(2019 or 2015-2020), venue, tag. `budget` (tokens) attaches neighbouring paragraphs and the figures/tables
+the best hits mention as `context`.""")
     @_errors
     def search(query: Annotated[str, Field(description="What to look for: words, a question or a claim", max_length=2000)],
-               level: Annotated[str | None, Field(description="Only this kind of chunk: paper, section, paragraph, figure, table, note")] = None,
+               level: Annotated[str | None, Field(description="Only this kind of chunk: paper, section, paragraph, figure, table, note, highlight")] = None,
                paper: Annotated[str | None, Field(description="Only this paper id")] = None,
                year: Annotated[str | None, Field(description="A year (2019) or range (2015-2020)")] = None,
                venue: Annotated[str | None, Field(description="Only this venue (substring)")] = None,
@@ -123,9 +124,9 @@ Use it to find how a paper's method is implemented. Hits carry repo, path, start
 
     @mcp.tool(annotations=READ_ONLY, description="""\
 Overview of one paper: metadata (title, authors, year, venue, doi, arxiv, abstract, tags, method, datasets,
-metrics, key results), its section list with the page each starts on, its figures (number, caption, page)
-and its note (the analysed summary, Markdown). Use it before reading a paper in depth; then `read` a
-section or pages, or `get_figure`.""")
+metrics, key results), its section list with the page each starts on, its figures (number, caption, page),
+its note (the analysed summary, Markdown) and reader_notes (the reader's own highlights, with page and
+anchor, and notes). Use it before reading a paper in depth; then `read` a section or pages, or `get_figure`.""")
     @_errors
     def get_paper(paper_id: ID) -> dict[str, Any]:
         return vt.get_paper(paper_id)
@@ -159,6 +160,16 @@ number as listed by get_paper ("3", "A1", "Figure 3") or its path ("figures/fig-
         fmt = "jpeg" if info["path"].lower().endswith((".jpg", ".jpeg")) else "png"
         return [Image(data=data, format=fmt).to_image_content(),
                 TextContent(type="text", text=json.dumps(info, ensure_ascii=False))]
+
+    @mcp.tool(annotations=READ_ONLY, description="""\
+Find where a quoted passage occurs: the paper, page and anchor (papers/<id>/paper.md#page-N), exact or
+near-exact (whitespace, hyphenation, quotes and small typos are forgiven). Use it to check or cite a quote;
+each match has paper_id, title, page, anchor, score (1.0 = exact), exact, text and cite.""")
+    @_errors
+    def locate(quote: Annotated[str, Field(description="The passage, at least 3 words", min_length=1, max_length=2000)],
+               paper: Annotated[str | None, Field(description="Only this paper id")] = None,
+               limit: Annotated[int, Field(ge=1, le=20, description="At most this many papers")] = 5) -> dict[str, Any]:
+        return vt.locate(quote, paper=paper, limit=limit)
 
     @mcp.tool(annotations=READ_ONLY, description="""\
 List the papers in the vault (id, title, authors, year, venue, status, pages, tags), filtered and paged.

@@ -218,7 +218,42 @@ class VaultTools:
         }
         if cut:
             out["note_truncated"] = True
+        highlights = self._reader_notes(paper_id, meta.page_labels)
+        if highlights:
+            out["reader_notes"] = highlights
         return out
+
+    MAX_READER_ENTRIES = 100
+
+    def _reader_notes(self, paper_id: str, page_labels: list[str]) -> list[dict[str, Any]]:
+        """The reader's own highlights (with page and anchor) and notes, from reader-notes.md."""
+        from papervault.vault.paper import page_link
+        from papervault.vault.reader import FILENAME, parse
+
+        path = self.vault.paper_dir(paper_id) / FILENAME
+        if not path.is_file():
+            return []
+        text = self.vault.safe_path(path).read_text(encoding="utf-8", errors="replace")
+        out = []
+        for e in parse(text, page_labels)[: self.MAX_READER_ENTRIES]:
+            item = {"kind": e.kind, "text": agent_markdown(_cut(e.text, 4000)[0])}
+            if e.comment:
+                item["comment"] = agent_markdown(_cut(e.comment, 4000)[0])
+            if e.page:
+                item["page"] = e.page
+                item["anchor"] = page_link(paper_id, e.page)
+            out.append(item)
+        return out
+
+    def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:
+        from papervault.app.locate import locate
+
+        if paper is not None:
+            check_id(paper)
+        found = locate(self.ws, quote, paper=paper, limit=_check_limit(limit, "limit", 20))
+        return {"quote": quote[:300], "found": [
+            {**f.as_dict(), "title": agent_markdown(f.title), "text": agent_markdown(f.text[:1000]),
+             "cite": f"[@{f.paper_id}, p. {f.page}]" if f.page else f"[@{f.paper_id}]"} for f in found]}
 
     def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,
              chunk_id: str | None = None, neighbours: int = 1, offset: int = 0,

@@ -21,6 +21,8 @@ COMMANDS = [
     ("papervault.commands.edit", "enrich"),
     ("papervault.commands.edit", "rekey"),
     ("papervault.commands.vaultcmds", "delete"),
+    ("papervault.commands.export", "export"),
+    ("papervault.commands.locate", "locate"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

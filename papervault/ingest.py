@@ -43,12 +43,13 @@ class AddReport:
     chosen: list[dict] = field(default_factory=list)        # why a search picked each record
     code_links: list[dict] = field(default_factory=list)    # {paper_id, repo, how, evidence}: new papers -> repos
     pdfs_kept: list[str] = field(default_factory=list)      # papers added earlier whose PDF the store now keeps
+    reanalysed: list[str] = field(default_factory=list)     # unchanged papers analysed again (--reanalyse)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
-                "code_links": self.code_links, "pdfs_kept": self.pdfs_kept}
+                "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed}
 
 
 def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
@@ -221,6 +222,9 @@ class Ingest:
                         self._merge_into(pid, rec, None, None, reason="same file")
                     else:
                         self.report.unchanged.append(pid)
+                        if self.reanalyse:      # the same file: only its note is made again
+                            self.journal.touch(pid)
+                            self.pending.append((pid, rec.source))
                     continue
             fresh.append((rec, sha))
         parsed = self.parse([r for r, _ in fresh])
@@ -290,6 +294,7 @@ class Ingest:
                     reason: str = "same file") -> None:
         self.journal.touch(pid)
         meta, _ = self.vault.read_note(pid)
+        original = meta.model_copy(deep=True)
         before = list(meta.sources)
         meta.sources = _union(meta.sources, [rec.source])
         meta.tags = _union(meta.tags, rec.tags)
@@ -310,25 +315,34 @@ class Ingest:
         if gained_pdf:
             self._store(meta, rec, parsed, sha)
         else:
-            self.vault.update_meta(pid, sources=meta.sources, tags=meta.tags, collections=meta.collections,
-                                   doi=meta.doi, arxiv=meta.arxiv, url=meta.url, venue=meta.venue, year=meta.year,
-                                   zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors,
-                                   bib=meta.bib, provenance=meta.provenance)
-            if rec.reader_notes:
-                self._write_reader_notes(pid, rec)
+            fields = dict(sources=meta.sources, tags=meta.tags, collections=meta.collections, doi=meta.doi,
+                          arxiv=meta.arxiv, url=meta.url, venue=meta.venue, year=meta.year,
+                          zotero_key=meta.zotero_key, abstract=meta.abstract, authors=meta.authors, bib=meta.bib,
+                          provenance=meta.provenance)
+            notes_changed = bool(rec.reader_notes) and self._write_reader_notes(pid, rec)
+            if all(getattr(original, k) == v for k, v in fields.items()) and not notes_changed:
+                # The same record again (an unchanged .bib added twice): nothing to write, nothing to commit
+                # (`updated:` alone would make a commit that changes nothing).
+                self.dedup.add(rec, pid)
+                self.report.unchanged.append(pid)
+                return
+            self.vault.update_meta(pid, **fields)
         self.dedup.add(rec, pid)   # the paper now also carries this record's key and identifiers
         self.touched.append(self.vault.paper_dir(pid))
         self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin, "reason": reason,
                                    "gained_pdf": gained_pdf, "new_source": rec.source not in before})
 
-    def _write_reader_notes(self, pid: str, rec: SourceRecord) -> None:
+    def _write_reader_notes(self, pid: str, rec: SourceRecord) -> bool:
+        """Append the record's reader notes that `reader-notes.md` does not hold yet; True when it changed."""
         from papervault.vault.store import atomic_write
 
         path = self.vault.paper_dir(pid) / "reader-notes.md"
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         new = "\n\n".join(n.strip() for n in rec.reader_notes if n.strip() and n.strip() not in old)
         if new:
+            self.touched.append(self.vault.paper_dir(pid))
             atomic_write(path, (old.rstrip() + "\n\n" + new).strip() + "\n")
+        return bool(new)
 
     def _store(self, meta: PaperMeta, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
         """Copy nothing, write the full text and figures, then the note (analysed by the backend)."""
@@ -365,7 +379,9 @@ class Ingest:
             self.by_hash[meta.sha256] = pid
         # The note first exists with its metadata, so the analyser reads one consistent view of the paper.
         if not self.vault.has_paper(pid):
-            self.vault.write_note(meta, f"# {meta.title}\n")
+            link = ("\n**Your highlights and notes:** [reader-notes.md](reader-notes.md)\n"
+                    if (pdir / "reader-notes.md").is_file() else "")
+            self.vault.write_note(meta, f"# {meta.title}\n{link}")
         else:
             _, body = self.vault.read_note(pid)
             meta.generated_hash = body_hash(body) if not self.vault.is_edited(pid) else self.vault.read_meta(pid).generated_hash
@@ -387,6 +403,12 @@ class Ingest:
         outcomes = analyse_papers(self.vault, [pid for pid, _ in pending], self.backend, force=self.reanalyse,
                                   template_dir=self.ws.root / "templates")
         for (pid, source), o in zip(pending, outcomes):
+            if o.status == "kept-edit":      # say so: the hand-edited note.md stays, the analysis went beside it
+                self.report.warnings.append(Problem(source, f"{pid}: {o.message}"))
+            if self.reanalyse and o.status in ("analysed", "kept-edit") and pid in self.report.unchanged \
+                    and pid not in self.report.added and pid not in self.report.reanalysed:
+                self.report.reanalysed.append(pid)
+                self.touched.append(self.vault.paper_dir(pid))
             if o.status != "failed":
                 continue
             self.report.problems.append(Problem(source, o.message))
@@ -421,7 +443,7 @@ class Ingest:
         """Link the run's papers to indexed code repositories (`link_code`), then make the run's one commit."""
         r = self.report
         self.keep_pdfs()
-        if not (r.added or r.merged or r.pdfs_kept):
+        if not (r.added or r.merged or r.pdfs_kept or r.reanalysed):
             self.journal.clear()
             return None
         self.link_code()
@@ -433,6 +455,8 @@ class Ingest:
             parts.append(f"{len(r.merged)} merged")
         if r.pdfs_kept:
             parts.append(f"{len(r.pdfs_kept)} PDF(s) kept in the workspace")
+        if r.reanalysed:
+            parts.append(f"{len(r.reanalysed)} re-analysed ({', '.join(r.reanalysed[:5])})")
         if r.code_links:
             pairs = [f"{l['paper_id']} -> {l['repo']}" for l in r.code_links]
             more = f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""

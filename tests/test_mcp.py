@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from support_mcp import build_workspace, free_port, papervault_cmd, server_env, wait_port
 
-READ_TOOLS = {"search", "search_code", "get_paper", "read", "get_figure", "list_papers", "status"}
+READ_TOOLS = {"search", "search_code", "get_paper", "read", "get_figure", "list_papers", "status", "locate"}
 WRITE_TOOLS = {"add_paper", "add_repo", "delete_paper"}
 PAXOS, HARVEST = "vanrenesse2015paxos", "fox1999harvest"
 

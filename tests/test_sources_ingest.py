@@ -82,8 +82,9 @@ def test_arxiv_ids_are_downloaded_and_deduplicated(ws, tmp_path, monkeypatch):
         srv.settings_env(monkeypatch)
         ws = Workspace(ws.root)          # settings are read from the environment set just now
         report = add(ws, ["arxiv:2401.00001", "https://arxiv.org/abs/2401.00001v2"])
-        assert report.added == ["vanrenesse2015paxos"] and len(report.merged) == 1
-        assert report.merged[0]["reason"] == "arxiv"
+        # the second spelling is the same source of the same paper: nothing to merge, nothing re-analysed
+        assert report.added == ["vanrenesse2015paxos"] and report.unchanged == ["vanrenesse2015paxos"]
+        assert report.merged == [] and report.reanalysed == []
         meta = ws.vault.read_meta("vanrenesse2015paxos")
         assert meta.arxiv == "2401.00001" and meta.pages == 2 and meta.sha256
         pdf_gets = [p for _, p in cat.requests if p.startswith("/pdf/")]

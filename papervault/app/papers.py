@@ -165,3 +165,20 @@ def _drop_code_links(ws: Workspace, ids: list[str]) -> list[Path]:
         note, touched, _ = refresh_code_note(ws, index, repo, record["note"] if record else None)
         changed += ([note] if note else []) + touched
     return changed
+
+
+def metadata_lines(meta: PaperMeta) -> list[str]:
+    """A paper's bibliographic record as `Field: value` lines (what `show` prints for a paper with no text)."""
+    out = [f"# {meta.title or meta.id}", ""]
+    rows = [("Authors", "; ".join(meta.authors)), ("Year", meta.year), ("Venue", meta.venue), ("DOI", meta.doi),
+            ("arXiv", meta.arxiv), ("URL", meta.url), ("Tags", ", ".join(meta.tags)),
+            ("Collections", ", ".join(meta.collections)), ("Status", meta.status)]
+    rows += [(k.capitalize(), v) for k, v in sorted(meta.bib.items()) if k != "entrytype" and v and v != meta.venue]
+    out += [f"{k}: {v}" for k, v in rows if v not in (None, "", [])]
+    if meta.abstract:
+        out += ["", "Abstract:", " ".join(str(meta.abstract).split())]
+    if meta.sources:
+        out += ["", "Sources:"] + [f"- {src}" for src in meta.sources]
+    if meta.status == "metadata":
+        out += ["", "No full text yet: add its PDF (`papervault add FILE.pdf`) to parse and analyse it."]
+    return out

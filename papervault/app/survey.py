@@ -401,6 +401,9 @@ class Stages:
     def log(self):
         return log
 
+    def on_stage(self, name: str, seconds: float) -> None:
+        """Called as each stage finishes (a front end's progress display); nothing to do by default."""
+
 
 def _write(path: Path, text: str) -> None:
     from papervault.vault.store import atomic_write
@@ -435,6 +438,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
 
     def stage_done(name: str, t0: float, message: str | None = None, paths: list[Path] | None = None) -> None:
         timings[name] = round(time.perf_counter() - t0, 2)
+        stages.on_stage(name, timings[name])
         if message:
             sha = ws.vault.commit(message, paths)
             if sha:

@@ -1,4 +1,5 @@
-"""Hierarchical chunks of one paper (paper, section, paragraph, figure, table, note) from its paper.md and note.md.
+"""Hierarchical chunks of one paper (paper, section, paragraph, figure, table, note, highlight) from its paper.md,
+note.md and reader-notes.md.
 
 Ids derive from the text that is embedded, so re-chunking unchanged content yields the same ids and the index
 can reuse their vectors. Bump CHUNKER_VERSION whenever the output for the same input changes.
@@ -230,9 +231,11 @@ def _find_abstract(sections: list[_Section]) -> str:
     return ""
 
 
-def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexSettings | None = None) -> list[Chunk]:
+def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexSettings | None = None,
+                reader_notes: str = "") -> list[Chunk]:
     """All chunks of one paper in reading order: paper, then sections with their paragraphs, figures and tables,
-    then the note's sections. A paper with no full text still yields its paper chunk (title + abstract)."""
+    then the note's sections, then the reader's highlights and notes (`reader-notes.md`, level `highlight`, each
+    highlight on its page). A paper with no full text still yields its paper chunk (title + abstract)."""
     settings = settings or IndexSettings()
     target, ceiling = settings.chunk_tokens, settings.max_chunk_tokens
     pid = meta.id
@@ -311,4 +314,13 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
         path = f"Note > {name}" if name else "Note"
         for piece in _split_long(text, target, ceiling):
             add("note", piece, path)
+
+    if reader_notes.strip():
+        from papervault.vault.reader import parse as parse_reader_notes
+
+        for entry in parse_reader_notes(reader_notes, meta.page_labels):
+            text = entry.text + (f"\n\n{entry.comment}" if entry.comment else "")
+            extra = {"kind": entry.kind, **({"page_label": entry.page_label} if entry.page_label else {})}
+            for piece in _split_long(text, target, ceiling):
+                add("highlight", piece, "Reader notes", entry.page, entry.page, None, extra)
     return chunks

@@ -26,6 +26,11 @@ def open_workspace(path: str | None, *, require: bool = True) -> Workspace:
     return ws.require() if require else ws
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 paper`, `2 papers`, `0 surveys`."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 

@@ -10,7 +10,7 @@ from papervault.commands.common import Progress, emit_json, json_option, open_wo
 
 
 @click.command()
-@click.option("--rebuild", is_flag=True, help="Drop the tables and index everything again (after a model change).")
+@click.option("--rebuild", is_flag=True, help="Index everything again (after a model change); searches see the old index until it is done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @workspace_option
 @json_option
@@ -42,8 +42,8 @@ def index(rebuild, quiet, workspace, as_json):
 @click.command()
 @click.argument("query")
 @click.option("--limit", "-n", type=int, default=10, show_default=True, help="How many hits.")
-@click.option("--level", type=click.Choice(["paper", "section", "paragraph", "figure", "table", "note"]),
-              help="Only chunks of this level.")
+@click.option("--level", type=click.Choice(["paper", "section", "paragraph", "figure", "table", "note", "highlight"]),
+              help="Only chunks of this level (highlight: your own highlights and reader notes).")
 @click.option("--paper", "paper", help="Only this paper (id).")
 @click.option("--year", help="Only these years: 2019 or 2015-2020.")
 @click.option("--venue", help="Only this venue (substring).")
@@ -68,8 +68,10 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
             click.echo(f"{i:2}. {h.get('repo')}/{h.get('path')}:{h.get('start_line')}-{h.get('end_line')} "
                        f"{h.get('symbol') or ''}  ({h.get('score', 0):.3f})")
         return
+    from papervault.app.search import check_query, why_no_hits
     from papervault.index.search import Searcher
 
+    query = check_query(ws, query, paper=paper)
     filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
     searcher = Searcher(ws)
     hits = searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget)
@@ -79,9 +81,30 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
         emit_json([h.model_dump() for h in hits])
         return
     if not hits:
-        click.echo("No results. Is the vault indexed? Run `papervault index`.")
-    for i, h in enumerate(hits, 1):
+        click.echo(why_no_hits(ws, filters=filters, level=level))
+        return
+    for i, h in enumerate(_without_own_sections(hits), 1):
         page = f"p. {h.page}" if h.page else "-"
-        click.echo(f"{i:2}. [{h.paper_id}] {h.title[:70]} ({h.level}, {h.section[:40] or '-'}, {page}) {h.score:.3f}")
+        if h.page_end and h.page and h.page_end != h.page:
+            page = f"pp. {h.page}-{h.page_end}"
+        click.echo(f"{i:2}. [{h.paper_id}] {h.title}")
+        click.echo(f"      {h.level} · {h.section or '-'} · {page} · score {h.score:.3f}")
         snippet = " ".join(h.text.split())[:240]
         click.echo(f"      {snippet}")
+
+
+def _without_own_sections(hits):
+    """The hits less a section whose own paragraph is also a hit (the same passage twice): the paragraph,
+    which is more precise, takes the better of the two ranks."""
+    out, used = [], set()
+    for i, h in enumerate(hits):
+        if i in used:
+            continue
+        if h.level == "section":
+            j = next((j for j in range(i + 1, len(hits)) if j not in used and hits[j].level == "paragraph"
+                      and (hits[j].paper_id, hits[j].section) == (h.paper_id, h.section)), None)
+            if j is not None:
+                used.add(j)
+                h = hits[j]
+        out.append(h)
+    return out

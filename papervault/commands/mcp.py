@@ -72,21 +72,28 @@ def serve(ctx, workspace, allow_write, http, port, token):
 @mcp.command()
 @click.argument("client", type=click.Choice(["claude-code", "codex"]))
 @click.option("--allow-write", is_flag=True, help="Register the server with its write tools.")
+@click.option("--scope", type=click.Choice(["project", "user"]), default="project", show_default=True,
+              help="claude-code: project = .mcp.json in the workspace (Claude Code started there); "
+                   "user = ~/.claude.json (Claude Code started in any folder, e.g. your code repositories).")
 @workspace_option
 @json_option
 @click.pass_context
-def install(ctx, client, allow_write, workspace, as_json):
-    """Register this workspace's server with Claude Code (.mcp.json) or Codex (~/.codex/config.toml)."""
+def install(ctx, client, allow_write, scope, workspace, as_json):
+    """Register this workspace's server with Claude Code (.mcp.json, or ~/.claude.json with --scope user) or
+    Codex (~/.codex/config.toml)."""
     from mcp_server.install import install as run_install
 
     ws = open_workspace(_group_workspace(ctx, workspace))
-    result = run_install(client, ws, allow_write=allow_write)
+    result = run_install(client, ws, allow_write=allow_write, scope=scope)
     if as_json:
         emit_json(result)
         return
     verb = "Updated" if result["replaced"] else "Added"
     click.echo(f"{verb} MCP server '{result['name']}' in {result['path']}")
-    if client == "claude-code":
-        click.echo("Claude Code loads it when started in the workspace folder (approve it when asked).")
+    if client == "claude-code" and scope == "user":
+        click.echo("Claude Code loads it in every folder on its next start (`claude mcp list` shows it).")
+    elif client == "claude-code":
+        click.echo("Claude Code loads it when started in the workspace folder (approve it when asked); "
+                   "use --scope user to have it in every folder.")
     else:
         click.echo("Codex loads it on its next start.")

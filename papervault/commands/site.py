@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import emit_json, json_option, open_workspace, plural, workspace_option
 
 
 @click.group()
@@ -29,7 +29,8 @@ def build_cmd(strict, workspace, as_json):
         click.echo(f"warning: {w}", err=True)
     if len(result["warnings"]) > 20:
         click.echo(f"... and {len(result['warnings']) - 20} more warnings", err=True)
-    click.echo(f"Built {result['pages']} pages ({result['papers']} papers, {result['surveys']} surveys) "
+    click.echo(f"Built {plural(result['pages'], 'page')} ({plural(result['papers'], 'paper')}, "
+               f"{plural(result['surveys'], 'survey')}) "
                f"in {result['seconds']:.1f} s into {result['site_dir']}")
 
 

@@ -5,9 +5,14 @@ The command belongs to the CLI layer, which may call `flows/` (the library below
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
+from pathlib import Path
+
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import emit_json, json_option, open_workspace, plural, workspace_option
 
 
 @click.command()
@@ -35,11 +40,16 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     ws = open_workspace(workspace)
     for spec in papers:
         parse_spec(spec)  # a typo in a selection fails before Prefect starts
+    t0 = time.perf_counter()
+    # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from flows.survey import run_survey
 
-    result = run_survey(topic, task_runner=task_runner, workers=workers, slug=slug, papers=list(papers) or None,
-                        backend=backend, workspace=str(ws.root), arxiv_max=arxiv_max, threshold=threshold,
-                        max_papers=max_papers)
+    with _quiet_prefect_console(), _stage_display(enabled=not as_json):
+        result = run_survey(topic, task_runner=task_runner, workers=workers, slug=slug,
+                            papers=list(papers) or None, backend=backend, workspace=str(ws.root),
+                            arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
+    result["wall_seconds"] = round(time.perf_counter() - t0, 1)   # Prefect's start-up and shutdown included
     if as_json:
         emit_json(result)
         return
@@ -47,8 +57,51 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
         click.echo(f"warning: {p}", err=True)
     for f in result.get("failed", []):
         click.echo(f"analysis failed for {f['id']}: {f['message']}", err=True)
-    click.echo(f"Survey written to {result['dir']} ({len(result['papers'])} papers, see selection.md; "
-               f"{result['sections']} sections, "
-               f"outline {result['outline']}).")
-    click.echo(f"Polish: {result['claims']} cited claims checked, {result['changes']} fixed, {result['flags']} flagged "
-               f"(see polish-report.md). {result['seconds']} s.")
+    report = Path(result["dir"]) / "polish-report.md"
+    click.echo(f"Survey written to {result['dir']} ({plural(len(result['papers']), 'paper')}, see selection.md; "
+               f"{plural(result['sections'], 'section')}, outline {result['outline']}).")
+    click.echo(f"Polish: {plural(result['claims'], 'cited claim')} checked, {result['changes']} fixed, "
+               f"{result['flags']} flagged (see {report}).")
+    click.echo(f"Done in {result['wall_seconds']:.1f} s ({result['seconds']:.1f} s in the stages).")
+
+
+STAGES = ("retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish")
+
+
+@contextlib.contextmanager
+def _stage_display(enabled: bool):
+    """One line on stderr per stage as it finishes (`[3/8] analyse  2.1 s`), instead of Prefect's log lines."""
+    from flows.survey import STAGE_LISTENERS
+
+    def show(name: str, seconds: float) -> None:
+        n = STAGES.index(name) + 1 if name in STAGES else "?"
+        click.echo(f"[{n}/{len(STAGES)}] {name:<10} {seconds:6.1f} s", err=True)
+
+    if enabled:
+        click.echo(f"[0/{len(STAGES)}] starting the survey flow (Prefect) ...", err=True)
+        STAGE_LISTENERS.append(show)
+    try:
+        yield
+    finally:
+        if enabled:
+            STAGE_LISTENERS.remove(show)
+
+
+@contextlib.contextmanager
+def _quiet_prefect_console():
+    """Prefect's console handler shows only warnings and errors while the flow runs in this process; its
+    records still reach the API handler, so the run's logs are in Prefect's UI and `prefect flow-run logs`."""
+    import logging
+
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    handlers = {h for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs")
+                for h in logging.getLogger(name).handlers if isinstance(h, PrefectConsoleHandler)}
+    before = {h: h.level for h in handlers}
+    for h in handlers:
+        h.setLevel(max(h.level, logging.WARNING))
+    try:
+        yield
+    finally:
+        for h, level in before.items():
+            h.setLevel(level)

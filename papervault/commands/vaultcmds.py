@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
-from papervault.commands.common import Progress, emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import Progress, emit_json, json_option, open_workspace, plural, workspace_option
 from papervault.workspace import Workspace
 
 
@@ -57,8 +59,12 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                          reanalyse=reanalyse)
     finally:
         progress.close()
+    # Every input failed: the command failed (a script or a Makefile must see it), after saying why.
+    failed = bool(report.problems) and not (report.added or report.merged or report.unchanged)
     if as_json:
         emit_json(report.as_dict())
+        if failed:
+            raise SystemExit(1)
         return
     for p in report.problems:
         click.echo(f"skipped {p.source}: {p.error}", err=True)
@@ -73,8 +79,12 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
     if report.pdfs_kept:
         click.echo(f"kept the PDFs of {len(report.pdfs_kept)} earlier paper(s) in {ws.pdf_dir}: "
                    + ", ".join(report.pdfs_kept[:5]) + (" ..." if len(report.pdfs_kept) > 5 else ""))
-    click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}, "
-               f"problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
+    click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}"
+               + (f" ({len(report.reanalysed)} re-analysed)" if report.reanalysed else "")
+               + f", problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
+    if failed:
+        click.echo(f"error: nothing was added: {plural(len(report.problems), 'input')} failed (see above)", err=True)
+        raise SystemExit(1)
 
 
 @click.command("list")
@@ -110,6 +120,7 @@ def list_papers(tag, year, venue, author, status, title, workspace, as_json):
 @json_option
 def show(paper_id, full, workspace, as_json):
     """Print a paper's note (or its full text)."""
+    from papervault.app.papers import metadata_lines
     from papervault.pdfstore import pdf_of
 
     ws = open_workspace(workspace)
@@ -118,6 +129,14 @@ def show(paper_id, full, workspace, as_json):
     pdf = pdf_of(ws, meta)     # the workspace's copy (pdfs/<sha256>.pdf), else the original if still there
     if as_json:
         emit_json({"meta": meta.model_dump(exclude_none=True), "text": text, "pdf": str(pdf) if pdf else None})
+        return
+    rest = re.sub(r"\A\s*#\s+[^\n]*\n?", "", body).strip()
+    if full and not text.strip():
+        click.echo(f"{paper_id} has no full text yet; its record:", err=True)
+        click.echo("\n".join(metadata_lines(meta)))
+    elif not full and (meta.status == "metadata" or not rest):
+        # a paper known only by its record (BibTeX, CSL, Zotero without PDF): its note is just the title
+        click.echo("\n".join(metadata_lines(meta) + ([ "", rest] if rest else [])))
     else:
         click.echo(text)
         if pdf and not full:

@@ -23,7 +23,7 @@ from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_d
 from papervault.models import Hit
 from papervault.vault.paper import page_link
 
-LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
+LEVELS = ("paper", "section", "paragraph", "figure", "table", "note", "highlight")
 MODES = ("hybrid", "fts", "vector")
 FILTER_KEYS = ("year", "venue", "tag", "tags", "paper", "paper_id", "level")
 CHUNK_COLUMNS = ["id", "paper_id", "level", "section_path", "page_start", "page_end", "ordinal", "parent_id",
@@ -403,7 +403,9 @@ def _fetch(chunks, slim: list[dict]) -> dict[str, dict]:
 def _hit(row: dict, score: float) -> Hit:
     pid = row["paper_id"]
     page = row.get("page_start")
-    if row["level"] == "note" or page is None:
+    if row["level"] == "highlight" and page is None:
+        anchor = f"papers/{pid}/reader-notes.md"
+    elif row["level"] == "note" or page is None:
         anchor = f"papers/{pid}/note.md"
     else:
         anchor = page_link(pid, page)

@@ -174,6 +174,7 @@ class PaperIndex:
         self.settings = workspace.settings.index
         self.embedder = embedder or Embedder.for_workspace(workspace)
         self.db = open_db(workspace)
+        self.names = (PAPERS, CHUNKS)   # a rebuild indexes into staging tables first (see `rebuild`)
 
     # --- tables ----------------------------------------------------------------------------------
 
@@ -187,8 +188,9 @@ class PaperIndex:
     def _tables(self, create: bool):
         """(papers, chunks) tables, checked against the settings; None, None when absent and not creating."""
         names = set(table_names(self.db))
-        if PAPERS in names and CHUNKS in names:
-            papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
+        p_name, c_name = self.names
+        if p_name in names and c_name in names:
+            papers, chunks = self.db.open_table(p_name), self.db.open_table(c_name)
             for table in (chunks, papers):
                 check_meta(table, self._expected_cheap())   # names first: a wrong model is never loaded
                 check_meta(table, {"dim": str(self.embedder.dim)})
@@ -200,8 +202,8 @@ class PaperIndex:
         if es.model_path:   # where the model was loaded from, so a shell without the settings can find it
             meta["embedding_model_path"] = es.model_path
         self._record_settings()
-        papers = self.db.create_table(PAPERS, schema=papers_schema(dim, meta), exist_ok=True)
-        chunks = self.db.create_table(CHUNKS, schema=chunks_schema(dim, meta), exist_ok=True)
+        papers = self.db.create_table(p_name, schema=papers_schema(dim, meta), exist_ok=True)
+        chunks = self.db.create_table(c_name, schema=chunks_schema(dim, meta), exist_ok=True)
         return papers, chunks
 
     @property
@@ -233,18 +235,32 @@ class PaperIndex:
             log.info("index: recorded %s in %s", written, self.workspace.config_path)
 
     def drop(self) -> None:
-        from papervault.index.multilingual import CHUNKS_ML
+        names = list(reversed(self.names))
+        if self.names == (PAPERS, CHUNKS):      # the live index: its multilingual companion goes with it
+            from papervault.index.multilingual import CHUNKS_ML
 
-        for name in (CHUNKS_ML, CHUNKS, PAPERS):
+            names.insert(0, CHUNKS_ML)
+        for name in names:
             if name in table_names(self.db):
                 self.db.drop_table(name)
 
     # --- sync ------------------------------------------------------------------------------------
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> dict:
-        """Drop both tables and index the whole vault again (after a model or chunker change)."""
-        self.drop()
-        return self.sync(progress)
+        """Index the whole vault again (after a model or chunker change) into staging tables, then replace the
+        live tables with them, one overwrite commit each: until then readers search the previous index, never
+        an empty or half-built one (LanceDB OSS cannot rename a table)."""
+        staging = PaperIndex(self.workspace, self.embedder)
+        staging.names = tuple(f"{n}_rebuild" for n in self.names)
+        staging.drop()                      # what a killed rebuild left
+        report = staging.sync(progress)
+        new_papers, new_chunks = staging._tables(create=False)
+        p_name, c_name = self.names
+        chunks = self.db.create_table(c_name, data=new_chunks.to_arrow(), mode="overwrite")
+        papers = self.db.create_table(p_name, data=new_papers.to_arrow(), mode="overwrite")
+        self._maintain(chunks, papers)
+        staging.drop()
+        return report
 
     def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None) -> dict:
         """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost.
@@ -268,7 +284,11 @@ class PaperIndex:
                 note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
                 ft_path = vault.fulltext_path(pid)
                 ft_raw = vault.safe_path(ft_path).read_bytes() if ft_path.is_file() else b""
-                digest = _content_hash(note_raw, ft_raw, name)
+                rn_path = vault.paper_dir(pid) / "reader-notes.md"
+                rn_raw = vault.safe_path(rn_path).read_bytes() if rn_path.is_file() else b""
+                # reader notes join the hash only when there are any: existing indexes stay current
+                digest = _content_hash(note_raw + (b"\x00reader-notes\x00" + rn_raw if rn_raw else b""), ft_raw,
+                                       name)
                 if indexed.get(pid) == digest:
                     report["unchanged"] += 1
                     continue
@@ -277,7 +297,8 @@ class PaperIndex:
                     raise WorkspaceError(f"note id {meta.id!r} differs from its folder papers/{pid}/; not indexed",
                                          fix=f"set `id: {pid}` in its frontmatter, or rename the folder")
                 fulltext = ft_raw.decode("utf-8", errors="replace")
-                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
+                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings,
+                                                 rn_raw.decode("utf-8", errors="replace")), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
             except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
                 report["errors"][pid] = str(exc)

@@ -28,10 +28,12 @@ from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
 from papervault.vault import paper as paper_md
 from papervault.vault.paper import PAGE_ANCHOR
+from papervault.vault.reader import parse as parse_reader_notes
 from papervault.vault.store import ID_PATTERN
 
 PAPER_LINK = re.compile(r"papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(?:note|paper)\.md")
 H1 = re.compile(r"\A\s*#\s+[^\n]*\n")
+NOTE_HEAD = re.compile(r"\A(?:\s*\*\*(?:Authors|Published):\*\*[^\n]*\n)+")
 SKIP_DIRS = {".git", ".obsidian", ".trash", "__pycache__", "node_modules"}
 # Files a paper folder may hold that are not pages of the site.
 PAPER_SKIP = {"note.new.md", ".gitkeep"}
@@ -53,6 +55,7 @@ class PaperEntry:
     figure_files: list[str] = field(default_factory=list)   # every file in figures/ (static assets)
     other_files: list[str] = field(default_factory=list)    # other files in the paper folder (kept as assets)
     pdf: Path | None = None      # the PDF the workspace keeps (pdfs/<sha256>.pdf), published as paper.pdf
+    reader_notes: str = ""                                   # reader-notes.md: the reader's highlights and notes
 
 
 @dataclass
@@ -153,6 +156,9 @@ def _read_paper(pdir: Path, *, include_pdfs: bool, inside, pdf_store: Path | Non
     full = pdir / "paper.md"
     fulltext = full.read_text(encoding="utf-8", errors="replace") if full.is_file() and inside(full) else ""
     entry = PaperEntry(meta=meta, body=body, fulltext=fulltext)
+    reader = pdir / "reader-notes.md"
+    if reader.is_file() and inside(reader):
+        entry.reader_notes = reader.read_text(encoding="utf-8", errors="replace")
     fig_dir = pdir / "figures"
     if fig_dir.is_dir():
         entry.figure_files = sorted(f.name for f in fig_dir.iterdir()
@@ -363,7 +369,11 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             code_page = f"code/{name}.md"
             links.append(f"[code: {md_escape(name)}]({path_url(rel_link(code_page, page))})"
                          if code_page in snap.code else f"code: {md_escape(name)}")
-        body, report = render_citations(escape_foreign_tags(H1.sub("", e.body, count=1)), label, linker(page))
+        # The card above the note shows authors and venue: the note's own lines for them are not repeated.
+        note_body = NOTE_HEAD.sub("", H1.sub("", e.body, count=1))
+        # reader-notes.md is shown on this page (below the note), not as a page of its own
+        note_body = note_body.replace("](reader-notes.md)", "](#your-highlights-and-notes)")
+        body, report = render_citations(escape_foreign_tags(note_body), label, linker(page))
         for k in report.missing:
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         data = {
@@ -375,6 +385,9 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             "cited_by_surveys": [{"title": s.title, "url": rel_link(f"surveys/{s.slug}/survey.md", page)}
                                  for s in cited_by_surveys.get(pid, [])],
             "cited_by_papers": listing(cited_by_papers.get(pid, []), page),
+            "highlights": [{"kind": h.kind, "text": escape_foreign_tags(h.text), "comment": escape_foreign_tags(h.comment),
+                            "page": h.page if e.fulltext else None, "label": h.page_label}
+                           for h in parse_reader_notes(e.reader_notes, m.page_labels)] if e.reader_notes else [],
         }
         pages[page] = env.get_template("paper.md.j2").render(p=data, body=body.strip())
         if e.fulltext:

@@ -243,8 +243,9 @@ async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, 
     coverage = compute_coverage(doc, data)
     figures = {f.number: {"caption": f.caption, "page": f.page, "src": f.src} for f in doc.figures if f.number}
     analyser = f"{answer.backend}/{answer.model}" if answer.model else answer.backend
+    reader = vault.paper_dir(paper_id) / "reader-notes.md"
     body = tmpl.render(f"{tmpl.name}.md.j2", meta=meta, a=data, figures=figures, verbatim=backend.verbatim,
-                       coverage=coverage, analyser=analyser)
+                       coverage=coverage, analyser=analyser, reader_notes=reader.is_file())
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
 
     meta.status = "analysed"

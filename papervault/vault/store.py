@@ -207,12 +207,25 @@ class Vault:
             meta.created = meta.updated
         data = meta.model_dump(exclude_none=True)
         text = frontmatter.join(data, body)
+        target = path
         if path.exists() and not force and self.is_edited(meta.id):
             target = path.with_name("note.new.md")
-            atomic_write(target, text)
-            return target
-        atomic_write(path, text)
-        return path
+        if self._same_but_updated(target, data, body):
+            return target      # nothing but `updated:` would change: the file (and the vault) stays as it is
+        atomic_write(target, text)
+        return target
+
+    @staticmethod
+    def _same_but_updated(target: Path, data: dict, body: str) -> bool:
+        """True when `target` already holds `data` and `body`, its `updated:` time aside."""
+        try:
+            old = target.read_text(encoding="utf-8")
+        except OSError:
+            return False
+        old_data, _ = frontmatter.split(old)
+        if not old_data.get("updated"):
+            return False
+        return frontmatter.join({**data, "updated": old_data["updated"]}, body) == old
 
     def update_meta(self, paper_id: str, **changes) -> PaperMeta:
         """Change frontmatter fields without touching the body (keeps a person's edits)."""

@@ -1,0 +1,33 @@
+"""`locate`: the paper, page and anchor where a quoted passage occurs."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+
+
+@click.command("locate")
+@click.argument("quote")
+@click.option("--paper", "paper", help="Only look in this paper (id).")
+@click.option("--limit", "-n", type=int, default=5, show_default=True, help="At most this many papers.")
+@workspace_option
+@json_option
+def locate(quote, paper, limit, workspace, as_json):
+    """Find where a quoted passage occurs (exact or near-exact): paper, page and page anchor."""
+    from papervault.app.locate import locate as run_locate
+
+    ws = open_workspace(workspace)
+    found = run_locate(ws, quote, limit=limit, paper=paper)
+    if as_json:
+        emit_json([f.as_dict() for f in found])
+        return
+    if not found:
+        click.echo("Not found: no paper contains this passage (nor one close to it).", err=True)
+        raise SystemExit(1)
+    for f in found:
+        page = f"p. {f.page}" if f.page else "no page"
+        how = "exact" if f.exact else f"near-exact {f.score:.2f}"
+        click.echo(f"[{f.paper_id}] {f.title} ({page}, {how})")
+        click.echo(f"      {f.anchor}")
+        click.echo(f"      \u201c{f.text[:300]}\u201d")
