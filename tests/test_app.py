@@ -55,15 +55,15 @@ def test_a_survey_runs_stage_by_stage_without_prefect(tmp_path):
     assert set(res["timings"]) == {"retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"}
     ws = Workspace(ws_dir)
     sdir = ws.vault.survey_dir("repl")
-    for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
+    for name in ("selection.md", "correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
         assert (sdir / name).is_file(), name
     survey = (sdir / "survey.md").read_text()
     assert all(f"@{pid}" in survey for pid in out["added"])
     # one commit per stage that wrote something, and nothing left uncommitted
     subjects = [c.message.splitlines()[0] for c in ws.vault.repo.iter_commits(max_count=10)]
-    for stage in ("correlate", "outline", "draft", "polish"):
+    for stage in ("select", "correlate", "outline", "draft", "polish"):
         assert any(s.startswith(f"survey repl: {stage}") for s in subjects), (stage, subjects)
-    assert len(res["commits"]) == 4 and ws.vault.is_clean()
+    assert len(res["commits"]) == 5 and ws.vault.is_clean()
 
 
 def test_the_model_fallback_keeps_the_extractive_result(workspace_env):

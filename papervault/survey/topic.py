@@ -43,6 +43,7 @@ CHUNK_WEIGHT = 0.5      # how much a paper's best passage may lift its title/abs
 Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
 TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
 BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background similarity
+SMALL_VAULT = 30        # below this many papers the vault's spread says nothing: only TOP_FRACTION cuts
 NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near misses (shown, linkable)
 NEAR_SHOWN = 15         # near misses listed in selection.md
 PASSAGES = 2            # passages given as a selected paper's reason
@@ -273,7 +274,10 @@ class TopicSelector:
         median = min(median, BACKGROUND_CAP)
         order = [int(i) for i in np.argsort(-score) if np.isfinite(score[i])]
         best = float(np.mean(score[order[:3]])) if order else median
-        cutoff = max(median + Z_MIN * spread, median + TOP_FRACTION * (best - median))
+        # A deviation measured over a handful of papers is noise (three papers on the topic set their own MAD):
+        # a small vault is cut by closeness to its best papers alone.
+        z_cut = median + Z_MIN * spread if len(background) >= SMALL_VAULT else -np.inf
+        cutoff = max(z_cut, median + TOP_FRACTION * (best - median))
         near_cut = median + NEAR_FRACTION * (cutoff - median)
 
         words = set(_words(query1))
