@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,6 +38,8 @@ class EmbedSettings(Section):
     max_tokens: int = Field(256, description="word pieces embedded per text; the rest is found by full text only")
     threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
     cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="ONNX Runtime device: auto (CUDA when available, else CPU), cpu, or cuda")
 
 
 class IndexSettings(Section):
