@@ -31,6 +31,7 @@ REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the cu
 VECTOR_INDEX_MIN_ROWS = 20_000
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
 GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
+WINDOW_CHUNKS = 8192  # chunks held in memory at once: a sync of 90,000 papers streams through windows
 
 
 # The standard AWS variables -> LanceDB (object_store) storage options, for an index on S3 or MinIO.
@@ -212,6 +213,8 @@ class PaperIndex:
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
+        state = {"done": 0, "total": 0, "progress": progress, "wrote": False}
+        held = 0
         for pid in ids:
             try:
                 note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
@@ -228,9 +231,13 @@ class PaperIndex:
                 fulltext = ft_raw.decode("utf-8", errors="replace")
                 todo.append((meta, chunk_paper(meta, fulltext, body, self.settings), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
+                held += len(todo[-1][1])
             except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
                 report["errors"][pid] = str(exc)
                 log.warning("index: skipped %s: %s", pid, exc)
+            if held >= WINDOW_CHUNKS:   # written a window at a time: memory stays flat however large the vault
+                self._write(papers, chunks, todo, report, state)
+                todo, held = [], 0
 
         removed = sorted(set(indexed) - set(ids))
         if removed:
@@ -239,8 +246,8 @@ class PaperIndex:
             report["removed"] = removed
 
         if todo:
-            self._write(papers, chunks, todo, report, progress)
-        if todo or removed:
+            self._write(papers, chunks, todo, report, state)
+        if state["wrote"] or removed:
             self._maintain(chunks, papers)
         report["chunks"] = chunks.count_rows()
         report["seconds"] = round(time.perf_counter() - t0, 3)
@@ -258,16 +265,17 @@ class PaperIndex:
             out.update(zip(tab["id"].to_pylist(), vecs))
         return out
 
-    def _write(self, papers, chunks, todo, report, progress) -> None:
+    def _write(self, papers, chunks, todo, report, state) -> None:
         """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
         updated = set(report["updated"])
         old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
         total = sum(c.id not in old for _, cs, *_ in todo for c in cs)
-        report["chunks_embedded"] = total
-        report["chunks_reused"] = sum(len(cs) for _, cs, *_ in todo) - total
-        state = {"done": 0, "total": total, "progress": progress}
-        if progress:
-            progress(0, total)
+        report["chunks_embedded"] += total
+        report["chunks_reused"] += sum(len(cs) for _, cs, *_ in todo) - total
+        state["total"] += total     # a window at a time: the total grows as the sync reads the vault
+        state["wrote"] = True
+        if state["progress"]:
+            state["progress"](state["done"], state["total"])
         group, size = [], 0
         for item in todo:
             group.append(item)
