@@ -14,6 +14,7 @@ scheduler at PAPERVAULT_DASK_ADDRESS when the work pool sets it, threads otherwi
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
@@ -124,27 +125,34 @@ def task_runner(kind: str = "thread", workers: int | None = None, address: str |
                                           "dashboard_address": None, "silence_logs": logging.WARNING})
 
 
-def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
-        **params: Any) -> dict[str, Any]:
-    """Run `add` or `index` in this process with the chosen task runner. Dask workers are other processes and
-    must reach the Prefect API: without a configured server, a temporary local one is started for them."""
-    runner = task_runner(task_runner_kind, workers, dask_address)
-    call = flow_fn.with_options(task_runner=runner)
-    if task_runner_kind != "dask":
-        return call(**params)
+@contextmanager
+def _api_for_workers_env():
+    """While open, a Prefect API that Dask worker processes can reach: the configured server, or a temporary
+    local one started here (Prefect's in-process ephemeral API would be private to this process)."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.survey import _api_for_workers
 
     api = _api_for_workers()
     if api is None:
-        return call(**params)
+        yield
+        return
     url, previous = api
     try:
         with temporary_settings({PREFECT_API_URL: url}):
-            return call(**params)
+            yield
     finally:
         if previous is None:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = previous
+
+
+def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
+        **params: Any) -> dict[str, Any]:
+    """Run `add` or `index` in this process with the chosen task runner (see `_api_for_workers_env` for Dask)."""
+    call = flow_fn.with_options(task_runner=task_runner(task_runner_kind, workers, dask_address))
+    if task_runner_kind != "dask":
+        return call(**params)
+    with _api_for_workers_env():
+        return call(**params)
