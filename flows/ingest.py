@@ -32,10 +32,22 @@ from papervault.workspace import Workspace  # noqa: E402
 def parse_pdf(path: str, settings: dict, cache_dir: str | None):
     """Parse one PDF (through the shared parse cache when the workers can see it); a ParsedPaper, or the
     error as a plain tuple (it crosses process boundaries)."""
-    from papervault.parse.batch import _init_worker, _worker
+    import multiprocessing as mp
 
-    _init_worker()
-    return _worker(path, settings, cache_dir)
+    from papervault.parse.batch import _init_worker, _worker, parse_many
+
+    if mp.current_process().daemon:
+        # A Dask worker process (one task thread, see task_runner): it may not start children, and parses here.
+        _init_worker()
+        return _worker(path, settings, cache_dir)
+    # On threads: PyMuPDF is not thread-safe, so each file goes to its own process, with the parse timeout.
+    from papervault.config import ParseSettings
+    from papervault.errors import ParseError
+    from pathlib import Path
+
+    out = parse_many([path], ParseSettings(**settings), cache_dir=Path(cache_dir) if cache_dir else None,
+                     workers=1)[path]
+    return ("error", out.reason, out.fix) if isinstance(out, ParseError) else out
 
 
 @task(name="embed-batch", retries=1, retry_delay_seconds=2)

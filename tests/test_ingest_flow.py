@@ -91,3 +91,33 @@ def test_dask_add_and_index_equal_in_process(tmp_path, corpus_dir, model_dir, mo
     np.testing.assert_allclose(vecs_dist, vecs_local, rtol=0, atol=1e-6)
     # one commit of the add, made by the flow's process
     assert next(dist.vault.repo.iter_commits(max_count=1)).message.startswith("add: 2 new")
+
+
+def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, monkeypatch):
+    """The default task runner (threads; each PDF parsed in its own process, PyMuPDF not being thread-safe)."""
+    from flows.ingest import add as add_flow, index as index_flow, run
+    from papervault.app.papers import add
+    from papervault.index.store import PaperIndex
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(corpus_dir / PDFS[0], src / PDFS[0])
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-local"))
+    local, _ = Workspace.init(tmp_path / "local")
+    assert len(add(local, [str(src)]).added) == 1
+    with local.write_lock("index"):
+        PaperIndex(local).sync()
+
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-flow"))
+    flowed, _ = Workspace.init(tmp_path / "flowed")
+    done = run(add_flow, task_runner_kind="thread", workers=2, inputs=[str(src)], workspace=str(flowed.root))
+    assert len(done["added"]) == 1 and not done["problems"], done
+    assert len(list((tmp_path / "cache-flow").rglob("*.pickle"))) == 1
+    indexed = run(index_flow, task_runner_kind="thread", workers=2, workspace=str(flowed.root))
+    assert indexed["chunks_embedded"] == indexed["chunks"] > 0
+
+    assert _vault_files(flowed) == _vault_files(local)
+    ids_local, vecs_local = _chunks(local)
+    ids_flow, vecs_flow = _chunks(flowed)
+    assert ids_flow == ids_local
+    np.testing.assert_allclose(vecs_flow, vecs_local, rtol=0, atol=1e-6)
