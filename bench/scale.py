@@ -173,35 +173,24 @@ def csl_library(n: int, out: Path) -> Path:
     return out
 
 
-def _peak(cmd: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of a child process."""
-    import resource
-
-    t0 = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if r.returncode:
-        raise SystemExit(f"{' '.join(cmd[3:5])} failed: {r.stderr[-1500:]}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the largest child so far: run sizes in increasing order (they grow, if anything)
-    return time.perf_counter() - t0, max(peak, before) / 1024
-
-
 def memory_vs_size(sizes: list[int], tmp: Path) -> list[dict]:
     """Each size in its own fresh process (peaks are per process): `add` of the CSL file, then `index`."""
     rows = []
     for n in sizes:
         csl = csl_library(n, tmp / f"lib-{n}.json")
-        script = ("import json, resource, sys, time\n"
+        # VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child would report this process's peak.
+        script = ("import json, sys, time\n"
+                  "def hwm():\n    for line in open('/proc/self/status'):\n"
+                  "        if line.startswith('VmHWM:'):\n            return int(line.split()[1]) / 1024\n"
                   "from papervault.app.papers import add\nfrom papervault.index.store import PaperIndex\n"
                   "from papervault.workspace import Workspace\n"
                   "ws, _ = Workspace.init(sys.argv[1]); t = time.perf_counter()\n"
                   "r = add(ws, [sys.argv[2]], backend='extractive')\n"
-                  "a = time.perf_counter() - t; pa = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+                  "a = time.perf_counter() - t; pa = hwm()\n"
                   "t = time.perf_counter()\nwith ws.write_lock('index'):\n    s = PaperIndex(ws).sync()\n"
                   "print(json.dumps({'added': len(r.added), 'add_s': round(a, 1), 'add_peak_mb': round(pa),"
                   " 'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1),"
-                  " 'peak_mb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))\n")
+                  " 'peak_mb': round(hwm())}))\n")
         r = subprocess.run([sys.executable, "-c", script, str(tmp / f"mem-{n}"), str(csl)], capture_output=True,
                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if r.returncode:
