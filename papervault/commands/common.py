@@ -21,6 +21,17 @@ def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
 
 
+def runner_options(f: Callable) -> Callable:
+    """`--task-runner`, `--workers`, `--dask-address`: run `add`/`index` as the Prefect flow of flows/ingest.py
+    (without --task-runner the command runs in this process, as on a laptop)."""
+    f = click.option("--dask-address", metavar="ADDR",
+                     help="With --task-runner dask: an existing Dask scheduler (tcp://host:8786).")(f)
+    f = click.option("--workers", type=click.IntRange(1, 256),
+                     help="With --task-runner: threads, or local Dask worker processes (default 4 / 2).")(f)
+    return click.option("--task-runner", type=click.Choice(["thread", "dask"]), default=None,
+                        help="Run as a Prefect flow, the per-paper work spread over threads or a Dask cluster.")(f)
+
+
 def open_workspace(path: str | None, *, require: bool = True) -> Workspace:
     ws = Workspace.resolve(path)
     return ws.require() if require else ws

@@ -6,21 +6,29 @@ import time
 
 import click
 
-from papervault.commands.common import Progress, emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, runner_options,
+                                        workspace_option)
 
 
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Index everything again (after a model change); searches see the old index until it is done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@runner_options
 @workspace_option
 @json_option
-def index(rebuild, quiet, workspace, as_json):
+def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json):
     """Index the vault incrementally: only new or changed papers are embedded."""
     from papervault.index.store import PaperIndex
 
     ws = open_workspace(workspace)
-    progress = Progress(quiet or as_json)
     t0 = time.perf_counter()
+    if task_runner:
+        from flows.ingest import index as index_flow, run
+
+        report = run(index_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
+                     workspace=str(ws.root), rebuild=rebuild)
+        return _print_index_report(report, t0, as_json)
+    progress = Progress(quiet or as_json)
     with ws.write_lock("index"):
         idx = PaperIndex(ws)
         try:
@@ -28,6 +36,10 @@ def index(rebuild, quiet, workspace, as_json):
                 idx.sync(progress=lambda d, t: progress("embed", d, t))
         finally:
             progress.close()
+    _print_index_report(report, t0, as_json)
+
+
+def _print_index_report(report, t0: float, as_json: bool) -> None:
     report = dict(report or {})
     report["seconds"] = round(time.perf_counter() - t0, 2)
     if as_json:

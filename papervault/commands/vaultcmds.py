@@ -6,7 +6,8 @@ import re
 
 import click
 
-from papervault.commands.common import Progress, emit_json, json_option, open_workspace, plural, workspace_option
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, plural, runner_options,
+                                        workspace_option)
 from papervault.workspace import Workspace
 
 
@@ -39,9 +40,11 @@ def init(directory, embed_model, embed_model_path, workspace, as_json):
 @click.option("--backend", default=None, help="Analyser for the new notes (default: the workspace's).")
 @click.option("--reanalyse", is_flag=True, help="Analyse notes again even when they are current.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@runner_options
 @workspace_option
 @json_option
-def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, workspace, as_json):
+def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, task_runner, workers,
+        dask_address, workspace, as_json):
     """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero."""
     from papervault.app.papers import add as run_add
 
@@ -53,12 +56,23 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         options.update(zotero=zotero or None, collection=collection, since=since)
     if arxiv_search:
         options.update(arxiv_search=arxiv_search, max_results=max_results)
-    progress = Progress(quiet or as_json)
-    try:
-        report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
-                         reanalyse=reanalyse)
-    finally:
-        progress.close()
+    if task_runner:
+        if options:
+            raise click.UsageError("--task-runner takes paths, files and identifiers, not --zotero or --arxiv-search")
+        from flows.ingest import add as add_flow, run
+        from papervault.ingest import AddReport, Problem
+
+        done = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
+                   inputs=list(inputs), workspace=str(ws.root), backend=backend, reanalyse=reanalyse)
+        report = AddReport(**{**done, "problems": [Problem(**p) for p in done["problems"]],
+                              "warnings": [Problem(**p) for p in done["warnings"]]})
+    else:
+        progress = Progress(quiet or as_json)
+        try:
+            report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
+                             reanalyse=reanalyse)
+        finally:
+            progress.close()
     # Every input failed: the command failed (a script or a Makefile must see it), after saying why.
     failed = bool(report.problems) and not (report.added or report.merged or report.unchanged)
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 from papervault.config import EmbedSettings
 from papervault.errors import IndexMismatchError
 
+log = logging.getLogger(__name__)
 _MODELS: dict[tuple, object] = {}
 PACKAGED = "packaged"   # [embed] model_path value: the PyPI-packaged all-MiniLM-L6-v2 (see packaged_model.py)
 
@@ -24,13 +26,14 @@ _LOCK = threading.Lock()
 
 def _load(settings: EmbedSettings):
     """The fastembed model for these settings, loaded once per process (loading costs ~1 s and ~100 MB)."""
-    key = (settings.model, settings.model_path, settings.threads, settings.cache_dir, settings.max_tokens)
+    key = (settings.model, settings.model_path, settings.threads, settings.cache_dir, settings.max_tokens,
+           settings.device)
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
             from fastembed import TextEmbedding
 
-            kwargs: dict = {}
+            kwargs: dict = {"providers": execution_providers(settings.device)}
             if settings.threads:
                 kwargs["threads"] = settings.threads
             if settings.cache_dir:
@@ -116,6 +119,22 @@ def _construct(cls, settings: EmbedSettings, model_name: str, kwargs: dict):
     except Exception as exc:  # noqa: BLE001 - fastembed raises bare exceptions when a download fails
         raise IndexMismatchError(f"cannot load embedding model {settings.model!r} ({str(exc)[:160]})",
                                  fix=OFFLINE_FIX) from None
+CUDA, CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+def execution_providers(device: str) -> list[str]:
+    """ONNX Runtime providers for `[embed] device`: CUDA first when asked for (or `auto`) and present, else CPU,
+    saying so in one line when CUDA was asked for and is not there."""
+    if device == "cpu":
+        return [CPU]
+    import onnxruntime
+
+    if CUDA in onnxruntime.get_available_providers():
+        return [CUDA, CPU]
+    if device == "cuda":
+        log.warning("embed: device = cuda, but ONNX Runtime has no CUDA provider here; embedding on CPU "
+                    "(install onnxruntime-gpu with a CUDA runtime to use the GPU)")
+    return [CPU]
 
 
 def _limit_tokens(model, max_tokens: int | None) -> None:
@@ -172,6 +191,14 @@ class Embedder:
     @property
     def model(self):
         return _load(self.settings)
+
+    @property
+    def provider(self) -> str:
+        """The ONNX Runtime provider the loaded model runs on (CUDAExecutionProvider or CPUExecutionProvider)."""
+        session = getattr(getattr(self.model, "model", None), "model", None)
+        providers = session.get_providers() if hasattr(session, "get_providers") else execution_providers(
+            self.settings.device)
+        return providers[0]
 
     @property
     def dim(self) -> int:

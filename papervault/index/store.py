@@ -36,17 +36,46 @@ META_LABELS = {"embed_max_tokens": "[embed] max_tokens"}
 VECTOR_INDEX_MIN_ROWS = 20_000
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
 GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
+WINDOW_CHUNKS = 8192  # chunks held in memory at once: a sync of 90,000 papers streams through windows
 
 
-def open_db(workspace):
-    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`)."""
-    import lancedb
+# The standard AWS variables -> LanceDB (object_store) storage options, for an index on S3 or MinIO.
+S3_ENV = {"AWS_ENDPOINT_URL": "aws_endpoint", "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+          "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key", "AWS_SESSION_TOKEN": "aws_session_token",
+          "AWS_REGION": "aws_region", "AWS_ALLOW_HTTP": "allow_http"}
+
+
+def index_location(workspace) -> tuple[str, dict[str, str]]:
+    """Where the index lives and how to reach it: (`[index] uri` or the local folder, storage options).
+
+    A `s3://bucket/prefix` URI takes its endpoint and credentials from the standard AWS environment variables
+    (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`)."""
+    import os
 
     uri = workspace.settings.index.uri
     if not uri:
         workspace.index_dir.mkdir(parents=True, exist_ok=True)
-        uri = str(workspace.index_dir)
-    return lancedb.connect(uri)
+        return str(workspace.index_dir), {}
+    if "://" not in uri:
+        return uri, {}
+    scheme = uri.split("://", 1)[0].lower()
+    if scheme not in {"s3", "s3+ddb", "gs", "az", "file", "memory"}:
+        raise WorkspaceError(f"the index URI {uri!r} has an unknown scheme {scheme!r}",
+                             fix="set [index] uri to a folder or s3://bucket/prefix (PAPERVAULT_INDEX_URI)")
+    options = {opt: os.environ[var] for var, opt in S3_ENV.items() if os.environ.get(var)} if scheme.startswith("s3") else {}
+    return uri, options
+
+
+def open_db(workspace):
+    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`; may be s3://...)."""
+    import lancedb
+
+    uri, options = index_location(workspace)
+    try:
+        return lancedb.connect(uri, storage_options=options or None)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise WorkspaceError(f"cannot open the index at {uri}: {' '.join(str(exc).split())[:200]}",
+                             fix="check [index] uri and the AWS_* variables (endpoint, credentials, region)") from None
 
 
 def table_names(db) -> list[str]:
@@ -169,10 +198,14 @@ def _content_hash(note: bytes, fulltext: bytes, name: str) -> str:
 class PaperIndex:
     """The paper side of the index: `papers` and `chunks` tables kept in step with the vault."""
 
-    def __init__(self, workspace, embedder: Embedder | None = None):
+    def __init__(self, workspace, embedder: Embedder | None = None,
+                 embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None):
         self.workspace = workspace
         self.settings = workspace.settings.index
         self.embedder = embedder or Embedder.for_workspace(workspace)
+        # Embeds a group's batches elsewhere (the index flow's task runner); the same batches as in-process,
+        # so the vectors are the same. The writes stay in this process.
+        self.embed_batches = embed_batches
         self.db = open_db(workspace)
         self.names = (PAPERS, CHUNKS)   # a rebuild indexes into staging tables first (see `rebuild`)
 
@@ -279,6 +312,8 @@ class PaperIndex:
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
+        state = {"done": 0, "total": 0, "progress": progress, "wrote": False}
+        held = 0
         for pid in ids:
             try:
                 note_raw = vault.safe_path(vault.note_path(pid)).read_bytes()
@@ -300,9 +335,13 @@ class PaperIndex:
                 todo.append((meta, chunk_paper(meta, fulltext, body, self.settings,
                                                  rn_raw.decode("utf-8", errors="replace")), digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
+                held += len(todo[-1][1])
             except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
                 report["errors"][pid] = str(exc)
                 log.warning("index: skipped %s: %s", pid, exc)
+            if held >= WINDOW_CHUNKS:   # written a window at a time: memory stays flat however large the vault
+                self._write(papers, chunks, todo, report, state)
+                todo, held = [], 0
 
         removed = sorted(set(indexed) - set(ids)) if paper_ids is None else []
         if removed:
@@ -311,10 +350,10 @@ class PaperIndex:
             report["removed"] = removed
 
         if todo:
-            self._write(papers, chunks, todo, report, progress)
-        if todo or removed:
+            self._write(papers, chunks, todo, report, state)
+        if state["wrote"] or removed:
             self._maintain(chunks, papers)
-        if not report["errors"]:
+        if not report["errors"] and paper_ids is None:
             # Every paper now carries chunks made with the current settings: record them (a sync interrupted
             # before this point leaves the old values, and the next sync finishes the re-chunking).
             expected = chunk_meta(self.embedder, self.settings)
@@ -345,16 +384,17 @@ class PaperIndex:
             out.update(zip(tab["id"].to_pylist(), vecs))
         return out
 
-    def _write(self, papers, chunks, todo, report, progress) -> None:
+    def _write(self, papers, chunks, todo, report, state) -> None:
         """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
         updated = set(report["updated"])
         old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
         total = sum(c.id not in old for _, cs, *_ in todo for c in cs)
-        report["chunks_embedded"] = total
-        report["chunks_reused"] = sum(len(cs) for _, cs, *_ in todo) - total
-        state = {"done": 0, "total": total, "progress": progress}
-        if progress:
-            progress(0, total)
+        report["chunks_embedded"] += total
+        report["chunks_reused"] += sum(len(cs) for _, cs, *_ in todo) - total
+        state["total"] += total     # a window at a time: the total grows as the sync reads the vault
+        state["wrote"] = True
+        if state["progress"]:
+            state["progress"](state["done"], state["total"])
         group, size = [], 0
         for item in todo:
             group.append(item)
@@ -368,8 +408,16 @@ class PaperIndex:
     def _write_group(self, papers, chunks, group, old, state) -> None:
         need = [(c, m.title or m.id) for m, cs, *_ in group for c in cs if c.id not in old]
         fresh: dict[str, np.ndarray] = {}
-        for i in range(0, len(need), WRITE_BATCH):
-            batch = need[i:i + WRITE_BATCH]
+        batches = [need[i:i + WRITE_BATCH] for i in range(0, len(need), WRITE_BATCH)]
+        if self.embed_batches is not None and batches:
+            texts = [[embed_text(c, title) for c, title in batch] for batch in batches]
+            for batch, vecs in zip(batches, self.embed_batches(texts)):
+                fresh.update(zip((c.id for c, _ in batch), vecs))
+            state["done"] += len(need)
+            if state["progress"]:
+                state["progress"](state["done"], state["total"])
+            batches = []
+        for batch in batches:
             vecs = self.embedder.embed([embed_text(c, title) for c, title in batch])
             fresh.update(zip((c.id for c, _ in batch), vecs))
             state["done"] += len(batch)

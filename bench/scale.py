@@ -1,0 +1,260 @@
+"""Scale benchmark (issue 19): parse pages/s and embedding chunks/s with 1 and 2 Dask workers, the index on local
+disk vs a loopback S3 server, peak memory of `add` + `index` against library size, and an estimate of the wall
+time of a 20,000-paper library on N workers.
+
+    python bench/scale.py                       # short runs: 4 corpus PDFs, CSL sizes 1000,3000,9000
+    python bench/scale.py --sizes 10000,30000,90000 --pdfs 8
+
+Every number is measured here, on subsets; the 20,000-paper estimate extrapolates the per-worker rates and
+says how. The parse and embedding rates time only the mapped tasks (after the cluster and each worker's model
+are up), so they are throughput, not start-up cost. Results are printed as JSON (and to --out FILE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(ROOT.parent / "shared/models/all-MiniLM-L6-v2-onnx"))
+os.environ.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+CORPUS = ROOT.parent / "shared" / "corpus"
+# Short, born-digital papers first (the scanned LISP II paper needs OCR: it is measured when --pdfs reaches it).
+SMALL_FIRST = ["distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
+               "operating_systems_unix-time-sharing-system.pdf",
+               "machine_learning_dimensionality_reduction_a-sparse-johnson-lindenstrauss-transform.pdf",
+               "security_sok-eternal-war-in-memory.pdf",
+               "distributed_systems_paxos-made-moderately-complex.pdf",
+               "datastores_elle-inferring-isolation-anomalies-from-experimental-observations.pdf"]
+
+
+# --- parse and embed rates on Dask -------------------------------------------------------------------------
+
+def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
+    """pages/s of the parse task and chunks/s of the embedding task on a local Dask cluster of `workers`."""
+    from prefect import flow
+
+    from flows.ingest import _api_for_workers_env, embed_batch, parse_pdf, task_runner
+    from papervault.chunking.paper import chunk_paper, embed_text
+    from papervault.config import EmbedSettings, IndexSettings, ParseSettings
+    from papervault.models import PaperMeta
+    from papervault.parse.batch import _result
+
+    parse_settings = ParseSettings().model_dump()
+    embed_settings = EmbedSettings().model_dump()
+
+    @flow(name="bench-scale")
+    def measure() -> dict:
+        # warm up: every worker imports the parser and loads the model before the clock starts
+        [f.result() for f in embed_batch.map([["warm up"]] * (workers * 2), [embed_settings] * (workers * 2))]
+        t0 = time.perf_counter()
+        cache = str(tmp / f"parse-cache-{workers}")   # empty: every PDF is parsed
+        parsed = [_result(str(p), f.result()) for p, f in
+                  zip(pdfs, parse_pdf.map([str(p) for p in pdfs], [parse_settings] * len(pdfs), [cache] * len(pdfs)))]
+        parse_s = time.perf_counter() - t0
+        good = [p for p in parsed if not isinstance(p, Exception)]
+        pages = sum(p.pages for p in good)
+        texts = []
+        for p in good:
+            meta = PaperMeta(id=f"p{len(texts)}", title=p.title or "untitled", abstract=p.abstract)
+            texts += [embed_text(c, meta.title) for c in chunk_paper(meta, p.markdown, "", IndexSettings())]
+        batches = [texts[i:i + 256] for i in range(0, len(texts), 256)]
+        t0 = time.perf_counter()
+        [f.result() for f in embed_batch.map(batches, [embed_settings] * len(batches))]
+        embed_s = time.perf_counter() - t0
+        return {"workers": workers, "papers": len(good), "pages": pages, "parse_s": round(parse_s, 2),
+                "pages_per_s": round(pages / parse_s, 2), "chunks": len(texts), "embed_s": round(embed_s, 2),
+                "chunks_per_s": round(len(texts) / embed_s, 1)}
+
+    with _api_for_workers_env():
+        return measure.with_options(task_runner=task_runner("dask", workers))()
+
+
+# --- the index on local disk vs loopback S3 ----------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def index_local_vs_s3(tmp: Path, papers: int) -> list[dict]:
+    """The same synthetic vault synced and searched with the index on disk, then on moto_server (loopback)."""
+    import boto3
+
+    from papervault.index.search import Searcher
+    from papervault.index.store import PaperIndex
+    from papervault.models import PaperMeta
+    from papervault.workspace import Workspace
+
+    port = _free_port()
+    log = open(tmp / "moto.log", "wb")
+    moto = subprocess.Popen([str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    rows = []
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        aws = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
+               "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+        boto3.client("s3", endpoint_url=aws["AWS_ENDPOINT_URL"], aws_access_key_id="bench",
+                     aws_secret_access_key="bench", region_name="us-east-1").create_bucket(Bucket="papervault-bench")
+        queries = ["quorum leases", "replicated log recovery", "garbage collection pause", "type inference"]
+        for where in ("local disk", "loopback S3"):
+            if where == "loopback S3":
+                os.environ.update(aws, PAPERVAULT_INDEX_URI="s3://papervault-bench/index")
+            ws, _ = Workspace.init(tmp / f"idx-{where.split()[0]}")
+            for i in range(papers):
+                meta = PaperMeta(id=f"paper{i:05d}", title=f"Replicated log variant {i}", year=2000 + i % 25,
+                                 abstract=f"Consensus variant {i}: quorum {i % 7 + 3}, lease {i % 11} ms.")
+                body = "## Summary\n\n" + " ".join(f"Paragraph {q} on recovery {i}." * 8 for q in range(4)) + "\n"
+                ws.vault.write_note(meta, body, force=True)
+            idx = PaperIndex(ws)
+            idx.embedder.embed(["warm up"])
+            t0 = time.perf_counter()
+            report = idx.sync()
+            sync_s = time.perf_counter() - t0
+            searcher = Searcher(ws)
+            searcher.search("warm up", limit=5)
+            t0 = time.perf_counter()
+            for _ in range(5):
+                for q in queries:
+                    searcher.search(q, limit=10)
+            search_ms = (time.perf_counter() - t0) * 1000 / (5 * len(queries))
+            rows.append({"index": where, "papers": papers, "chunks": report["chunks"], "sync_s": round(sync_s, 2),
+                         "chunks_per_s": round(report["chunks"] / sync_s, 1), "search_ms": round(search_ms, 1)})
+        for k in (*aws, "PAPERVAULT_INDEX_URI"):
+            os.environ.pop(k, None)
+    finally:
+        os.killpg(moto.pid, signal.SIGTERM)
+        moto.wait(timeout=20)
+    return rows
+
+
+# --- peak memory against library size ----------------------------------------------------------------------
+
+def csl_library(n: int, out: Path) -> Path:
+    """n CSL records: the shared 20k export, repeated with altered titles and DOIs past its end."""
+    import ijson
+
+    base = []
+    with open(CORPUS / "conference-20k.csl.json", "rb") as fh:
+        for item in ijson.items(fh, "item", use_float=True):
+            base.append(item)
+            if len(base) >= n:
+                break
+    items = []
+    for i in range(n):
+        item = dict(base[i % len(base)])
+        rnd = i // len(base)
+        if rnd:
+            item["id"] = f"{item.get('id', 'r')}-r{rnd}"
+            item["title"] = f"{item.get('title', '')} (reprint {rnd})"
+            if item.get("DOI"):
+                item["DOI"] = f"{item['DOI']}.r{rnd}"
+        items.append(item)
+    out.write_text(json.dumps(items))
+    return out
+
+
+def memory_vs_size(sizes: list[int], tmp: Path) -> list[dict]:
+    """Each size in its own fresh process (peaks are per process): `add` of the CSL file, then `index`."""
+    rows = []
+    for n in sizes:
+        csl = csl_library(n, tmp / f"lib-{n}.json")
+        # VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child would report this process's peak.
+        script = ("import json, sys, time\n"
+                  "def hwm():\n    for line in open('/proc/self/status'):\n"
+                  "        if line.startswith('VmHWM:'):\n            return int(line.split()[1]) / 1024\n"
+                  "from papervault.app.papers import add\nfrom papervault.index.store import PaperIndex\n"
+                  "from papervault.workspace import Workspace\n"
+                  "ws, _ = Workspace.init(sys.argv[1]); t = time.perf_counter()\n"
+                  "r = add(ws, [sys.argv[2]], backend='extractive')\n"
+                  "a = time.perf_counter() - t; pa = hwm()\n"
+                  "t = time.perf_counter()\nwith ws.write_lock('index'):\n    s = PaperIndex(ws).sync()\n"
+                  "print(json.dumps({'added': len(r.added), 'add_s': round(a, 1), 'add_peak_mb': round(pa),"
+                  " 'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1),"
+                  " 'peak_mb': round(hwm())}))\n")
+        r = subprocess.run([sys.executable, "-c", script, str(tmp / f"mem-{n}"), str(csl)], capture_output=True,
+                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if r.returncode:
+            raise SystemExit(f"memory run at {n} failed: {r.stderr[-2000:]}")
+        row = {"records": n, **json.loads(r.stdout.strip().splitlines()[-1])}
+        print(f"  {n:>6} records: {row}", flush=True)
+        rows.append(row)
+        shutil.rmtree(tmp / f"mem-{n}", ignore_errors=True)
+    return rows
+
+
+# --- the estimate ------------------------------------------------------------------------------------------
+
+def estimate(rates: list[dict], papers: int = 20_000) -> list[dict]:
+    """Wall time of a `papers`-paper library on N workers from the 1-worker rates: parse and embedding scale
+    with workers (they are independent per paper / per batch); the single writer does not (its cost is not
+    measured here separately and is left out, so these are lower bounds)."""
+    one = next(r for r in rates if r["workers"] == 1)
+    pages_per_paper = one["pages"] / max(1, one["papers"])
+    chunks_per_paper = one["chunks"] / max(1, one["papers"])
+    out = []
+    for n in (1, 2, 4, 8, 16, 32):
+        parse_h = papers * pages_per_paper / (one["pages_per_s"] * n) / 3600
+        embed_h = papers * chunks_per_paper / (one["chunks_per_s"] * n) / 3600
+        out.append({"workers": n, "parse_h": round(parse_h, 1), "embed_h": round(embed_h, 1),
+                    "total_h": round(parse_h + embed_h, 1)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pdfs", type=int, default=4, help="corpus PDFs parsed and embedded per worker count")
+    ap.add_argument("--sizes", default="1000,3000,9000", help="CSL library sizes for the memory runs")
+    ap.add_argument("--index-papers", type=int, default=300, help="papers in the local-vs-S3 index run")
+    ap.add_argument("--out", help="also write the results (JSON) to this file")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: dask,s3,memory")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    from papervault.index.embed import Embedder
+
+    out: dict = {"provider": Embedder().provider, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
+    print(f"embedding provider: {out['provider']} ({out['cpus']} CPUs, load average {out['load_avg']:.1f})",
+          flush=True)
+    names = [n for n in SMALL_FIRST if (CORPUS / "pdfs" / n).exists()]
+    names += sorted(p.name for p in (CORPUS / "pdfs").glob("*.pdf") if p.name not in names)
+    pdfs = [CORPUS / "pdfs" / n for n in names[:args.pdfs]]
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as t:
+        tmp = Path(t)
+        if "dask" not in skip:
+            out["dask"] = [dask_rates(pdfs, w, tmp) for w in (1, 2)]
+            for r in out["dask"]:
+                print(f"  dask {r}", flush=True)
+            out["estimate_20k"] = estimate(out["dask"])
+        if "s3" not in skip:
+            out["index"] = index_local_vs_s3(tmp, args.index_papers)
+            for r in out["index"]:
+                print(f"  index {r}", flush=True)
+        if "memory" not in skip:
+            out["memory"] = memory_vs_size([int(s) for s in args.sizes.split(",")], tmp)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2))
+    out["load_avg_end"] = os.getloadavg()[0]
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

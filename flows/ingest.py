@@ -1,0 +1,170 @@
+"""The Prefect flows `add` and `index`: the heavy per-paper work spread by a task runner, the writes in one place.
+
+`add` maps the parse of each PDF (text, layout, OCR) over the flow's task runner; `index` maps the embedding
+batches. Workers only compute and return: parsed papers, vectors. The flow's own process is the single writer:
+it runs the same library functions as the plain CLI (`papervault.app.papers.add`, `PaperIndex.sync`) under the
+workspace write lock, writes the vault, makes the one commit and merges the rows into the index. The result is
+the in-process result: the same notes, the same chunk ids, the same vectors (the batches are the same).
+
+Task runners: threads (default), or a Dask cluster (`task_runner="dask"`: a local one of `workers` processes,
+or an existing one at `dask_address`). Deployments of both flows are in prefect.yaml; their runs use the
+scheduler at PAPERVAULT_DASK_ADDRESS when the work pool sets it, threads otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Any
+
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+from prefect import flow, task, unmapped  # noqa: E402
+from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+
+from papervault.errors import PapervaultError  # noqa: E402
+from papervault.workspace import Workspace  # noqa: E402
+
+
+# --- tasks: pure computation, nothing written to the vault or the index -----------------------------------
+
+@task(name="parse-pdf", retries=1, retry_delay_seconds=2)
+def parse_pdf(path: str, settings: dict, cache_dir: str | None):
+    """Parse one PDF (through the shared parse cache when the workers can see it); a ParsedPaper, or the
+    error as a plain tuple (it crosses process boundaries)."""
+    import multiprocessing as mp
+
+    from papervault.parse.batch import _init_worker, _worker, parse_many
+
+    if mp.current_process().daemon:
+        # A Dask worker process (one task thread, see task_runner): it may not start children, and parses here.
+        _init_worker()
+        return _worker(path, settings, cache_dir)
+    # On threads: PyMuPDF is not thread-safe, so each file goes to its own process, with the parse timeout.
+    from papervault.config import ParseSettings
+    from papervault.errors import ParseError
+    from pathlib import Path
+
+    out = parse_many([path], ParseSettings(**settings), cache_dir=Path(cache_dir) if cache_dir else None,
+                     workers=1)[path]
+    return ("error", out.reason, out.fix) if isinstance(out, ParseError) else out
+
+
+@task(name="embed-batch", retries=1, retry_delay_seconds=2)
+def embed_batch(texts: list[str], settings: dict):
+    """Vectors of one batch of chunk texts, with the workspace's embedding settings (model loaded once per
+    worker process)."""
+    from papervault.config import EmbedSettings
+    from papervault.index.embed import Embedder
+
+    return Embedder(EmbedSettings(**settings)).embed(texts)
+
+
+def _parse_mapped(paths: list[str], settings, cache_dir) -> dict:
+    """`papervault.ingest.ParseFn` over the task runner: {path: ParsedPaper | ParseError}, in input order."""
+    from papervault.parse.batch import _result
+
+    futures = parse_pdf.map(paths, unmapped(settings.model_dump()), unmapped(str(cache_dir) if cache_dir else None))
+    out = {}
+    for path, fut in zip(paths, futures):
+        try:
+            out[path] = _result(path, fut.result())
+        except Exception as exc:  # the task failed after its retry: that file's problem, not the run's
+            out[path] = _result(path, ("error", f"parse task failed ({type(exc).__name__}: {str(exc)[:160]})",
+                                       "run `papervault add` on that file alone to see the error"))
+    return out
+
+
+def _embed_mapped(settings):
+    def embed_batches(batches: list[list[str]]):
+        return [f.result() for f in embed_batch.map(batches, unmapped(settings.model_dump()))]
+    return embed_batches
+
+
+# --- flows: the single writer -----------------------------------------------------------------------------
+
+def _default_runner():
+    """Threads, or the Dask scheduler named by PAPERVAULT_DASK_ADDRESS: how a deployment's flow run (whose task
+    runner is fixed when this module is imported) reaches a cluster, through the work pool's job variables."""
+    address = os.environ.get("PAPERVAULT_DASK_ADDRESS")
+    if address:
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(address=address)
+    return ThreadPoolTaskRunner(max_workers=4)
+
+
+@flow(name="add", task_runner=_default_runner(), log_prints=True)
+def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
+        reanalyse: bool = False) -> dict[str, Any]:
+    """Import papers like `papervault add`, parsing the PDFs on the task runner; one vault commit."""
+    from papervault.app.papers import add as app_add
+
+    ws = Workspace.resolve(workspace).require()
+    report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, parse_fn=_parse_mapped)
+    return report.as_dict()
+
+
+@flow(name="index", task_runner=_default_runner(), log_prints=True)
+def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]:
+    """Bring the index in step with the vault like `papervault index`, embedding the batches on the task runner."""
+    from papervault.index.store import PaperIndex
+
+    ws = Workspace.resolve(workspace).require()
+    with ws.write_lock("index"):
+        idx = PaperIndex(ws, embed_batches=_embed_mapped(ws.settings.embed))
+        return idx.rebuild() if rebuild else idx.sync()
+
+
+# --- running them from the CLI ----------------------------------------------------------------------------
+
+def task_runner(kind: str = "thread", workers: int | None = None, address: str | None = None):
+    """The task runner for `--task-runner thread|dask`, `--workers N` and `--dask-address`."""
+    if kind == "thread":
+        return ThreadPoolTaskRunner(max_workers=workers or 4)
+    if kind != "dask":
+        raise PapervaultError(f"unknown task runner {kind!r}", fix="use --task-runner thread or dask")
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise PapervaultError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from None
+    if address:
+        return DaskTaskRunner(address=address)
+    import logging
+
+    # One thread per worker process: ONNX Runtime and PyMuPDF each use a core, so N workers use N cores.
+    return DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2, "threads_per_worker": 1, "processes": True,
+                                          "dashboard_address": None, "silence_logs": logging.WARNING})
+
+
+@contextmanager
+def _api_for_workers_env():
+    """While open, a Prefect API that Dask worker processes can reach: the configured server, or a temporary
+    local one started here (Prefect's in-process ephemeral API would be private to this process)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.survey import _api_for_workers
+
+    api = _api_for_workers()
+    if api is None:
+        yield
+        return
+    url, previous = api
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+
+
+def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
+        **params: Any) -> dict[str, Any]:
+    """Run `add` or `index` in this process with the chosen task runner (see `_api_for_workers_env` for Dask)."""
+    call = flow_fn.with_options(task_runner=task_runner(task_runner_kind, workers, dask_address))
+    if task_runner_kind != "dask":
+        return call(**params)
+    with _api_for_workers_env():
+        return call(**params)

@@ -1,0 +1,123 @@
+"""The flows `add` and `index` (flows/ingest.py) on a local Dask cluster give the vault and index of the
+in-process path: the same note files, the same chunk ids, the same vectors.
+
+Real everything: two corpus PDFs parsed by PyMuPDF in Dask worker processes, the local ONNX model embedding
+there, git commits and LanceDB writes in the flow's process. Each side has its own parse cache, so both parse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from papervault.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+PDFS = ["distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
+        "operating_systems_unix-time-sharing-system.pdf"]
+
+
+def _inputs(corpus: Path, dest: Path) -> Path:
+    dest.mkdir()
+    for name in PDFS:
+        shutil.copy(corpus / name, dest / name)
+    return dest
+
+
+STAMP = re.compile(rb"^(created|updated): '[^']*'$", re.M)
+
+
+def _vault_files(ws: Workspace) -> dict[str, bytes]:
+    """Every file under papers/, byte for byte, but for the `created`/`updated` times in the notes."""
+    base = ws.vault.papers_dir
+    return {str(p.relative_to(base)): STAMP.sub(rb"\1: <time>", p.read_bytes())
+            for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def _chunks(ws: Workspace) -> tuple[list[str], np.ndarray]:
+    from papervault.index.store import CHUNKS, open_db
+
+    tab = open_db(ws).open_table(CHUNKS).to_arrow().select(["id", "vector"]).sort_by("id")
+    vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1)
+    return tab["id"].to_pylist(), vecs
+
+
+def _cli(args: list[str], env: dict, timeout: float = 600) -> dict:
+    r = subprocess.run([sys.executable, "-m", "papervault", *args, "--json"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"{args[:3]} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return json.loads(r.stdout)
+
+
+def test_dask_add_and_index_equal_in_process(tmp_path, corpus_dir, model_dir, monkeypatch):
+    from papervault.app.papers import add
+    from papervault.index.store import PaperIndex
+
+    src = _inputs(corpus_dir, tmp_path / "in")
+
+    # In process: the plain library path (what `papervault add` / `papervault index` run).
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-local"))
+    local, _ = Workspace.init(tmp_path / "local")
+    report = add(local, [str(src)])
+    assert len(report.added) == 2, report.as_dict()
+    with local.write_lock("index"):
+        PaperIndex(local).sync()
+
+    # Through the flows, on a local Dask cluster of two worker processes, from the real CLI.
+    dist, _ = Workspace.init(tmp_path / "dist")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PAPERVAULT_PARSE_CACHE_DIR=str(tmp_path / "cache-dist"),
+               PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env.pop("PREFECT_API_URL", None)
+    added = _cli(["add", str(src), "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env)
+    assert sorted(added["added"]) == sorted(report.added) and not added["problems"], added
+    indexed = _cli(["index", "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env)
+    assert indexed["chunks_embedded"] > 0 and not indexed["errors"], indexed
+    # the workers really parsed: the flow side's own cache holds both files
+    assert len(list((tmp_path / "cache-dist").rglob("*.pickle"))) == 2
+
+    files = _vault_files(local)
+    assert len(files) >= 4 and _vault_files(dist) == files
+    ids_local, vecs_local = _chunks(local)
+    ids_dist, vecs_dist = _chunks(dist)
+    assert ids_dist == ids_local and len(ids_local) == indexed["chunks"]
+    assert vecs_dist.shape == vecs_local.shape
+    np.testing.assert_allclose(vecs_dist, vecs_local, rtol=0, atol=1e-6)
+    # one commit of the add, made by the flow's process
+    assert next(dist.vault.repo.iter_commits(max_count=1)).message.startswith("add: 2 new")
+
+
+def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, monkeypatch):
+    """The default task runner (threads; each PDF parsed in its own process, PyMuPDF not being thread-safe)."""
+    from flows.ingest import add as add_flow, index as index_flow, run
+    from papervault.app.papers import add
+    from papervault.index.store import PaperIndex
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(corpus_dir / PDFS[0], src / PDFS[0])
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-local"))
+    local, _ = Workspace.init(tmp_path / "local")
+    assert len(add(local, [str(src)]).added) == 1
+    with local.write_lock("index"):
+        PaperIndex(local).sync()
+
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-flow"))
+    flowed, _ = Workspace.init(tmp_path / "flowed")
+    done = run(add_flow, task_runner_kind="thread", workers=2, inputs=[str(src)], workspace=str(flowed.root))
+    assert len(done["added"]) == 1 and not done["problems"], done
+    assert len(list((tmp_path / "cache-flow").rglob("*.pickle"))) == 1
+    indexed = run(index_flow, task_runner_kind="thread", workers=2, workspace=str(flowed.root))
+    assert indexed["chunks_embedded"] == indexed["chunks"] > 0
+
+    assert _vault_files(flowed) == _vault_files(local)
+    ids_local, vecs_local = _chunks(local)
+    ids_flow, vecs_flow = _chunks(flowed)
+    assert ids_flow == ids_local
+    np.testing.assert_allclose(vecs_flow, vecs_local, rtol=0, atol=1e-6)
