@@ -53,7 +53,7 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
     env = dict(os.environ, PREFECT_API_URL=prefect_api, PAPERVAULT_WORKSPACE=str(ws.root))
     worker = None
     try:
-        _run([PREFECT, "work-pool", "create", "papervault", "--type", "process"], env, 120)
+        _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)
         _run([PREFECT, "--no-prompt", "deploy", "--name", "survey"], env, 300)
         worker = _start([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
