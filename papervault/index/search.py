@@ -89,6 +89,15 @@ def build_where(filters: dict | None, level: str | Iterable[str] | None = None, 
     return " AND ".join(f"({c})" for c in clauses) or None
 
 
+def _has_fts(table) -> bool:
+    """Whether this version of the table carries its full-text index (a table overwritten by a rebuild does not,
+    until the writer builds it again)."""
+    try:
+        return any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices())
+    except Exception:  # noqa: BLE001 - a version without index metadata
+        return False
+
+
 def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
     q = table.search(_fts_query(query), query_type="fts")
     if where:
@@ -150,7 +159,12 @@ class Searcher:
         if self._handles is not None:
             try:
                 for t in self._handles:
+                    before, whole = t.version, _has_fts(t)
                     t.checkout_latest()
+                    if whole and t.version != before and not _has_fts(t):
+                        # `index --rebuild` has replaced the rows and not yet indexed them: keep searching the
+                        # version that is whole until the writer's full-text index lands.
+                        t.checkout(before)
                 return self._handles
             except Exception:  # noqa: BLE001 - rebuilt or dropped underneath us: open afresh below
                 self._handles, self._checked = None, False
