@@ -158,13 +158,17 @@ class Searcher:
         and rebuilt) reopens them."""
         if self._handles is not None:
             try:
-                for t in self._handles:
-                    before, whole = t.version, _has_fts(t)
+                for i, t in enumerate(self._handles):
+                    before = t.version
                     t.checkout_latest()
-                    if whole and t.version != before and not _has_fts(t):
+                    if t.version == before:
+                        continue
+                    if self._whole[i] and not _has_fts(t):
                         # `index --rebuild` has replaced the rows and not yet indexed them: keep searching the
                         # version that is whole until the writer's full-text index lands.
                         t.checkout(before)
+                    else:
+                        self._whole[i] = _has_fts(t)
                 return self._handles
             except Exception:  # noqa: BLE001 - rebuilt or dropped underneath us: open afresh below
                 self._handles, self._checked = None, False
@@ -173,6 +177,7 @@ class Searcher:
             return None, None
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
         self._handles = (papers, chunks)
+        self._whole = [_has_fts(papers), _has_fts(chunks)]   # which handle's version carries its full-text index
         if not self._checked:
             check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION})
             check_meta(chunks, {"dim": str(self.embedder.dim)})
