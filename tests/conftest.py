@@ -248,10 +248,21 @@ def prefect_api(tmp_path_factory):
             else:
                 os.environ["PREFECT_API_URL"] = previous
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=20)
+        stop_process(server)
+
+
+def start_process(cmd: list, env: dict, log: Path, cwd: Path) -> subprocess.Popen:
+    """A long-running helper (a server, a worker) in its own process group, its output in `log`."""
+    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM the helper's process group, SIGKILL it after 20 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)

@@ -16,7 +16,8 @@ import pytest
 
 from papervault.workspace import Workspace
 
-from test_survey_deploy import PREFECT, ROOT, _run, _start, _stop
+from conftest import start_process, stop_process
+from test_survey_deploy import PREFECT, ROOT, _run
 
 PDF = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
 
@@ -36,7 +37,7 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
         _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)
         for name in ("add", "index"):
             _run([PREFECT, "--no-prompt", "deploy", "--name", name], env, 300)
-        worker = _start([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
+        worker = start_process([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
         for deployment, params in (("add/add", {"inputs": [str(tmp_path / "in")], "workspace": str(ws.root)}),
                                    ("index/index", {"workspace": str(ws.root)})):
@@ -46,7 +47,7 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
             assert "Completed" in out, out[-3000:] + (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
     finally:
         if worker is not None:
-            _stop(worker)
+            stop_process(worker)
     ids = ws.vault.paper_ids()
     assert len(ids) == 1 and ws.vault.read_meta(ids[0]).status != "metadata"
     assert next(ws.vault.repo.iter_commits(max_count=1)).message.startswith("add: 1 new")

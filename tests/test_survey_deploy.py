@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +16,11 @@ import pytest
 
 from papervault.workspace import Workspace
 
+from conftest import start_process, stop_process
 from support_survey import build_corpus_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-
-
-def _start(cmd: list[str], env: dict, log: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=20)
 
 
 def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
@@ -55,7 +40,7 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
     try:
         _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)
         _run([PREFECT, "--no-prompt", "deploy", "--name", "survey"], env, 300)
-        worker = _start([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
+        worker = start_process([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
         params = {"topic": "fault tolerance", "slug": "deployed", "workspace": str(ws.root), "papers": ["all"]}
         r = _run([PREFECT, "deployment", "run", "survey/survey", "--params", json.dumps(params),
@@ -64,7 +49,7 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
         assert "Completed" in out, out[-3000:] + (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
     finally:
         if worker is not None:
-            _stop(worker)
+            stop_process(worker)
     sdir = ws.vault.survey_dir("deployed")
     for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
         assert (sdir / name).is_file(), name

@@ -19,6 +19,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from papervault.errors import InputError, PapervaultError
+from papervault.vault.paper import PAGE_ANCHOR
 from papervault.workspace import Workspace
 
 MAX_QUOTE = 2000          # characters of a quote
@@ -34,7 +35,6 @@ _TAG = re.compile(r"<[^>\n]{0,200}>")
 _WORD = re.compile(r"\w+(?:['-]\w+)*")
 _TRAIL = re.compile(r"[%)\]’”'\".,;:!?]*")
 _BREAK = re.compile(r"-[ \t]*\r?\n[ \t]*")
-_PAGE = re.compile(r'<a id="page-(\d+)"></a>')
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _best_window(quote: list[str], words: list[str]) -> tuple[int, int, float, b
 
 def _page_at(original: str, offset: int) -> int | None:
     page = None
-    for m in _PAGE.finditer(original, 0, offset):
+    for m in PAGE_ANCHOR.finditer(original, 0, offset):
         page = int(m.group(1))
     return page
 

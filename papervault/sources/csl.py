@@ -248,29 +248,23 @@ def _items(counted: _Counting, nested: bool, *, max_depth: int = MAX_JSON_DEPTH,
             if counted.read_bytes - start > max_item:
                 stack.clear()
                 keys.clear()
-                skipping = True
-            elif event == "start_map" or event == "start_array":
-                depth += 1
-                if depth > max_depth:
-                    raise _TooDeep()
-                stack.append({} if event == "start_map" else [])
-                keys.append(None)
-                continue
-            elif event == "end_map" or event == "end_array":
-                depth -= 1
-                value = stack.pop()
-                keys.pop()
-                if not stack:
-                    yield value
-                    continue
-                parent = stack[-1]
-                if parent.__class__ is list:
-                    parent.append(value)
-                else:
-                    parent[keys[-1]] = value
-                continue
+                skipping = True     # and on below: the rest of the item is consumed unbuilt
             else:
-                parent = stack[-1]
+                if event == "start_map" or event == "start_array":
+                    depth += 1
+                    if depth > max_depth:
+                        raise _TooDeep()
+                    stack.append({} if event == "start_map" else [])
+                    keys.append(None)
+                    continue
+                if event == "end_map" or event == "end_array":
+                    depth -= 1
+                    value = stack.pop()
+                    keys.pop()
+                    if not stack:
+                        yield value
+                        continue
+                parent = stack[-1]      # a closed container or a scalar joins the one that holds it
                 if parent.__class__ is list:
                     parent.append(value)
                 else:
