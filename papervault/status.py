@@ -24,6 +24,7 @@ def workspace_status(ws: Workspace) -> dict:
         "backend": ws.settings.agents.backend,
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,
+        "text_layers": text_layers(ws, ids),
     }
     try:
         from papervault.index.store import PaperIndex
@@ -39,3 +40,23 @@ def workspace_status(ws: Workspace) -> dict:
     except Exception as exc:  # status must answer even when the index is broken
         out["index_health"] = f"unavailable: {exc}"
     return out
+
+
+def text_layers(ws: Workspace, ids: list[str]) -> dict:
+    """Pages whose text was repaired from the glyphs or read by OCR, per paper and in total (from the notes).
+
+    A page is counted once, by where its text came from: `ocr` holds scanned pages and pages whose text layer
+    was still mostly non-words after the repair; `repaired` the pages whose repaired text layer was kept."""
+    papers: dict[str, dict] = {}
+    for pid in ids:
+        try:
+            meta = ws.vault.read_meta(pid)
+        except Exception:   # a broken note is `doctor`'s to report; status still answers
+            continue
+        if meta.repaired_pages or meta.ocr_pages:
+            papers[pid] = {"pages": meta.pages, "repaired": list(meta.repaired_pages), "ocr": list(meta.ocr_pages)}
+    return {"repaired_pages": sum(len(p["repaired"]) for p in papers.values()),
+            "ocr_pages": sum(len(p["ocr"]) for p in papers.values()),
+            "papers_repaired": sum(1 for p in papers.values() if p["repaired"]),
+            "papers_ocr": sum(1 for p in papers.values() if p["ocr"]),
+            "papers": papers}

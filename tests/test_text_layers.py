@@ -1,5 +1,6 @@
 """Text layers that are still mostly non-words after the repair, through `papervault add`: the page is OCR'd and
-the OCR text kept only when it has clearly more dictionary words."""
+the OCR text kept only when it has clearly more dictionary words; `papervault status` reports repaired and
+OCR'd pages per paper and in total."""
 
 from __future__ import annotations
 
@@ -99,3 +100,16 @@ def test_ocr_is_kept_only_when_it_reads_more_words(text_ws):
     assert ParseSettings(ocr_min_word_share=0.0).cache_key() != ParseSettings().cache_key()
     assert ParseSettings(ocr=False, ocr_min_word_share=0.0).cache_key() == ParseSettings(ocr=False).cache_key()
 
+
+def test_status_reports_repaired_and_ocr_pages(text_ws, cli_run):
+    ws, _, _ = text_ws
+    data = json.loads(cli_run(["status", "--json", "--workspace", ws.root]).stdout)
+    tl = data["text_layers"]
+    assert tl["papers"] == {NON_WORD: {"pages": 2, "repaired": [], "ocr": [1, 2]},
+                            "robertson1994okapi": {"pages": 2, "repaired": [1], "ocr": []}}
+    assert (tl["repaired_pages"], tl["papers_repaired"], tl["ocr_pages"], tl["papers_ocr"]) == (1, 1, 2, 1)
+
+    out = cli_run(["status", "--workspace", ws.root]).stdout
+    assert "text layers     1 repaired page in 1 paper, 2 OCR'd pages in 1 paper" in out
+    assert f"  {NON_WORD}: OCR'd p. 1-2 (of 2 pages)" in out
+    assert "  robertson1994okapi: repaired p. 1 (of 2 pages)" in out

@@ -195,3 +195,26 @@ def status(workspace, as_json):
     click.echo(f"embedding model {st['embedding_model']}")
     click.echo(f"index           {st['index_health']}")
     click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")
+    tl = st["text_layers"]
+    repaired = f"{plural(tl['repaired_pages'], 'repaired page')} in {plural(tl['papers_repaired'], 'paper')}"
+    ocr = plural(tl["ocr_pages"], "OCR'd page") + " in " + plural(tl["papers_ocr"], "paper")
+    click.echo(f"text layers     {repaired}, {ocr}")
+    for pid, p in list(tl["papers"].items())[:STATUS_PAPERS]:
+        what = [f"{label} p. {page_ranges(p[k])}" for k, label in (("repaired", "repaired"), ("ocr", "OCR'd")) if p[k]]
+        click.echo(f"  {pid}: {'; '.join(what)} (of {p['pages'] or '?'} pages)")
+    if len(tl["papers"]) > STATUS_PAPERS:
+        click.echo(f"  ... and {len(tl['papers']) - STATUS_PAPERS} more papers (`papervault status --json` lists all)")
+
+
+STATUS_PAPERS = 20   # papers with repaired or OCR'd pages listed by `status` (--json lists all)
+
+
+def page_ranges(pages: list[int]) -> str:
+    """`[1, 2, 3, 7]` -> `1-3, 7`."""
+    runs: list[list[int]] = []
+    for p in sorted(set(pages)):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
