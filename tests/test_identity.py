@@ -295,6 +295,80 @@ def test_rekey_renames_everywhere_and_the_old_id_resolves(ws, tmp_path):
     assert "pv-cite-missing" not in page and f"papers/{new}/" in page
 
 
+
+def test_rekey_leaves_redirects_for_old_site_urls(ws, tmp_path):
+    """After `rekey`, the built site (offline, opened from disk) has pages at the old ids' URLs that redirect
+    to the new ones, keeping the page anchor; the aliases in the note bring them back on every build."""
+    import re
+    import shutil
+
+    from papervault.identity import edit_paper, rekey
+    from papervault.site.build import build_site, stage_dir
+    from papervault.site.redirects import redirect_pages
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("institution-banner", folder)
+    old, mid, new = "stonebraker1978early", "stonebraker1978relational", "stonebraker1978experience"
+    assert add(ws, [str(folder)]).added == [old]
+    site = Path(ws.site_dir)
+    build_site(ws)
+    assert (site / "papers" / old / "paper.html").is_file()
+
+    rekey(ws, old, mid)
+    rekey(ws, mid, new)
+    assert ws.vault.read_meta(new).aliases == [old, mid]
+    hostile = 'Early Experience <script>alert(1)</script> & "Relational" </script>'
+    edit_paper(ws, new, title=hostile)
+
+    def check_redirects() -> None:
+        assert (site / "papers" / new / "note.html").is_file() and (site / "papers" / new / "paper.html").is_file()
+        for former in (old, mid):
+            for name in ("note", "paper"):
+                page = (site / "papers" / former / f"{name}.html").read_text(encoding="utf-8")
+                assert f'<meta http-equiv="refresh" content="0; url=../{new}/{name}.html">' in page
+                assert f'<a href="../{new}/{name}.html">' in page
+                assert f'location.replace("../{new}/{name}.html" + location.hash)' in page
+                assert "alert(1)</script>" not in page and page.count("<script>") == 1
+                assert "Early Experience &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Relational&quot;" in page
+
+    build_site(ws)
+    check_redirects()
+    # Recorded in the vault (the note's aliases): a build from nothing writes them again.
+    shutil.rmtree(site)
+    shutil.rmtree(stage_dir(ws))
+    report = build_site(ws)
+    check_redirects()
+    assert not [w for w in report["warnings"] if old in w or mid in w]
+
+    # A paper without full text has no paper.html: its old one leads to the note. An alias that is no id
+    # (written by hand into a note) never becomes a path of the site.
+    plain = redirect_pages({"smith2001old": "smith2001new", "../../escape": "smith2001new"}, {}, set())
+    assert sorted(plain) == ["papers/smith2001old/note.html", "papers/smith2001old/paper.html"]
+    assert 'url=../smith2001new/note.html"' in plain["papers/smith2001old/paper.html"]
+
+    # In a browser, from disk: the old URL with a page anchor lands on the new page at that anchor; without
+    # scripts the meta refresh still gets there.
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("headless Chromium not found at /usr/bin/chromium (scripts/install-browser.sh)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page()
+            page.goto((site / "papers" / old / "paper.html").as_uri() + "#page-2")
+            page.wait_for_url(re.compile(rf"/papers/{new}/paper\.html#page-2$"), timeout=20000)
+            assert page.locator("#page-2").count() == 1
+            noscript = browser.new_context(java_script_enabled=False).new_page()
+            noscript.goto((site / "papers" / mid / "note.html").as_uri())
+            noscript.wait_for_url(re.compile(rf"/papers/{new}/note\.html$"), timeout=20000)
+            assert "Early Experience" in noscript.title()
+        finally:
+            browser.close()
+
+
 def test_glyph_maps():
     from papervault.parse.repair import fix_replacement_chars, is_ot1_font, map_ot1, map_punctuation
 
