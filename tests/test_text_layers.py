@@ -113,3 +113,28 @@ def test_status_reports_repaired_and_ocr_pages(text_ws, cli_run):
     assert "text layers     1 repaired page in 1 paper, 2 OCR'd pages in 1 paper" in out
     assert f"  {NON_WORD}: OCR'd p. 1-2 (of 2 pages)" in out
     assert "  robertson1994okapi: repaired p. 1 (of 2 pages)" in out
+
+
+def test_status_reads_the_page_lists_without_parsing_whole_notes(text_ws, cli_run, tmp_path):
+    """`status` reads three fields of each note (frontmatter.fields); they must equal a full parse's, also in
+    a hand-edited note that writes its lists in flow style."""
+    from papervault.vault import frontmatter
+
+    ws, _, _ = text_ws
+    keys = {"pages", "repaired_pages", "ocr_pages"}
+    for pid in ws.vault.paper_ids():
+        text = ws.vault.note_path(pid).read_text(encoding="utf-8")
+        full = {k: v for k, v in frontmatter.split(text)[0].items() if k in keys}
+        assert frontmatter.fields(text, keys) == full and set(full) == keys
+    edited = ("---\nid: x2001y\ntitle: 'A: title'\nocr_pages: [3, 4]  # read again\nabstract: |-\n  pages: 9\n\n"
+              "  repaired_pages: [1]\nrepaired_pages: []\npages: 4\n---\n\nrepaired_pages: [7]\n")
+    assert frontmatter.fields(edited, keys) == {"ocr_pages": [3, 4], "repaired_pages": [], "pages": 4}
+
+    copy = Workspace.init(tmp_path / "copy")[0]
+    note = ws.vault.note_path(NON_WORD).read_text(encoding="utf-8")
+    text = note.replace("ocr_pages:\n- 1\n- 2\n", "ocr_pages: [1, 2]\n")
+    assert text != note
+    (copy.vault.papers_dir / NON_WORD).mkdir(parents=True)
+    copy.vault.note_path(NON_WORD).write_text(text, encoding="utf-8")
+    tl = json.loads(cli_run(["status", "--json", "--workspace", copy.root]).stdout)["text_layers"]
+    assert tl["papers"] == {NON_WORD: {"pages": 2, "repaired": [], "ocr": [1, 2]}}
