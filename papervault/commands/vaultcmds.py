@@ -6,8 +6,8 @@ import re
 
 import click
 
-from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, plural, runner_options,
-                                        workspace_option)
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id as resolve,
+                                        plural, runner_options, workspace_option)
 from papervault.workspace import Workspace
 
 
@@ -138,6 +138,7 @@ def show(paper_id, full, workspace, as_json):
     from papervault.pdfstore import pdf_of
 
     ws = open_workspace(workspace)
+    paper_id = resolve(ws, paper_id)
     meta, body = ws.vault.read_note(paper_id)
     text = ws.vault.read_fulltext(paper_id) if full else body
     pdf = pdf_of(ws, meta)     # the workspace's copy (pdfs/<sha256>.pdf), else the original if still there
@@ -163,10 +164,13 @@ def show(paper_id, full, workspace, as_json):
 @json_option
 def delete(paper_ids, workspace, as_json):
     """Delete papers: their folders (one vault commit), their index rows and their links to code."""
+    from papervault.app.ids import PaperRef
     from papervault.app.papers import delete as run_delete
 
     ws = open_workspace(workspace)
-    out = run_delete(ws, list(paper_ids))
+    out = run_delete(ws, list(paper_ids))     # resolves former ids (rekey) itself, and says which
+    for old, new in out.get("renamed", {}).items():
+        click.echo(f"note: {PaperRef(new, old).notice()}", err=True)
     if as_json:
         emit_json(out)
         return
