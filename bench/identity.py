@@ -5,7 +5,8 @@
 The labelled set is the shared corpus (labels in bench/identity_labels.yaml, read off the rendered pages)
 plus the PDFs of bench/identity_pdfs.py, made at run time in the hard header styles (banners, stamps,
 running heads, volume lines, institutions, multi-line titles, two-column author blocks, cover pages, arXiv
-margin stamps, spaced-out glyphs, OT1 ligatures and dashes, mis-mapped punctuation).
+margin stamps, spaced-out glyphs, OT1 ligatures and dashes, mis-mapped punctuation, a font whose Unicode
+map turns every word into a non-word).
 
 Systems:
   papervault   `papervault.parse.pdf.read_front` (the header reader `add` uses, on the first pages)
@@ -14,16 +15,16 @@ Systems:
 
 Measures: title exact match (after `ids.normalize_title`: case, accents and punctuation do not count), author
 F1 (family names, per paper, averaged), year accuracy (a paper that prints no year must get none), papers
-whose id has no year although the paper prints one, and, on the pages the parser repaired, the share of
-words that are dictionary words before (plain `get_text`) and after the repair. The dictionary is the
-whole-word vocabulary of the embedding model's tokenizer (tokenizer.json under PAPERVAULT_EMBED_MODEL_PATH).
+whose id has no year although the paper prints one, and, on the pages the parser repaired (and those whose
+text layer it replaced by OCR because it was mostly non-words), the share of words that are dictionary words
+before (plain `get_text`) and after. The dictionary is the parser's own (`papervault.parse.words`: the
+whole-word vocabulary of the all-MiniLM-L6-v2 tokenizer).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import tempfile
@@ -40,6 +41,7 @@ import yaml  # noqa: E402
 
 from identity_pdfs import make_all  # noqa: E402
 from papervault.ids import fold, key_base, last_name, normalize_title  # noqa: E402
+from papervault.parse import words  # noqa: E402
 from papervault.parse.pdf import parse_pdf, read_front  # noqa: E402
 
 CORPUS = Path("/work/shared/corpus/pdfs")
@@ -110,40 +112,46 @@ def score(results: dict[str, dict], labs: dict[str, dict]) -> dict:
             "year_accuracy": round(year / n, 4), "ids_without_printed_year": no_year}
 
 
-def _vocab() -> set[str]:
-    folder = os.environ.get("PAPERVAULT_EMBED_MODEL_PATH", "/work/shared/models/all-MiniLM-L6-v2-onnx")
-    path = Path(folder) / "tokenizer.json"
-    if not path.is_file():
-        return set()
-    vocab = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
-    return {w for w in vocab if w.isalpha() and w.isascii() and len(w) > 1}
+def dictionary_share(texts: list[str]) -> float | None:
+    share = words.dictionary_share(texts)
+    return None if share is None else round(share, 4)
 
 
-def dictionary_share(texts: list[str], vocab: set[str]) -> float | None:
-    words = [w.lower() for t in texts for w in re.findall(r"[^\W\d_]{2,}", t)]
-    if not words or not vocab:
-        return None
-    return round(sum(w in vocab for w in words) / len(words), 4)
+def repaired_pages(labs: dict[str, dict]) -> dict:
+    """Parse every labelled PDF; on the pages the parser repaired, and on those it OCR'd because their text
+    layer was mostly non-words, compare dictionary words before (plain `get_text`) and after."""
+    out = {}
+    for kind in ("repaired", "ocr"):
+        before: list[str] = []
+        after: list[str] = []
+        per_paper = {}
+        for path in labs:
+            paper = _parsed(path)
+            chosen = paper.repaired_pages if kind == "repaired" else paper.ocr_pages
+            with pymupdf.open(path) as doc:
+                plain = {p: doc[p - 1].get_text() for p in chosen}
+            # Scanned pages have no text layer to compare: only the pages whose text layer OCR replaced count.
+            chosen = [p for p in chosen if plain[p].strip()]
+            if not chosen:
+                continue
+            per_paper[Path(path).name] = chosen
+            before.extend(plain[p] for p in chosen)
+            pages = re.split(r'<a id="page-(\d+)"></a>', paper.markdown)
+            by_page = {int(pages[i]): pages[i + 1] for i in range(1, len(pages) - 1, 2)}
+            after.extend(by_page.get(p, "") for p in chosen)
+        out[kind] = {"papers": per_paper, "pages": sum(len(v) for v in per_paper.values()),
+                     "dictionary_words_before": dictionary_share(before),
+                     "dictionary_words_after": dictionary_share(after)}
+    return out
 
 
-def repaired_pages(labs: dict[str, dict], vocab: set[str]) -> dict:
-    """Parse every labelled PDF; on the pages the parser repaired, compare dictionary words before/after."""
-    before: list[str] = []
-    after: list[str] = []
-    per_paper = {}
-    for path in labs:
-        paper = parse_pdf(Path(path))
-        if not paper.repaired_pages:
-            continue
-        per_paper[Path(path).name] = paper.repaired_pages
-        with pymupdf.open(path) as doc:
-            before.extend(doc[p - 1].get_text() for p in paper.repaired_pages)
-        pages = re.split(r'<a id="page-(\d+)"></a>', paper.markdown)
-        by_page = {int(pages[i]): pages[i + 1] for i in range(1, len(pages) - 1, 2)}
-        after.extend(by_page.get(p, "") for p in paper.repaired_pages)
-    return {"papers_with_repaired_pages": per_paper, "pages": sum(len(v) for v in per_paper.values()),
-            "dictionary_words_before": dictionary_share(before, vocab),
-            "dictionary_words_after": dictionary_share(after, vocab)}
+_PARSED: dict[str, object] = {}
+
+
+def _parsed(path: str):
+    if path not in _PARSED:
+        _PARSED[path] = parse_pdf(Path(path))
+    return _PARSED[path]
 
 
 def main() -> None:
@@ -174,7 +182,7 @@ def main() -> None:
                     if normalize_title(results[p]["title"]) != normalize_title(lab["title"])
                     or results[p]["year"] != lab["year"] or author_f1(results[p]["authors"], lab["authors"]) < 1}
         if not args.no_repair:
-            report["repair"] = repaired_pages(labs, _vocab())
+            report["repair"] = repaired_pages(labs)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -188,9 +196,11 @@ def main() -> None:
             print(f"{name:14} {part:10} {r['title_exact']:7.1%} {r['author_f1']:9.3f} {r['year_accuracy']:7.1%} "
                   f"{r['ids_without_printed_year']:12d}")
     if "repair" in report:
-        r = report["repair"]
-        print(f"\nrepaired pages: {r['pages']} in {len(r['papers_with_repaired_pages'])} papers; dictionary words "
-              f"before {r['dictionary_words_before']}, after {r['dictionary_words_after']}")
+        print()
+        for kind, what in (("repaired", "repaired pages"), ("ocr", "text layers replaced by OCR")):
+            r = report["repair"][kind]
+            print(f"{what}: {r['pages']} in {len(r['papers'])} papers; dictionary words "
+                  f"before {r['dictionary_words_before']}, after {r['dictionary_words_after']}")
     for name, e in report["errors"].items():
         print(f"\nmiss: {name}\n  got  {e['got']}\n  want {e['want']}")
 

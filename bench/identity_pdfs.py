@@ -252,6 +252,35 @@ def _acm_punct(page):
           "when the database\u00d0or its index\u00d0does not fit in memory. " + BODY)
 
 
+
+def _next_letter(ch: str) -> str:
+    """The next vowel after a vowel, the next consonant after a consonant (case kept)."""
+    for alphabet in ("aeiou", "bcdfghjklmnpqrstvwxyz"):
+        if ch.lower() in alphabet:
+            out = alphabet[(alphabet.index(ch.lower()) + 1) % len(alphabet)]
+            return out.upper() if ch.isupper() else out
+    return ch
+
+
+def _shifted_cmap() -> str:
+    """A ToUnicode map that sends each letter to `_next_letter`: vowels stay vowels, every glyph has a
+    Unicode value and words keep their length, so only a dictionary tells the text layer is not words."""
+    pairs = [f"<{c:02X}> <{ord(_next_letter(chr(c))):04X}>" for c in range(0x20, 0x7F) if _next_letter(chr(c)) != chr(c)]
+    chunks = "".join(f"{len(pairs[i:i + 90])} beginbfchar\n" + "\n".join(pairs[i:i + 90]) + "\nendbfchar\n"
+                     for i in range(0, len(pairs), 90))
+    return _CMAP.replace("2 beginbfchar <11> <0142> <12> <017E> endbfchar\n", "").replace(
+        "endbfrange\n", "endbfrange\n" + chunks)
+
+
+def _non_word_font(page):
+    """A font whose ToUnicode map is wrong: the page renders fine, its text layer reads "Siqmodevif Tvusehi"."""
+    page.insert_text((72, 100), "Replicated Storage under Network Partitions", fontsize=17, fontname="tiro")
+    page.insert_text((72, 126), "Laura Bennett and Daniel Frost", fontsize=11, fontname="tiro")
+    page.insert_text((72, 140), "Proceedings of the 1992 Workshop on Management of Replicated Data", fontsize=9,
+                     fontname="tiro")
+    _para(page, 72, 176, "Abstract " + BODY, size=11, width=80)
+
+
 STYLES = [
     ("banner", _banner, {"title": "Secure Multiparty Computation of Approximations over Finite Fields",
                          "authors": ["Joan Feigenbaum", "Yuval Ishai", "Tal Malkin"], "year": 1985}),
@@ -281,6 +310,8 @@ STYLES = [
     ("misencoded-punctuation", _acm_punct, {"title": "Query Processing in Main Memory Databases",
                                             "authors": ["Tobin J. Lehman", "Michael J. Carey"], "year": 1986,
                                             "repair": True}),
+    ("non-word-font", _non_word_font, {"title": "Replicated Storage under Network Partitions",
+                                       "authors": ["Laura Bennett", "Daniel Frost"], "year": 1992, "repair": True}),
 ]
 
 
@@ -302,6 +333,8 @@ def make(name: str, folder: Path) -> Path:
         _retype_fonts(doc, "GHWKLM+CMR10")
     elif name == "misencoded-punctuation":
         _retype_fonts(doc, "Times-Roman", to_unicode=_CMAP)
+    elif name == "non-word-font":
+        _retype_fonts(doc, "Times-Roman", to_unicode=_shifted_cmap())
     path = Path(folder) / f"{name}.pdf"
     doc.save(path, garbage=3, deflate=True)
     doc.close()

@@ -112,6 +112,14 @@ class VaultTools:
         self._searcher = None
         self._code_searcher = None
 
+    def paper(self, given: str) -> tuple[str, dict[str, str]]:
+        """The current id of paper `given` (a former id left by `rekey` resolves to its paper) and what to add
+        to the answer: `{"notice": "OLD is now NEW ..."}` when it was a former id, so the agent cites the new one."""
+        from papervault.app.ids import resolve_id
+
+        ref = resolve_id(self.ws, given)
+        return ref.id, ({"notice": f"{ref.notice()}; cite it as [@{ref.id}]"} if ref.renamed else {})
+
     @property
     def searcher(self):
         """One Searcher for the server's life: the embedding model loads once, not per call."""
@@ -135,8 +143,9 @@ class VaultTools:
             _check_limit(budget, "budget", MAX_BUDGET, low=0)
         if level is not None and level not in LEVELS:
             raise ToolInputError(f"unknown level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
+        renamed: dict[str, str] = {}
         if paper:
-            check_id(paper)
+            paper, renamed = self.paper(paper)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
         told = len(self.searcher.notices)
         hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
@@ -149,6 +158,8 @@ class VaultTools:
                     c["text"] = agent_markdown(c["text"])
         if len(self.searcher.notices) > told:   # said once per server: e.g. a CJK question, English-only index
             result["notice"] = " ".join(self.searcher.notices[told:])
+        if renamed:
+            result["notice"] = " ".join(filter(None, [result.get("notice"), renamed["notice"]]))
         if not result["hits"]:
             result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
                               "indexed: `papervault index`)")
@@ -196,7 +207,7 @@ class VaultTools:
                 "next_offset": nxt if nxt < len(rows) else None}
 
     def get_paper(self, paper_id: str) -> dict[str, Any]:
-        check_id(paper_id)
+        paper_id, renamed = self.paper(paper_id)
         meta, body = self.vault.read_note(paper_id)
         fulltext = self.vault.read_fulltext(paper_id)
         sections, figures = outline(fulltext)
@@ -218,6 +229,7 @@ class VaultTools:
         }
         if cut:
             out["note_truncated"] = True
+        out.update(renamed)
         highlights = self._reader_notes(paper_id, meta.page_labels)
         if highlights:
             out["reader_notes"] = highlights
@@ -248,26 +260,25 @@ class VaultTools:
     def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:
         from papervault.app.locate import locate
 
+        renamed: dict[str, str] = {}
         if paper is not None:
-            check_id(paper)
+            paper, renamed = self.paper(paper)
         found = locate(self.ws, quote, paper=paper, limit=_check_limit(limit, "limit", 20))
-        return {"quote": quote[:300], "found": [
+        return {"quote": quote[:300], **renamed, "found": [
             {**f.as_dict(), "title": agent_markdown(f.title), "text": agent_markdown(f.text[:1000]),
              "cite": f"[@{f.paper_id}, p. {f.page}]" if f.page else f"[@{f.paper_id}]"} for f in found]}
 
     def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,
              chunk_id: str | None = None, neighbours: int = 1, offset: int = 0,
              max_chars: int = DEFAULT_READ_CHARS) -> dict[str, Any]:
-        check_id(paper_id)
-        if not self.vault.has_paper(paper_id):
-            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers` or `search`")
+        paper_id, renamed = self.paper(paper_id)
         _check_limit(max_chars, "max_chars", MAX_READ_CHARS, low=200)
         _check_limit(offset, "offset", 10**9, low=0)
         given = [n for n, v in (("section", section), ("pages", pages), ("chunk_id", chunk_id)) if v]
         if len(given) > 1:
             raise ToolInputError(f"give only one of section, pages, chunk_id (got {', '.join(given)})")
         if chunk_id:
-            return self._read_chunk(paper_id, chunk_id, neighbours)
+            return {**self._read_chunk(paper_id, chunk_id, neighbours), **renamed}
         fulltext = self.vault.read_fulltext(paper_id)
         if not fulltext:
             raise NotFoundError(f"paper {paper_id!r} has no full text (metadata only)",
@@ -314,7 +325,7 @@ class VaultTools:
         anchor = paper_md.page_link(paper_id, page_start)
         return {"paper_id": paper_id, **where, "page_start": page_start, "page_end": page_end,
                 "anchor": anchor, "offset": offset, "text": agent_markdown(window), "total_chars": len(text),
-                "next_offset": nxt if nxt < len(text) else None}
+                "next_offset": nxt if nxt < len(text) else None, **renamed}
 
     @staticmethod
     def _find_section(sections: list[Section], wanted: str) -> Section:
@@ -360,9 +371,7 @@ class VaultTools:
 
     def figure(self, paper_id: str, figure: str) -> tuple[bytes, dict[str, Any]]:
         """The PNG bytes of a figure and what to say about it (caption, page, path)."""
-        check_id(paper_id)
-        if not self.vault.has_paper(paper_id):
-            raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="find ids with `list_papers` or `search`")
+        paper_id, renamed = self.paper(paper_id)
         wanted = (figure or "").strip()
         if not wanted:
             raise ToolInputError("no figure given", fix="pass a figure number like 3 or a path from `get_paper`")
@@ -387,7 +396,7 @@ class VaultTools:
             raise ToolInputError(f"figure {ref.path} is {size // 1024} KB, over the {MAX_FIGURE_BYTES // 1024} KB limit")
         info = {"paper_id": paper_id, "number": ref.number, "caption": ref.caption, "page": ref.page,
                 "path": f"papers/{paper_id}/{ref.path}", "bytes": size,
-                "anchor": paper_md.page_link(paper_id, ref.page)}
+                "anchor": paper_md.page_link(paper_id, ref.page), **renamed}
         return path.read_bytes(), info
 
     def status(self) -> dict[str, Any]:
@@ -416,15 +425,19 @@ class VaultTools:
                  progress: Progress | None = None) -> dict[str, Any]:
         from papervault.app.papers import add_repo as run_add_repo
 
+        renamed: dict[str, str] = {}
+        if paper:
+            paper, renamed = self.paper(paper)
         report = run_add_repo(self.ws, source, papers=[paper] if paper else [], name=name, progress=progress)
         self._code_searcher = None      # the code table may have been created or rebuilt
-        return report.as_dict()
+        return {**report.as_dict(), **renamed}
 
     def delete_paper(self, paper_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
         from papervault.app.papers import delete
 
+        paper_id, renamed = self.paper(paper_id)
         out = delete(self.ws, [paper_id], reason="requested over MCP", progress=progress)
-        return {**out, "deleted": paper_id}
+        return {**out, "deleted": paper_id, **renamed}
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
         try:

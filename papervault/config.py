@@ -83,6 +83,9 @@ class ParseSettings(Section):
 
     ocr: bool = Field(True, description="OCR pages that have no usable text layer")
     ocr_dpi: int = Field(200, description="resolution at which pages are rendered for OCR")
+    ocr_min_word_share: float = Field(0.5, ge=0.0, le=1.0, description=(
+        "OCR a page whose text layer, after repair, has a smaller share of dictionary words than this; the "
+        "OCR text is kept only when it has clearly more (0: never)"))
     ocr_threads: int = Field(0, description="threads of the OCR engine (0: one per parser process when "
                                              "several run, else one per core)")
     timeout: float = Field(300.0, description="seconds one PDF may take before it is abandoned")
@@ -92,11 +95,13 @@ class ParseSettings(Section):
                                                     "(default: <workspace>/.papervault/cache/parse)")
 
     def output_key(self) -> dict[str, Any]:
-        """The settings a parse's result depends on: OCR (and its resolution, when on) and the page limit.
+        """The settings a parse's result depends on: OCR (its resolution and the share of dictionary words
+        below which a text layer is OCR'd, when on) and the page limit.
         Threads, workers and the timeout change how fast a parse runs, never what it produces."""
         key: dict[str, Any] = {"ocr": self.ocr, "max_pages": self.max_pages}
         if self.ocr:
             key["ocr_dpi"] = self.ocr_dpi
+            key["ocr_min_word_share"] = self.ocr_min_word_share
         return key
 
     def cache_key(self) -> str:

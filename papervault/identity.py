@@ -92,7 +92,7 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
         if new in taken or vault.paper_dir(new).exists():
             raise EditError(f"the id {new!r} is taken", fix="choose another id, or leave NEW out for a fresh one")
         vault.repo.git.mv(str(vault.paper_dir(pid)), str(vault.paper_dir(new)))
-        aliases = list(dict.fromkeys([*meta.aliases, pid]))
+        aliases = [a for a in dict.fromkeys([*meta.aliases, pid]) if a != new]   # renamed back: no self-alias
         vault.update_meta(new, id=new, aliases=aliases)
         changed = [str(vault.note_path(new).relative_to(vault.root))]
         for path in sorted(vault.root.rglob("*")):

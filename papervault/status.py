@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from papervault.workspace import Workspace
 
 
@@ -24,6 +26,7 @@ def workspace_status(ws: Workspace) -> dict:
         "backend": ws.settings.agents.backend,
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,
+        "text_layers": text_layers(ws, ids),
     }
     try:
         from papervault.index.store import PaperIndex
@@ -39,3 +42,38 @@ def workspace_status(ws: Workspace) -> dict:
     except Exception as exc:  # status must answer even when the index is broken
         out["index_health"] = f"unavailable: {exc}"
     return out
+
+
+# A non-empty `repaired_pages` or `ocr_pages` in a note: a block list ("-" on the next line) or a flow list.
+_LISTED = re.compile(r"^(?:repaired_pages|ocr_pages):[ \t]*(?:\r?\n[ \t]*-|\[\s*\d)", re.M)
+
+
+def text_layers(ws: Workspace, ids: list[str]) -> dict:
+    """Pages whose text was repaired from the glyphs or read by OCR, per paper and in total (from the notes).
+
+    A page is counted once, by where its text came from: `ocr` holds scanned pages and pages whose text layer
+    was still mostly non-words after the repair; `repaired` the pages whose repaired text layer was kept."""
+    from papervault.vault import frontmatter
+
+    papers: dict[str, dict] = {}
+    for pid in ids:
+        try:
+            text = ws.vault.safe_path(ws.vault.note_path(pid)).read_text(encoding="utf-8")
+            if not _LISTED.search(text):
+                continue   # both lists empty (`[]`) or absent: most notes, and no YAML to parse
+            data = frontmatter.fields(text, {"pages", "repaired_pages", "ocr_pages"})
+        except Exception:   # a broken note is `doctor`'s to report; status still answers
+            continue
+        repaired, ocr = _pages(data.get("repaired_pages")), _pages(data.get("ocr_pages"))
+        if repaired or ocr:
+            pages = data.get("pages")
+            papers[pid] = {"pages": pages if isinstance(pages, int) else None, "repaired": repaired, "ocr": ocr}
+    return {"repaired_pages": sum(len(p["repaired"]) for p in papers.values()),
+            "ocr_pages": sum(len(p["ocr"]) for p in papers.values()),
+            "papers_repaired": sum(1 for p in papers.values() if p["repaired"]),
+            "papers_ocr": sum(1 for p in papers.values() if p["ocr"]),
+            "papers": papers}
+
+
+def _pages(value) -> list[int]:
+    return [p for p in value if isinstance(p, int) and not isinstance(p, bool)] if isinstance(value, list) else []

@@ -295,6 +295,80 @@ def test_rekey_renames_everywhere_and_the_old_id_resolves(ws, tmp_path):
     assert "pv-cite-missing" not in page and f"papers/{new}/" in page
 
 
+
+def test_rekey_leaves_redirects_for_old_site_urls(ws, tmp_path):
+    """After `rekey`, the built site (offline, opened from disk) has pages at the old ids' URLs that redirect
+    to the new ones, keeping the page anchor; the aliases in the note bring them back on every build."""
+    import re
+    import shutil
+
+    from papervault.identity import edit_paper, rekey
+    from papervault.site.build import build_site, stage_dir
+    from papervault.site.redirects import redirect_pages
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("institution-banner", folder)
+    old, mid, new = "stonebraker1978early", "stonebraker1978relational", "stonebraker1978experience"
+    assert add(ws, [str(folder)]).added == [old]
+    site = Path(ws.site_dir)
+    build_site(ws)
+    assert (site / "papers" / old / "paper.html").is_file()
+
+    rekey(ws, old, mid)
+    rekey(ws, mid, new)
+    assert ws.vault.read_meta(new).aliases == [old, mid]
+    hostile = 'Early Experience <script>alert(1)</script> & "Relational" </script>'
+    edit_paper(ws, new, title=hostile)
+
+    def check_redirects() -> None:
+        assert (site / "papers" / new / "note.html").is_file() and (site / "papers" / new / "paper.html").is_file()
+        for former in (old, mid):
+            for name in ("note", "paper"):
+                page = (site / "papers" / former / f"{name}.html").read_text(encoding="utf-8")
+                assert f'<meta http-equiv="refresh" content="0; url=../{new}/{name}.html">' in page
+                assert f'<a href="../{new}/{name}.html">' in page
+                assert f'location.replace("../{new}/{name}.html" + location.hash)' in page
+                assert "alert(1)</script>" not in page and page.count("<script>") == 1
+                assert "Early Experience &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Relational&quot;" in page
+
+    build_site(ws)
+    check_redirects()
+    # Recorded in the vault (the note's aliases): a build from nothing writes them again.
+    shutil.rmtree(site)
+    shutil.rmtree(stage_dir(ws))
+    report = build_site(ws)
+    check_redirects()
+    assert not [w for w in report["warnings"] if old in w or mid in w]
+
+    # A paper without full text has no paper.html: its old one leads to the note. An alias that is no id
+    # (written by hand into a note) never becomes a path of the site.
+    plain = redirect_pages({"smith2001old": "smith2001new", "../../escape": "smith2001new"}, {}, set())
+    assert sorted(plain) == ["papers/smith2001old/note.html", "papers/smith2001old/paper.html"]
+    assert 'url=../smith2001new/note.html"' in plain["papers/smith2001old/paper.html"]
+
+    # In a browser, from disk: the old URL with a page anchor lands on the new page at that anchor; without
+    # scripts the meta refresh still gets there.
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("headless Chromium not found at /usr/bin/chromium (scripts/install-browser.sh)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page()
+            page.goto((site / "papers" / old / "paper.html").as_uri() + "#page-2")
+            page.wait_for_url(re.compile(rf"/papers/{new}/paper\.html#page-2$"), timeout=20000)
+            assert page.locator("#page-2").count() == 1
+            noscript = browser.new_context(java_script_enabled=False).new_page()
+            noscript.goto((site / "papers" / mid / "note.html").as_uri())
+            noscript.wait_for_url(re.compile(rf"/papers/{new}/note\.html$"), timeout=20000)
+            assert "Early Experience" in noscript.title()
+        finally:
+            browser.close()
+
+
 def test_glyph_maps():
     from papervault.parse.repair import fix_replacement_chars, is_ot1_font, map_ot1, map_punctuation
 
@@ -318,3 +392,173 @@ def test_lines_that_are_never_titles():
     for title in ("Abstract Interpretation: A Unified Lattice Model", "Doing More with Less", "Letters from the Front",
                   "Journaling the Linux ext2fs Filesystem", "Drafting Behind Akamai", "Liquid Types"):
         assert not not_title(title), title
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    """`papervault ARGS` as the console script runs it: (exit code, stdout, stderr)."""
+    from papervault.cli import main
+
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _rekeyed_twice(ws, tmp_path) -> tuple[str, str, str]:
+    """Two papers added and indexed; one renamed twice through the CLI. Returns (first, second, current) id."""
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("institution-banner", folder)
+    make("multi-line-title", folder)
+    assert sorted(add(ws, [str(folder)]).added) == ["aho1975efficient", "stonebraker1978early"]
+    PaperIndex(ws).sync()
+    return "stonebraker1978early", "stonebraker1978relational", "stonebraker1978experience"
+
+
+def test_old_ids_resolve_in_every_command_after_rekey(ws, tmp_path, capsys):
+    """After `rekey OLD NEW`, every command that takes a paper id takes OLD too, works on NEW and says once
+    (on stderr) that OLD is now NEW; an alias never shadows a paper's own id, and a shared one is an error."""
+    old, mid, new = _rekeyed_twice(ws, tmp_path)
+    w = ["--workspace", ws.root]
+    code, out, err = _cli(["rekey", old, mid, *w], capsys)
+    assert code == 0 and out.startswith(f"{old} -> {mid}:") and err == ""
+    # rekey itself takes the old id: the paper (now `mid`) is renamed again
+    code, out, err = _cli(["rekey", old, new, *w], capsys)
+    assert code == 0 and out.startswith(f"{mid} -> {new}:"), (out, err)
+    assert err == f"note: {old} is now {mid} (renamed by `papervault rekey`)\n"
+    assert ws.vault.paper_ids() == ["aho1975efficient", new] and ws.vault.read_meta(new).aliases == [old, mid]
+
+    for former in (old, mid):
+        code, out, err = _cli(["show", former, *w], capsys)
+        assert code == 0 and "Early Experience with a Relational Database" in out
+        assert err.count("\n") == 1 and f"{former} is now {new}" in err
+        assert f"papervault open {new} --page N" in out
+    code, out, err = _cli(["show", old, "--json", *w], capsys)
+    assert json.loads(out)["meta"]["id"] == new and f"{old} is now {new}" in err
+    code, out, _ = _cli(["show", old, "--full", *w], capsys)
+    assert code == 0 and 'id="page-1"' in out and "Relational Database" in out
+
+    code, out, _ = _cli(["open", mid, "--page", "1", "--print", "--json", *w], capsys)
+    opened = json.loads(out)
+    assert code == 0 and opened["id"] == new and opened["url"].endswith("#page=1")
+
+    code, out, err = _cli(["edit", old, "--venue", "ACM TODS", "--json", *w], capsys)
+    assert code == 0 and json.loads(out)["id"] == new and ws.vault.read_meta(new).venue == "ACM TODS"
+    assert ws.vault.history(limit=1)[0]["message"] == f"edit {new}: venue"
+
+    code, out, err = _cli(["search", "relational database experience", "--paper", old, "--json", *w], capsys)
+    hits = json.loads(out)
+    assert code == 0 and hits and {h["paper_id"] for h in hits} == {new}, err
+    quote = " ".join(ws.vault.read_fulltext(new).split("Relational Database", 1)[0].split()[-6:] + ["Relational", "Database"])
+    code, out, err = _cli(["locate", quote, "--paper", mid, "--json", *w], capsys)
+    assert code == 0 and [f["paper_id"] for f in json.loads(out)] == [new], (quote, out, err)
+
+    # `enrich` resolves its ids before it asks for the network (offline here: that is the error it reaches)
+    code, _, err = _cli(["enrich", old, *w], capsys)
+    assert code == 1 and f"note: {old} is now {new}" in err and "online" in err and "no paper" not in err
+    code, _, err = _cli(["enrich", "nobody1900none", *w], capsys)
+    assert code == 1 and err == ("error: no paper 'nobody1900none' in the vault. "
+                                 "find ids with `papervault list` (MCP: `list_papers`)\n")
+
+    # A survey that still cites the old id (written after the rename) exports the renamed paper.
+    sdir = ws.vault.surveys_dir / "databases"
+    sdir.mkdir(parents=True)
+    (sdir / "survey.md").write_text(f"# Databases\n\nRelational systems [@{old}, p. 1; @aho1975efficient].\n")
+    code, out, _ = _cli(["export", "--survey", "databases", "--json", *w], capsys)
+    assert code == 0 and json.loads(out)["papers"] == ["aho1975efficient", new]
+
+    # A survey's selection.md where a person ticked the paper by its old id: stage 1 selects the renamed paper
+    # (the survey flow runs this same function as its first task).
+    from papervault.app.survey import retrieve
+
+    (ws.vault.survey_dir("rel") / "selection.md").parent.mkdir(parents=True)
+    (ws.vault.survey_dir("rel") / "selection.md").write_text(f"## Selected\n\n- [x] @{mid}\n")
+    got = retrieve(str(ws.root), ["query:string matching"], "extractive", "rel")
+    assert new in got["ids"] and got["edits"]["added"] == [new] and not got["problems"], got
+    assert f"@{mid}" not in (ws.vault.survey_dir("rel") / "selection.md").read_text()
+
+    # An alias never shadows a paper's own id: a note that lists another paper's id among its aliases
+    # changes nothing for that id. Two notes claiming the same former id: a one-line error naming both.
+    ws.vault.update_meta("aho1975efficient", aliases=[new, old])
+    code, out, err = _cli(["show", new, "--json", *w], capsys)
+    assert code == 0 and json.loads(out)["meta"]["id"] == new and err == ""
+    code, out, err = _cli(["show", old, *w], capsys)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: '{old}' is a former id of 2 papers (aho1975efficient, {new})")
+    code, _, err = _cli(["delete", old, *w], capsys)
+    assert code == 1 and "former id of 2 papers" in err and ws.vault.has_paper(new)
+    ws.vault.update_meta("aho1975efficient", aliases=[])
+    ws.vault.commit("test: aliases back")
+
+    # delete through a former id removes the renamed paper, its index rows too
+    code, out, err = _cli(["delete", mid, "--json", *w], capsys)
+    gone = json.loads(out)
+    assert code == 0 and gone["deleted"] == [new] and gone["renamed"] == {mid: new}
+    assert f"{mid} is now {new}" in err
+    assert gone["index"]["chunks_removed"] > 0 and ws.vault.paper_ids() == ["aho1975efficient"]
+    code, _, err = _cli(["show", old, *w], capsys)
+    assert code == 1 and f"no paper '{old}' in the vault" in err
+
+
+def test_old_ids_resolve_in_the_mcp_tools_after_rekey(ws, tmp_path, model_dir):
+    """Over real MCP stdio: every tool and resource that takes a paper id takes a former one, answers with
+    the current id and says, once per answer, that the old id is now the new one."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from papervault.identity import rekey
+    from support_mcp import papervault_cmd, server_env
+
+    old, mid, new = _rekeyed_twice(ws, tmp_path)
+    rekey(ws, old, mid)
+    rekey(ws, mid, new)
+    rekey(ws, new, old)         # renamed back: an id is never an alias of its own paper
+    assert ws.vault.read_meta(old).aliases == [mid, new]
+    rekey(ws, old, new)
+    assert ws.vault.read_meta(new).aliases == [mid, old]
+    notice = f"{old} is now {new} (renamed by `papervault rekey`); cite it as [@{new}]"
+    cmd = papervault_cmd()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--workspace", str(ws.root), "--allow-write"],
+                                   env=server_env())
+
+    def data(result) -> dict:
+        assert not result.is_error, result.content
+        return result.structured_content
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as c:
+            paper = data(await c.call_tool("get_paper", {"paper_id": old}))
+            assert paper["id"] == new and paper["cite"] == f"[@{new}]" and paper["notice"] == notice
+            assert paper["meta"]["title"] == "Early Experience with a Relational Database"
+            same = data(await c.call_tool("get_paper", {"paper_id": new}))
+            assert same["id"] == new and "notice" not in same
+
+            page = data(await c.call_tool("read", {"paper_id": mid, "pages": "1"}))
+            assert page["paper_id"] == new and page["anchor"] == f"papers/{new}/paper.md#page-1"
+            assert "Michael Stonebraker and Eugene Wong" in page["text"] and page["notice"].startswith(f"{mid} is now {new}")
+
+            found = data(await c.call_tool("search", {"query": "relational database experience", "paper": old}))
+            assert found["hits"] and {h["paper_id"] for h in found["hits"]} == {new}
+            assert notice in found["notice"]
+            located = data(await c.call_tool("locate", {"quote": "Michael Stonebraker and Eugene Wong",
+                                                        "paper": old}))
+            assert [f["paper_id"] for f in located["found"]] == [new] and located["notice"] == notice
+
+            note = (await c.read_resource(f"papervault://paper/{old}")).contents[0].text
+            assert f"id: {new}" in note and "Early Experience" in note
+            full = (await c.read_resource(f"papervault://paper/{mid}/fulltext")).contents[0].text
+            assert 'id="page-1"' in full
+
+            missing = await c.call_tool("get_paper", {"paper_id": "nobody1900none"})
+            assert missing.is_error and "no paper 'nobody1900none'" in missing.content[0].text
+
+            gone = data(await c.call_tool("delete_paper", {"paper_id": old}))
+            assert gone["deleted"] == new and gone["notice"] == notice
+            again = await c.call_tool("get_paper", {"paper_id": old})
+            assert again.is_error and f"no paper '{old}'" in again.content[0].text
+
+    anyio.run(main)
+    assert ws.vault.paper_ids() == ["aho1975efficient"] and ws.vault.is_clean()

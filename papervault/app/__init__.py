@@ -8,4 +8,5 @@ imports Prefect, click or the MCP SDK.
 - `survey`: the survey's stages (retrieve ... polish), the survey document's assembly, and a stage loop that
   runs a whole survey without Prefect
 - `demo`: the demo pipeline (init, add, index, survey, site)
+- `ids`: which paper an id names (its own id, else a former id that `rekey` left in `aliases`), for every front end
 """

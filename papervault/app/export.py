@@ -59,7 +59,11 @@ def select(ws: Workspace, *, tag: str | None = None, collection: str | None = No
         leaf = want.rsplit("/", 1)[-1]   # "Parent/Child" names the collection Child
         keep &= {m.id for m in metas if any(c.strip("/").lower() in (want, leaf) for c in m.collections)}
     if survey:
-        keep &= set(survey_ids(ws, survey))
+        from papervault.app.ids import alias_map
+
+        cited = survey_ids(ws, survey)
+        former = alias_map(ws.vault) if any(c not in keep for c in cited) else {}
+        keep &= {former.get(c, c) for c in cited}     # a survey citing a paper by a former id still exports it
     return sorted(keep)
 
 

@@ -154,7 +154,9 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
     vault = ws.vault
     ids = vault.paper_ids()
     if paper is not None:
-        vault.read_note(paper)       # an unknown id is a NotFoundError naming it
+        from papervault.app.ids import resolve_id
+
+        paper = resolve_id(ws, paper).id      # an unknown id is a NotFoundError naming it; a former id is followed
         order = [paper]
     else:
         known = set(ids)

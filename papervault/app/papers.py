@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from papervault.errors import InputError, NotFoundError
+from papervault.errors import InputError
 from papervault.models import PaperMeta
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
@@ -87,8 +87,10 @@ def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] 
     """Index a repository's code, link it to papers and write its code note; returns the AddRepoReport."""
     from papervault.sources.repo import add_repo as run_add_repo
 
-    for pid in papers:
-        check_id(pid)
+    if papers:
+        from papervault.app.ids import resolve_ids
+
+        papers = list(dict.fromkeys(r.id for r in resolve_ids(ws.require(), papers)))
     if name:
         check_id(name)
     source = (source or "").strip()
@@ -102,18 +104,17 @@ def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: P
 
     Every id is checked before anything is removed: an unknown id refuses the whole request.
     """
-    ids = list(dict.fromkeys(paper_ids))
-    if not ids:
+    from papervault.app.ids import resolve_ids
+
+    if not paper_ids:
         raise InputError("no paper to delete", fix="give one or more paper ids (see `papervault list`)")
-    for pid in ids:
+    for pid in paper_ids:
         check_id(pid)
     ws.require()
     vault = ws.vault
     with ws.write_lock("delete"):
-        unknown = [pid for pid in ids if not vault.has_paper(pid)]
-        if unknown:
-            raise NotFoundError(f"no paper {', '.join(map(repr, unknown))} in the vault",
-                                fix="find ids with `papervault list` (MCP: `list_papers`)")
+        refs = resolve_ids(ws, paper_ids)     # an unknown id refuses the whole request; a former id is followed
+        ids = list(dict.fromkeys(r.id for r in refs))
         dirs = [vault.paper_dir(pid) for pid in ids]
         for pid in ids:
             vault.delete_paper(pid)
@@ -122,6 +123,9 @@ def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: P
         message = f"delete: {shown}" + (f" ({reason})" if reason else "")
         sha = vault.commit(message, [*dirs, *code_paths])
     out: dict[str, Any] = {"deleted": ids, "commit": sha, "code_notes": [str(p.name) for p in code_paths]}
+    renamed = {r.given: r.id for r in refs if r.renamed}
+    if renamed:
+        out["renamed"] = renamed
     out["index"] = _drop_index_rows(ws, ids)
     if progress:
         progress("index", 1, 1)

@@ -37,6 +37,22 @@ def open_workspace(path: str | None, *, require: bool = True) -> Workspace:
     return ws.require() if require else ws
 
 
+def paper_ids(ws: Workspace, given: list[str] | tuple[str, ...]) -> list[str]:
+    """The current ids of the papers `given` (a former id left by `rekey` resolves to its paper, said once on
+    stderr so `--json` output stays clean); unknown or ambiguous ids fail before anything is done."""
+    from papervault.app.ids import resolve_ids
+
+    refs = resolve_ids(ws, list(given))
+    for ref in {r.given: r for r in refs if r.renamed}.values():
+        click.echo(f"note: {ref.notice()}", err=True)
+    return [r.id for r in refs]
+
+
+def paper_id(ws: Workspace, given: str) -> str:
+    """One paper id resolved as `paper_ids` does."""
+    return paper_ids(ws, [given])[0]
+
+
 def plural(n: int, word: str, words: str | None = None) -> str:
     """`1 paper`, `2 papers`, `0 surveys`."""
     return f"{n} {word if n == 1 else (words or word + 's')}"

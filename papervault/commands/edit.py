@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import emit_json, json_option, open_workspace, paper_id, paper_ids, workspace_option
 
 
 @click.command()
-@click.argument("paper_id")
+@click.argument("given", metavar="PAPER_ID")
 @click.option("--title", help="The paper's title.")
 @click.option("--author", "authors", multiple=True, help="An author, in order (repeat for each; replaces all).")
 @click.option("--year", type=int, help="The year the paper was published.")
@@ -18,13 +18,13 @@ from papervault.commands.common import emit_json, json_option, open_workspace, w
 @click.option("--pages", "bib_pages", help="Printed pages, e.g. 223--234 (kept in the note's bib fields).")
 @workspace_option
 @json_option
-def edit(paper_id, title, authors, year, venue, doi, arxiv, bib_pages, workspace, as_json):
+def edit(given, title, authors, year, venue, doi, arxiv, bib_pages, workspace, as_json):
     """Correct a paper's identity; the correction wins over every source and survives later imports."""
     from papervault.identity import edit_paper
 
     ws = open_workspace(workspace)
-    meta = edit_paper(ws, paper_id, title=title, authors=list(authors) or None, year=year, venue=venue, doi=doi,
-                      arxiv=arxiv, bib={"pages": bib_pages} if bib_pages else None)
+    meta = edit_paper(ws, paper_id(ws, given), title=title, authors=list(authors) or None, year=year, venue=venue,
+                      doi=doi, arxiv=arxiv, bib={"pages": bib_pages} if bib_pages else None)
     if as_json:
         emit_json(meta.model_dump(exclude_none=True))
     else:
@@ -33,16 +33,16 @@ def edit(paper_id, title, authors, year, venue, doi, arxiv, bib_pages, workspace
 
 
 @click.command()
-@click.argument("paper_ids", nargs=-1)
+@click.argument("given", nargs=-1, metavar="[PAPER_IDS]...")
 @workspace_option
 @json_option
-def enrich(paper_ids, workspace, as_json):
+def enrich(given, workspace, as_json):
     """Resolve papers' identity online (DOI via Crossref/OpenAlex, arXiv id, title search); needs
     [sources] online = true. Your own metadata (BibTeX, Zotero, edits) is never replaced."""
     from papervault.sources.enrich import enrich as run
 
     ws = open_workspace(workspace)
-    report = run(ws, list(paper_ids) or None)
+    report = run(ws, paper_ids(ws, given) if given else None)
     if as_json:
         emit_json(report)
         return
@@ -55,17 +55,17 @@ def enrich(paper_ids, workspace, as_json):
 
 
 @click.command()
-@click.argument("paper_id")
+@click.argument("given", metavar="PAPER_ID")
 @click.argument("new_id", required=False)
 @workspace_option
 @json_option
-def rekey(paper_id, new_id, workspace, as_json):
+def rekey(given, new_id, workspace, as_json):
     """Rename a paper everywhere (folder, citations, links, bibliographies, index) in one commit; without
     NEW_ID the id is made again from its current authors, year and title. The old id stays an alias."""
     from papervault.identity import rekey as run
 
     ws = open_workspace(workspace)
-    report = run(ws, paper_id, new_id)
+    report = run(ws, paper_id(ws, given), new_id)
     if as_json:
         emit_json(report)
     else:

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, runner_options,
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id, runner_options,
                                         workspace_option)
 
 
@@ -83,6 +83,8 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
     from papervault.app.search import check_query, why_no_hits
     from papervault.index.search import Searcher
 
+    if paper is not None and (query or "").strip():
+        paper = paper_id(ws, paper)
     query = check_query(ws, query, paper=paper)
     filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
     searcher = Searcher(ws)

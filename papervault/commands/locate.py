@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import emit_json, json_option, open_workspace, paper_id, workspace_option
 
 
 @click.command("locate")
@@ -18,7 +18,7 @@ def locate(quote, paper, limit, workspace, as_json):
     from papervault.app.locate import locate as run_locate
 
     ws = open_workspace(workspace)
-    found = run_locate(ws, quote, limit=limit, paper=paper)
+    found = run_locate(ws, quote, limit=limit, paper=paper_id(ws, paper) if paper is not None else None)
     if as_json:
         emit_json([f.as_dict() for f in found])
         return

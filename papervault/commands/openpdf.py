@@ -9,7 +9,7 @@ import subprocess
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import emit_json, json_option, open_workspace, paper_id as resolve, workspace_option
 from papervault.errors import InputError
 
 
@@ -25,6 +25,7 @@ def open_pdf(paper_id, page, print_only, workspace, as_json):
     from papervault.pdfstore import locate
 
     ws = open_workspace(workspace)
+    paper_id = resolve(ws, paper_id)
     out = locate(ws, paper_id, page)
     if as_json:
         emit_json(out)

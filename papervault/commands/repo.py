@@ -6,7 +6,8 @@ import time
 
 import click
 
-from papervault.commands.common import Progress, emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_ids,
+                                        workspace_option)
 
 
 @click.command("add-repo")
@@ -25,6 +26,7 @@ def add_repo(target, papers, name, rebuild, quiet, workspace, as_json):
     from papervault.app.papers import add_repo as run
 
     ws = open_workspace(workspace)
+    papers = paper_ids(ws, papers)
     progress = Progress(quiet or as_json)
     t0 = time.perf_counter()
     try:

@@ -6,7 +6,8 @@ from dataclasses import asdict
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.commands.common import (emit_json, json_option, open_workspace, paper_ids as resolve_all,
+                                        workspace_option)
 
 
 @click.command()
@@ -40,7 +41,7 @@ def review(paper_ids, show_diff, mark, reviewer, comment, include_unanalysed, wo
                 click.echo(f"{p.paper_id}  [{p.status}, {p.analyser or '-'}, {seen}]{flag}  {p.title}")
         return
     out = []
-    for pid in paper_ids:
+    for pid in dict.fromkeys(resolve_all(ws, paper_ids)):
         item: dict = {"paper_id": pid}
         if show_diff or not mark:
             d = changes(vault, pid)

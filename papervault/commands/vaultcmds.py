@@ -6,8 +6,8 @@ import re
 
 import click
 
-from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, plural, runner_options,
-                                        workspace_option)
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id as resolve,
+                                        plural, runner_options, workspace_option)
 from papervault.workspace import Workspace
 
 
@@ -138,6 +138,7 @@ def show(paper_id, full, workspace, as_json):
     from papervault.pdfstore import pdf_of
 
     ws = open_workspace(workspace)
+    paper_id = resolve(ws, paper_id)
     meta, body = ws.vault.read_note(paper_id)
     text = ws.vault.read_fulltext(paper_id) if full else body
     pdf = pdf_of(ws, meta)     # the workspace's copy (pdfs/<sha256>.pdf), else the original if still there
@@ -163,10 +164,13 @@ def show(paper_id, full, workspace, as_json):
 @json_option
 def delete(paper_ids, workspace, as_json):
     """Delete papers: their folders (one vault commit), their index rows and their links to code."""
+    from papervault.app.ids import PaperRef
     from papervault.app.papers import delete as run_delete
 
     ws = open_workspace(workspace)
-    out = run_delete(ws, list(paper_ids))
+    out = run_delete(ws, list(paper_ids))     # resolves former ids (rekey) itself, and says which
+    for old, new in out.get("renamed", {}).items():
+        click.echo(f"note: {PaperRef(new, old).notice()}", err=True)
     if as_json:
         emit_json(out)
         return
@@ -195,3 +199,26 @@ def status(workspace, as_json):
     click.echo(f"embedding model {st['embedding_model']}")
     click.echo(f"index           {st['index_health']}")
     click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")
+    tl = st["text_layers"]
+    repaired = f"{plural(tl['repaired_pages'], 'repaired page')} in {plural(tl['papers_repaired'], 'paper')}"
+    ocr = plural(tl["ocr_pages"], "OCR'd page") + " in " + plural(tl["papers_ocr"], "paper")
+    click.echo(f"text layers     {repaired}, {ocr}")
+    for pid, p in list(tl["papers"].items())[:STATUS_PAPERS]:
+        what = [f"{label} p. {page_ranges(p[k])}" for k, label in (("repaired", "repaired"), ("ocr", "OCR'd")) if p[k]]
+        click.echo(f"  {pid}: {'; '.join(what)} (of {p['pages'] or '?'} pages)")
+    if len(tl["papers"]) > STATUS_PAPERS:
+        click.echo(f"  ... and {len(tl['papers']) - STATUS_PAPERS} more papers (`papervault status --json` lists all)")
+
+
+STATUS_PAPERS = 20   # papers with repaired or OCR'd pages listed by `status` (--json lists all)
+
+
+def page_ranges(pages: list[int]) -> str:
+    """`[1, 2, 3, 7]` -> `1-3, 7`."""
+    runs: list[list[int]] = []
+    for p in sorted(set(pages)):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

@@ -21,8 +21,12 @@ from papervault.parse.structure import (KNOWN_SECTIONS, TOC_ENTRY, assign_levels
                                         heading_candidate, refine_headings)
 from papervault.parse.text import garbage_score, hyphenated_words, join_lines
 from papervault.parse.version import PARSER
+from papervault.parse.words import WordCount, count_words
 
 GARBAGE_THRESHOLD = 0.5
+NON_WORD_MIN_WORDS = 30   # fewer words than this say nothing about a page's text layer
+NON_WORD_TRIES = 2        # OCR readings of non-word pages that gained nothing before a document is left as it is
+OCR_GAIN = 0.2            # how much higher the share of dictionary words of an OCR reading must be to replace a page
 
 
 def parse_pdf(path: Path, settings: ParseSettings | None = None, *, password: str | None = None) -> ParsedPaper:
@@ -52,6 +56,9 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
     ocr_pages: list[int] = []
     sizes: list[tuple[float, float]] = []
     repaired: list[int] = []
+    # Pages still mostly non-words after the repair are OCR'd; once NON_WORD_TRIES of them gained nothing and
+    # none did, the document is taken to be written that way (another language, code) and not tried again.
+    kept = missed = 0
     for pno in range(1, upto + 1):
         try:
             page = doc[pno - 1]
@@ -77,6 +84,30 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
                     warnings.append(f"page {pno}: OCR failed ({type(exc).__name__}: {str(exc)[:80]})")
             else:
                 warnings.append(f"page {pno}: no usable text layer and OCR is off ([parse] ocr = false)")
+        elif settings.ocr and (kept or missed < NON_WORD_TRIES):
+            layer = count_words([ln.text for ln in lines])
+            if mostly_non_words(layer, settings.ocr_min_word_share):
+                try:
+                    from papervault.parse.ocr import ocr_page
+
+                    read = ocr_page(page, settings.ocr_dpi, settings.ocr_threads)
+                except Exception as exc:
+                    warnings.append(f"page {pno}: OCR failed ({type(exc).__name__}: {str(exc)[:80]})")
+                    read = None
+                got = count_words([ln.text for ln in read or []])
+                if read is not None and ocr_is_better(got, layer):
+                    lines = read
+                    ocr_pages.append(pno)
+                    kept += 1
+                else:
+                    missed += 1
+                    last = not kept and missed == NON_WORD_TRIES
+                    if read is not None:
+                        warnings.append(f"page {pno}: {_pct(layer)} of its words are dictionary words and OCR read "
+                                        f"{_pct(got)}; the text layer is kept"
+                                        + ("; no further page of this PDF is OCR'd for that reason" if last else ""))
+        if ocr_pages and ocr_pages[-1] == pno and pno in repaired:
+            repaired.remove(pno)    # each page is recorded once, by where its text came from
         page_lines.append(lines)
 
     drop = find_running_lines(page_lines, [h for _, h in sizes])
@@ -257,6 +288,25 @@ def _drop_front_matter(heads, title_blocks, title_page: int = 1):
             if b.page >= title_page
             and not (b.page == title_page and (i < first or b.bbox[1] < limit) and not num
                      and t.lower() not in KNOWN_SECTIONS)]
+
+
+def mostly_non_words(layer: WordCount, min_share: float) -> bool:
+    """Whether a page's text layer is too little made of dictionary words to be trusted (`min_share` 0: never).
+
+    Pages with few words (figures, title pages) and pages mostly in another script are not judged: the
+    dictionary is English."""
+    return (min_share > 0 and layer.words >= NON_WORD_MIN_WORDS and layer.latin >= 0.8
+            and (layer.share or 0.0) < min_share)
+
+
+def ocr_is_better(read: WordCount, layer: WordCount) -> bool:
+    """Whether an OCR reading of a page is measurably better than its text layer: a share of dictionary words
+    higher by OCR_GAIN, and more dictionary words in all."""
+    return (read.share or 0.0) >= (layer.share or 0.0) + OCR_GAIN and read.known > layer.known
+
+
+def _pct(count: WordCount) -> str:
+    return f"{count.share:.0%}" if count.share is not None else "none"
 
 
 def _needs_ocr(page: pymupdf.Page, lines: list[Line]) -> bool:

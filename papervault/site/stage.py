@@ -22,6 +22,7 @@ from papervault.errors import UnsafePathError
 from papervault.models import PaperMeta
 from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
+from papervault.site.redirects import redirect_pages
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
 from papervault.vault import frontmatter
@@ -406,6 +407,10 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
         if e.pdf:
             assets[f"papers/{pid}/paper.pdf"] = e.pdf     # the kept copy wins over a paper.pdf in the folder
+
+    # Former ids keep their URLs: static pages that redirect to the paper's pages (site/redirects.py).
+    pages.update(redirect_pages(alias, {pid: e.meta.title or pid for pid, e in papers.items()},
+                                {pid for pid, e in papers.items() if e.fulltext}))
 
     # --- surveys ---
     survey_rows = []

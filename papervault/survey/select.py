@@ -220,6 +220,13 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     path = ws.vault.survey_dir(slug) / S.FILENAME
     existing = path.read_text(encoding="utf-8") if path.is_file() else None
     edits = S.read_edits(existing)
+    own = set(ws.vault.paper_ids())
+    if any(i not in own for i in (*edits.added, *edits.struck)):       # a paper added or struck by a former id (`papervault rekey`) is its renamed paper
+        from papervault.app.ids import alias_map
+
+        former = alias_map(ws.vault)
+        edits = S.Edits(list(dict.fromkeys(former.get(i, i) for i in edits.added)),
+                        list(dict.fromkeys(former.get(i, i) for i in edits.struck)))
     out = Resolved(ids=[])
     entries: dict[str, S.Entry] = {}
     order: list[str] = []
