@@ -245,6 +245,41 @@ def test_reanalyse_says_when_a_hand_edited_note_is_kept(workspace_env, tmp_path)
     assert ws.vault.history(limit=1)[0] == head
 
 
+def test_edit_corrects_the_notes_own_head_that_show_prints(workspace_env, tmp_path):
+    """`edit` changes the record, and the note's head (title, Authors, Published) that `show`, MCP and the
+    index read says the same; the rest of the note is kept, and a note a person edited is left as it is."""
+    from papervault.demo import make_synthetic_papers
+
+    ws, _ = Workspace.init(workspace_env)
+    pdfs = [str(p) for p in make_synthetic_papers(tmp_path / "pdfs")[:2]]
+    invoke("add", *pdfs, "--backend", "extractive")
+    pid, other = ws.vault.paper_ids()
+    before = ws.vault.read_note(pid)[1]
+    assert "**Authors:**" in before and "**Published:**" in before
+    out = invoke("edit", pid, "--title", "Corrected Title", "--year", "1999", "--author", "Ada Lovelace",
+                 "--venue", "Imaginary Conf").output
+    assert "Corrected Title — Ada Lovelace (1999)" in out
+    shown = invoke("show", pid).output
+    assert "# Corrected Title\n" in shown and "**Authors:** Ada Lovelace  \n" in shown
+    assert "**Published:** Imaginary Conf, 1999  \n" in shown
+    body = ws.vault.read_note(pid)[1]
+    assert body.split("## Summary", 1)[1] == before.split("## Summary", 1)[1]
+    assert body.count("**Authors:**") == body.count("**Published:**") == 1
+    assert not ws.vault.is_edited(pid) and ws.vault.is_clean()     # still papervault's own note
+    # a re-analysis writes the same head: nothing to commit
+    head = ws.vault.history(limit=1)[0]
+    invoke("add", *pdfs, "--backend", "extractive", "--reanalyse")
+    assert ws.vault.read_note(pid)[1] == body and ws.vault.history(limit=1)[0] == head
+
+    # a note a person edited keeps its body; the record still changes
+    note = ws.vault.note_path(other)
+    note.write_text(note.read_text() + "\nMy own reading.\n")
+    ws.vault.commit("my edit")
+    mine = ws.vault.read_note(other)[1]
+    invoke("edit", other, "--year", "2001")
+    assert ws.vault.read_note(other)[1] == mine and ws.vault.read_meta(other).year == 2001
+
+
 def test_show_prints_the_record_of_a_metadata_only_paper(ws):
     out = invoke("show", "lamport1998part").output
     for want in ("Authors: Leslie Lamport", "Year: 1998", "Venue: ACM Transactions on Computer Systems",
