@@ -3,6 +3,8 @@ re-imports, re-parses and re-analyses, because imports only fill fields that are
 
 from __future__ import annotations
 
+import re
+
 from papervault.errors import PapervaultError
 from papervault.models import PaperMeta
 from papervault.workspace import Workspace
@@ -42,10 +44,43 @@ def edit_paper(ws: Workspace, pid: str, **changes) -> PaperMeta:
             from papervault.pages import from_pages_field
 
             extra["page_labels"] = from_pages_field(new_bib.get("pages"), meta.pages)
+        edited = ws.vault.is_edited(pid)
         meta = ws.vault.update_meta(pid, provenance=prov, bib=new_bib, **given, **extra)
+        if not edited:
+            # The note's own head (title, Authors, Published) says what the record says now; a body a person
+            # edited stays as they left it.
+            body = ws.vault.read_note(pid)[1]
+            fresh = refresh_note_head(body, meta)
+            if fresh != body:
+                ws.vault.write_note(meta, fresh)
         what = ", ".join([*given, *(["bib"] if bib else [])]) or "nothing"
         ws.vault.commit(f"edit {pid}: {what}", [ws.vault.note_path(pid)])
     return meta
+
+
+_HEAD_FIELD = re.compile(r"^\*\*(Authors|Published):\*\*")
+_HEAD_LABEL = re.compile(r"^\*\*[^*\n]+:\*\*")
+
+
+def refresh_note_head(body: str, meta: PaperMeta) -> str:
+    """`body` with the lines the note template makes from the record (the `# title` heading and the
+    `**Authors:**` / `**Published:**` lines before the first section) made again from `meta`; the rest of
+    the body is kept byte for byte. A head without labelled lines (a metadata-only note) only gets its title."""
+    lines = body.split("\n")
+    end = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
+    head, rest = lines[:end], lines[end:]
+    one_line = lambda s: " ".join(str(s).split())        # noqa: E731 - a title or name never spans lines
+    title = next((i for i, line in enumerate(head) if line.startswith("# ")), None)
+    if title is not None:
+        head[title] = f"# {one_line(meta.title or meta.id)}"
+    kept = [line for line in head if not _HEAD_FIELD.match(line)]
+    at = next((i for i, line in enumerate(head) if _HEAD_LABEL.match(line)), None)
+    if at is None:
+        return "\n".join(head + rest)
+    published = ", ".join(one_line(x) for x in (meta.venue, meta.year) if x)
+    new = ([f"**Authors:** {one_line(', '.join(meta.authors))}  "] if meta.authors else []) + \
+          ([f"**Published:** {published}  "] if published else [])
+    return "\n".join(kept[:at] + new + kept[at:] + rest)
 
 
 _TEXT_SUFFIXES = {".md", ".bib", ".json", ".yaml", ".yml", ".txt"}

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -245,6 +248,41 @@ def test_reanalyse_says_when_a_hand_edited_note_is_kept(workspace_env, tmp_path)
     assert ws.vault.history(limit=1)[0] == head
 
 
+def test_edit_corrects_the_notes_own_head_that_show_prints(workspace_env, tmp_path):
+    """`edit` changes the record, and the note's head (title, Authors, Published) that `show`, MCP and the
+    index read says the same; the rest of the note is kept, and a note a person edited is left as it is."""
+    from papervault.demo import make_synthetic_papers
+
+    ws, _ = Workspace.init(workspace_env)
+    pdfs = [str(p) for p in make_synthetic_papers(tmp_path / "pdfs")[:2]]
+    invoke("add", *pdfs, "--backend", "extractive")
+    pid, other = ws.vault.paper_ids()
+    before = ws.vault.read_note(pid)[1]
+    assert "**Authors:**" in before and "**Published:**" in before
+    out = invoke("edit", pid, "--title", "Corrected Title", "--year", "1999", "--author", "Ada Lovelace",
+                 "--venue", "Imaginary Conf").output
+    assert "Corrected Title — Ada Lovelace (1999)" in out
+    shown = invoke("show", pid).output
+    assert "# Corrected Title\n" in shown and "**Authors:** Ada Lovelace  \n" in shown
+    assert "**Published:** Imaginary Conf, 1999  \n" in shown
+    body = ws.vault.read_note(pid)[1]
+    assert body.split("## Summary", 1)[1] == before.split("## Summary", 1)[1]
+    assert body.count("**Authors:**") == body.count("**Published:**") == 1
+    assert not ws.vault.is_edited(pid) and ws.vault.is_clean()     # still papervault's own note
+    # a re-analysis writes the same head: nothing to commit
+    head = ws.vault.history(limit=1)[0]
+    invoke("add", *pdfs, "--backend", "extractive", "--reanalyse")
+    assert ws.vault.read_note(pid)[1] == body and ws.vault.history(limit=1)[0] == head
+
+    # a note a person edited keeps its body; the record still changes
+    note = ws.vault.note_path(other)
+    note.write_text(note.read_text() + "\nMy own reading.\n")
+    ws.vault.commit("my edit")
+    mine = ws.vault.read_note(other)[1]
+    invoke("edit", other, "--year", "2001")
+    assert ws.vault.read_note(other)[1] == mine and ws.vault.read_meta(other).year == 2001
+
+
 def test_show_prints_the_record_of_a_metadata_only_paper(ws):
     out = invoke("show", "lamport1998part").output
     for want in ("Authors: Leslie Lamport", "Year: 1998", "Venue: ACM Transactions on Computer Systems",
@@ -305,48 +343,57 @@ def test_mcp_install_claude_code_user_scope_writes_claude_json(ws, tmp_path):
     assert "papervault" in json.loads((ws.root / ".mcp.json").read_text())["mcpServers"]
 
 
-def test_survey_shows_its_stages_not_prefects_log_lines(workspace_env, tmp_path):
-    """Through a real process with Prefect's INFO logging on: one line per stage on stderr, no `Task run`
-    lines, the wall time of the whole command, the report's path, and task runs named by paper."""
-    from papervault.demo import make_synthetic_papers
-
-    ws, _ = Workspace.init(workspace_env)
-    invoke("add", *map(str, make_synthetic_papers(tmp_path / "pdfs")), "--backend", "extractive")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "INFO"}
-    r = subprocess.run([sys.executable, "-m", "papervault", "survey", "replication in storage systems",
-                        "--backend", "extractive", "--slug", "repl", "-w", str(ws.root)],
-                       capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "Task run" not in r.stderr and "Flow run" not in r.stderr
-    stages = [line.split()[1] for line in r.stderr.splitlines() if line.startswith("[") and " s" in line
-              and not line.startswith("[0/")]
-    assert stages == ["retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"]
-    assert str(ws.vault.survey_dir("repl") / "polish-report.md") in r.stdout
-    done = next(line for line in r.stdout.splitlines() if line.startswith("Done in"))
-    wall, in_stages = (float(x) for x in done.replace("(", " ").split()[2:5:2])
-    assert wall >= in_stages
-    survey = (ws.vault.survey_dir("repl") / "survey.md").read_text()
-    assert "[polish-report.md](polish-report.md)" in survey and "3 papers" in survey
-
-    names = subprocess.run([sys.executable, "-c", TASK_RUN_NAMES], capture_output=True, text=True, timeout=300,
-                           env=env, cwd=ROOT)
-    assert names.returncode == 0, names.stderr[-2000:]
-    runs = set(json.loads(names.stdout.strip().splitlines()[-1]))
-    assert {f"analyse-{pid}" for pid in ws.vault.paper_ids()} <= runs
-    assert {f"parse-{pid}" for pid in ws.vault.paper_ids()} <= runs
-
-
-TASK_RUN_NAMES = """
-import asyncio, json
-from prefect.client.orchestration import get_client
-async def main():
-    async with get_client() as c:
-        print(json.dumps([t.name for t in await c.read_task_runs(limit=200)]))
-asyncio.run(main())
-"""
-
-
 # --- the README, as a newcomer types it -----------------------------------------------------------------
+# Both tests type the README's own command lines, in its order, into one new bash with nothing of the
+# Makefile's environment (no PAPERVAULT_* variable) and HOME in tmp_path: a README change that breaks a
+# command fails them. Each step is (the README line it starts with, what is typed, what its output shows).
+
+STEP = "@@@ step {} @@@"
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README's "Everyday use" block, as shown."""
+    block = (ROOT / "README.md").read_text().split("## Everyday use", 1)[1].split("\n## ", 1)[0]
+    return [line.strip() for line in block.splitlines() if line.startswith("    ")]
+
+
+def check_readme_order(steps: list[tuple[str, str, str | None]]) -> None:
+    lines = readme_commands()
+    positions = []
+    for shown, _, _ in steps:
+        at = next((i for i, line in enumerate(lines) if line.startswith(shown)), None)
+        assert at is not None, f"the README's everyday block has no line starting {shown!r}"
+        positions.append(at)
+    assert positions == sorted(positions), "the test types the README's commands in the README's order"
+    assert not any(line.startswith(".venv/bin/papervault") for line in lines), "one way to run papervault"
+
+
+def fresh_env(home: Path, **extra: str) -> dict[str, str]:
+    """A new shell's environment: HOME in tmp_path, no PAPERVAULT_* variable, no network."""
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1",
+           "DO_NOT_TRACK": "1", "PYTHONPATH": str(ROOT), **extra}   # this checkout's code through the venv's script
+    assert not any(k.startswith("PAPERVAULT_") for k in env)
+    return env
+
+
+def type_into_bash(steps: list[tuple[str, str, str | None]], env: dict[str, str], cwd: Path,
+                   **values: str) -> list[str]:
+    """Type the steps into one new bash (`set -e`); returns each command's output (stdout and stderr) after
+    checking it shows what the step expects and holds no traceback."""
+    script = ["set -e", "exec 2>&1", f"cd {shlex.quote(str(cwd))}"]
+    for i, (_, typed, _) in enumerate(steps):
+        script += [f"echo '{STEP.format(i)}'", typed.format(**values)]
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", "\n".join(script)], capture_output=True,
+                       text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:]
+    outputs = [r.stdout.split(STEP.format(i) + "\n", 1)[1].split(STEP.format(i + 1), 1)[0]
+               for i in range(len(steps))]
+    for (_, typed, want), out in zip(steps, outputs):
+        if want:
+            assert want.format(**values) in out, (typed, out[-3000:])
+    assert "Traceback" not in r.stdout, r.stdout[-4000:]
+    return outputs
+
 
 NEWCOMER_BIB = """\
 @article{lamport1998part, title = {The Part-Time Parliament}, author = {Lamport, Leslie}, year = {1998},
@@ -366,10 +413,12 @@ NEWCOMER_CSL = {"items": [{"itemType": "conferencePaper", "citationKey": "brewer
 # (the README line's command, what the newcomer types, what the output must show)
 NEWCOMER = [
     ("source .venv/bin/activate", "source {venv}/bin/activate", None),
-    ("papervault init ~/research", "papervault init ~/research", "Workspace ready at"),
+    # offline, the model is chosen when the workspace is made (the README's Embeddings paragraph)
+    ("papervault init ~/research", "papervault init ~/research --embed-model sentence-transformers/all-MiniLM-L6-v2 "
+     "--embed-model-path {model}", "Workspace ready at"),
     ("export PAPERVAULT_WORKSPACE=~/research", "export PAPERVAULT_WORKSPACE=~/research", None),
     ("papervault add ~/Downloads/papers/ refs.bib library.json",
-     "papervault add ~/Downloads/papers/ refs.bib library.json", "Added 7 paper(s)"),
+     "papervault add ~/Downloads/papers/ refs.bib library.json", "Added 5 paper(s)"),
     ("papervault list", "papervault list --year 1990-2000", "3 paper(s)"),
     ("papervault delete lamport1998part ongaro2014raft", "papervault delete ongaro2014raft", "Deleted 1 paper(s)"),
     ("papervault index", "papervault index", "Indexed in"),
@@ -385,30 +434,21 @@ NEWCOMER = [
     ("papervault review", "papervault review", None),
     ("papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"",
      "papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"", None),
-    ("papervault status --json", "papervault status --json", '"papers": 6'),
+    ("papervault status --json", "papervault status --json", '"papers": 4'),
 ]
 
 
 def test_the_readme_everyday_commands_work_in_a_fresh_shell(tmp_path):
-    """The README's everyday commands in its order, typed into a new bash with nothing of the Makefile's
-    environment (no PAPERVAULT_EMBED_*, HOME in tmp_path), against a new workspace. The embedding model is
-    written into the new workspace's papervault.toml, as a user would (there is no `init --embed-model` yet)."""
+    """The README's everyday commands against a new workspace made with `papervault init`."""
     from papervault.demo import make_synthetic_papers
 
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("## Everyday use", 1)[1].split("\n## ", 1)[0]
-    lines = [line.strip() for line in block.splitlines() if line.startswith("    ")]
-    positions = []
-    for shown, _, _ in NEWCOMER:
-        at = next((i for i, line in enumerate(lines) if line.startswith(shown)), None)
-        assert at is not None, f"the README's everyday block has no line starting {shown!r}"
-        positions.append(at)
-    assert positions == sorted(positions), "the test types the README's commands in the README's order"
-    assert not any(line.startswith(".venv/bin/papervault") for line in lines), "one way to run papervault"
-
+    check_readme_order(NEWCOMER)
     home = tmp_path / "home"
     downloads = home / "Downloads" / "papers"
-    make_synthetic_papers(downloads)
+    downloads.mkdir(parents=True)
+    # one PDF in the folder (the demo workspace test has all three): a folder add, and less to embed
+    shutil.copy(next(p for p in make_synthetic_papers(tmp_path / "synthetic") if p.name == "synthetic-ledger.pdf"),
+                downloads)
     work = tmp_path / "work"
     work.mkdir()
     (work / "refs.bib").write_text(NEWCOMER_BIB)
@@ -418,31 +458,135 @@ def test_the_readme_everyday_commands_work_in_a_fresh_shell(tmp_path):
     model = Path(os.environ.get("PAPERVAULT_EMBED_MODEL_PATH") or "/work/shared/models/all-MiniLM-L6-v2-onnx")
     if not (model / "model.onnx").is_file():
         pytest.skip(f"the local embedding model is not at {model}")
+    assert "`papervault init DIR --embed-model NAME --embed-model-path FOLDER`" in (ROOT / "README.md").read_text()
 
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1",
-           "DO_NOT_TRACK": "1", "PYTHONPATH": str(ROOT)}   # this checkout's code through the installed script
-    for k in ("PAPERVAULT_EMBED_MODEL", "PAPERVAULT_EMBED_MODEL_PATH", "PAPERVAULT_WORKSPACE"):
-        assert k not in env
-    script = ["set -e", "cd " + str(work)]
-    for i, (_, typed, _) in enumerate(NEWCOMER):
-        script.append(f"echo '=== {i}'")
-        script.append(typed.format(venv=venv))
-        if typed.startswith("papervault init"):
-            script.append("sed -i 's|^\\[embed\\]$|[embed]\\nmodel = \"sentence-transformers/all-MiniLM-L6-v2\"\\n"
-                          f"model_path = \"{model}\"|' ~/research/papervault.toml")
-    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", "\n".join(script)], capture_output=True, text=True,
-                       env=env, timeout=900)
-    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
-    outputs = r.stdout.split("=== ")[1:]
-    assert len(outputs) == len(NEWCOMER)
-    for (_, typed, want), out in zip(NEWCOMER, outputs):
-        if want:
-            assert want in out, (typed, out[-2000:])
-    assert "Traceback" not in r.stderr
+    type_into_bash(NEWCOMER, fresh_env(home), work, venv=str(venv), model=str(model))
     thesis = (work / "thesis.bib").read_text()
     assert "@article{lamport1998part," in thesis and "@incollection{clark1991grounding," in thesis
     assert "pages = {133--169}" in thesis and "ongaro2014raft" not in thesis
-    assert 'model_path = "' in (home / "research" / "papervault.toml").read_text()
+    assert f'model_path = "{model}"' in (home / "research" / "papervault.toml").read_text()
+
+
+@pytest.fixture(scope="module")
+def make_demo(tmp_path_factory, prefect_api, model_dir) -> dict:
+    """The workspace `make demo` builds, made by the Makefile's own `demo` recipe and model settings: make
+    runs in a new folder (the demo writes `demo-workspace/synthetic/` under it) with this checkout's
+    Makefile, the venv of the running Python (`-o` its install stamp: nothing is installed) and the shared
+    folder beside the checkout; no PAPERVAULT_EMBED_* variable comes from the test. The demo's survey flow
+    reports to the session's Prefect server (a user's `make demo` starts Prefect's temporary one)."""
+    from conftest import SHARED
+
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed (the README's `make demo` needs it)")
+    where = tmp_path_factory.mktemp("make-demo")
+    venv = Path(sys.executable).parent.parent
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PAPERVAULT_") or k == "PAPERVAULT_PARSE_CACHE_DIR"}   # the session's parse cache
+    env.update(HOME=str(where), PYTHONPATH=str(ROOT))
+    r = subprocess.run([make, "-f", str(ROOT / "Makefile"), "demo", f"VENV={venv}", f"SHARED={SHARED}",
+                        "-o", f"{venv}/.installed"], cwd=where, env=env, capture_output=True, text=True,
+                       timeout=1200)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert r.stdout.splitlines()[0].split() == [f"{venv}/bin/papervault", "demo"]      # the recipe make ran
+    ws = where / "demo-workspace" / "synthetic"
+    assert f"Workspace: {ws} (3 papers)" in r.stdout
+    survey = re.search(r"^Survey: +(\S+)/survey\.md$", r.stdout, re.M)
+    assert survey and Path(survey[1]).parent == ws / "vault" / "surveys"
+    # the workspace remembers the model the Makefile chose, so later shells need no environment
+    assert f'model_path = "{model_dir}"' in (ws / "papervault.toml").read_text()
+    return {"ws": ws, "slug": Path(survey[1]).name}
+
+
+# The demo's three synthetic papers; `open --print` prints the URL instead of starting a viewer. Not typed here,
+# as each CLI process costs the suite seconds: add, delete, index, review, edit and status (the new workspace
+# types them), --zotero, --arxiv-search and enrich (Zotero, network), add-repo (tests/test_code_repo.py),
+# --task-runner dask (tests/test_ingest_flow.py), rekey (tests/test_identity.py), doctor
+# (tests/test_crosslingual.py) and doctor --fix (tests/test_recovery.py).
+DEMO = [
+    ("source .venv/bin/activate", "source {venv}/bin/activate", None),
+    ("export PAPERVAULT_WORKSPACE=~/research", "export PAPERVAULT_WORKSPACE={ws}", None),
+    ("papervault list", "papervault list", "3 paper(s)"),
+    ("papervault open lamport1998part --page 4", "papervault open brenner2023quorum --page 2 --print",
+     "file://{ws}/pdfs/"),
+    ('papervault search "leases for local reads" --json', 'papervault search "leases for local reads" --json',
+     '"paper_id": "brenner2023quorum"'),
+    ('papervault locate "a lease quorum is a set of replicas"', 'papervault locate "a lease quorum is a set of replicas"',
+     "[brenner2023quorum] Quorum Leases for Fast Local Reads in Replicated Logs (p. 1, exact)"),
+    ("papervault show lamport1998part", "papervault show brenner2023quorum", "**Authors:** Ada Brenner, Wei Zhang"),
+    ("papervault export --tag thesis -o thesis.bib", "papervault export --survey {slug} -o demo.bib",
+     "Exported 3 paper(s) as BibTeX to demo.bib"),
+    ('papervault survey "geo-replication" --backend extractive',
+     'papervault survey "geo-replication" --backend extractive', "Survey written to {ws}/vault/surveys/geo-replication"),
+    ("papervault site build", "papervault site build", "(3 papers, 2 surveys)"),
+    ("papervault mcp install claude-code --scope user", "papervault mcp install claude-code --scope user",
+     "every folder"),
+]
+
+
+def test_the_readme_everyday_commands_work_in_a_fresh_shell_on_the_make_demo_workspace(make_demo, tmp_path):
+    """The README's everyday commands against the workspace `make demo` made, in a shell without the Makefile's
+    environment: the model the workspace recorded is used by every command, the survey (under Prefect's
+    default INFO logging) shows its stages instead of Prefect's log lines and names its task runs by paper,
+    and the MCP server Claude Code starts from `mcp install`'s entry answers with nothing else set."""
+    from mcp import Client, StdioServerParameters
+
+    check_readme_order(DEMO)
+    ws, home = make_demo["ws"], tmp_path / "newcomer"
+    home.mkdir()
+    venv = Path(sys.executable).parent.parent
+    # the session's Prefect server, as a user who runs `prefect server start` has it (without it every survey
+    # starts Prefect's temporary server, which tests/test_survey_deploy.py covers)
+    env = fresh_env(home, PREFECT_API_URL=os.environ["PREFECT_API_URL"])
+    steps = dict(zip((typed for _, typed, _ in DEMO),
+                     type_into_bash(DEMO, env, tmp_path, venv=str(venv), ws=str(ws), slug=make_demo["slug"])))
+
+    pdf = steps["papervault open brenner2023quorum --page 2 --print"].strip()
+    assert pdf.endswith(".pdf#page=2") and Path(pdf.removeprefix("file://").split("#")[0]).is_file()
+    assert "@inproceedings{brenner2023quorum," in (tmp_path / "demo.bib").read_text()
+    assert (ws / "site" / "papers" / "brenner2023quorum").is_dir() and Workspace(ws).vault.is_clean()
+
+    # the survey: one line per stage, no Prefect log line, the wall time of the whole command, the report
+    out = steps['papervault survey "geo-replication" --backend extractive']
+    assert "Task run" not in out and "Flow run" not in out, out
+    stages = [line.split()[1] for line in out.splitlines() if re.match(r"\[[1-8]/8\] \S+ +[0-9.]+ s$", line)]
+    assert stages == ["retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"], out
+    sdir = ws / "vault" / "surveys" / "geo-replication"
+    assert str(sdir / "polish-report.md") in out
+    done = next(line for line in out.splitlines() if line.startswith("Done in"))
+    wall, in_stages = (float(x) for x in done.replace("(", " ").split()[2:5:2])
+    assert wall >= in_stages
+    survey = (sdir / "survey.md").read_text()
+    assert "[polish-report.md](polish-report.md)" in survey and re.search(r"\b[23] papers\b", survey)
+
+    # the task runs of the demo's survey and this one, named by paper
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    pids = Workspace(ws).vault.paper_ids()
+    wanted = [f"{stage}-{pid}" for stage in ("parse", "analyse") for pid in pids]
+
+    async def task_runs() -> set[str]:
+        async with get_client() as c:
+            runs = await c.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(any_=wanted)))
+        return {t.name for t in runs}
+
+    assert anyio.run(task_runs) == set(wanted)
+
+    # `papervault mcp`, started as Claude Code starts it: the command, arguments and env of the user-scope entry
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["papervault"]
+    assert entry["env"] == {} and entry["args"][-1] == str(ws)
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env={**env, **entry["env"]})
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as c:
+            hits = (await c.call_tool("search", {"query": "leases for local reads", "limit": 3})).structured_content
+            assert hits["hits"][0]["paper_id"] == "brenner2023quorum", hits
+            paper = (await c.call_tool("get_paper", {"paper_id": "quinn2022cold"})).structured_content
+            assert paper["meta"]["title"] == "Cold Replicas: Cheaper Durability through Tiered Placement"
+            assert paper["pdf"] and paper["has_fulltext"]
+
+    anyio.run(main)
 
 
 def test_searches_during_another_process_rebuild_see_the_previous_index(ws, model_dir):
