@@ -208,7 +208,9 @@ class Lexicon:
         if not t.num_rows:
             return None
         terms = [i[len(TERM_PREFIX):] for i in t.column("id").to_pylist()]
-        return cls(terms, np.asarray(t.column("vector").to_pylist(), dtype=np.float32))
+        # the fixed-size vectors read as one flat array (not as Python lists: 20,000 x 512 floats)
+        flat = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return cls(terms, flat.astype(np.float32, copy=False).reshape(len(terms), DIM))
 
     def words(self, query: str) -> list[str]:
         """The content words of a CJK question (jieba), common function words dropped."""
