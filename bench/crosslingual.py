@@ -1,14 +1,16 @@
 """Cross-lingual search benchmark: Chinese questions over the English corpus, with and without the multilingual
-space, against their English originals; embedding cost per chunk; index build time with and without.
+space (and with the space but without the lexicon's translation), against their English originals; embedding cost
+per chunk; index build time with and without.
 
     .venv/bin/python bench/crosslingual.py [--workspace DIR] [--reuse-index] [--grid] [--json]
 
 The questions are bench/crosslingual.yaml (Chinese, written from bench/queries.yaml's English questions, technical
-names kept in English); gold paper and pages come from queries.yaml. The corpus workspace is built as bench/index.py
-builds it (`papervault add` of the 16 shared PDFs); `--workspace DIR` keeps it there and reuses its papers on the next
-run (the PDFs are parsed once). The index is built in this run, English space first, then the multilingual space, so
-both build times come from one run; `--reuse-index` skips that and only evaluates.
-"""
+names kept in English); gold paper and pages come from queries.yaml. Every figure is given for all questions and
+for the odd- and even-numbered ones apart: the lexicon's constants were chosen on the odd half, so the even half
+is a held-out check. The corpus workspace is built as bench/index.py builds it (`papervault add` of the 16 shared
+PDFs); `--workspace DIR` keeps it there and reuses its papers on the next run (the PDFs are parsed once). The
+index is built in this run, English space first, then the multilingual space (chunks and lexicon), so both build
+times come from one run; `--reuse-index` skips that and only evaluates."""
 
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ def build_index(ws: Workspace) -> dict:
     n_en, n_ml = report["chunks_embedded"], mreport["embedded"]
     return {
         "papers": report["papers"], "chunks": report["chunks"], "ml_chunks": n_ml,
+        "lexicon_terms": mreport["terms_embedded"], "lexicon_s": mreport["terms_seconds"],
         "index_s_without": round(en_s, 1), "index_cpu_s_without": round(en_cpu, 1),
         "multilingual_s": round(ml_s, 1), "multilingual_cpu_s": round(ml_cpu, 1),
         "index_s_with": round(en_s + ml_s, 1), "index_cpu_s_with": round(en_cpu + ml_cpu, 1),
@@ -115,7 +118,8 @@ def _gold_ids(ws: Workspace) -> dict[str, str]:
 
 
 def evaluate(ws: Workspace, queries: list[dict], lang: str, searcher: Searcher) -> dict:
-    """Hit@1, Hit@5, MRR@10 (a hit is a chunk of the gold paper whose pages include a gold page) and paper@1."""
+    """Hit@1, Hit@5, MRR@10 (a hit is a chunk of the gold paper whose pages include a gold page) and paper@1,
+    over all questions and over the odd- and even-numbered ones (`split`)."""
     pid_of = _gold_ids(ws)
     ranks, pranks, times = [], [], []
     for q in queries:
@@ -126,13 +130,18 @@ def evaluate(ws: Workspace, queries: list[dict], lang: str, searcher: Searcher) 
         ranks.append(next((i for i, h in enumerate(hits, 1) if h.paper_id == gold and h.page is not None and
                            pages & set(range(h.page, (h.page_end or h.page) + 1))), None))
         pranks.append(next((i for i, h in enumerate(hits, 1) if h.paper_id == gold), None))
-    n = len(queries)
+    out = _metrics(ranks, pranks)
+    out.update({"p50_ms": round(statistics.median(times), 1), "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 1)})
+    out["split"] = {name: _metrics(ranks[first::2], pranks[first::2]) for name, first in (("odd", 0), ("even", 1))}
+    return out
+
+
+def _metrics(ranks: list, pranks: list) -> dict:
+    n = len(ranks)
     return {"hit@1": round(sum(r == 1 for r in ranks) / n, 3),
             "hit@5": round(sum(r is not None and r <= 5 for r in ranks) / n, 3),
             "mrr@10": round(sum(1 / r for r in ranks if r) / n, 3),
-            "paper@1": round(sum(r == 1 for r in pranks) / n, 3),
-            "p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(sorted(times)[int(0.95 * (n - 1))], 1)}
+            "paper@1": round(sum(r == 1 for r in pranks) / n, 3)}
 
 
 def searcher(ws: Workspace, multilingual: bool, **index_settings) -> Searcher:
@@ -143,25 +152,26 @@ def searcher(ws: Workspace, multilingual: bool, **index_settings) -> Searcher:
 
 
 def quality(ws: Workspace, queries: list[dict]) -> dict:
+    """English and Chinese questions without and with the multilingual space, and Chinese questions with the
+    space but without the lexicon's translation (what each part adds)."""
     out = {}
-    for on in (False, True):
-        s = searcher(ws, on)
-        for lang in ("en", "zh"):
-            evaluate(ws, queries[:3], lang, s)          # warm: models loaded, tables opened
-            out[f"{lang}_{'with' if on else 'without'}"] = evaluate(ws, queries, lang, s)
+    for name, on, lang, extra in (("en_without", False, "en", {}), ("zh_without", False, "zh", {}),
+                                  ("en_with", True, "en", {}), ("zh_with_vectors_only", True, "zh",
+                                                                 {"cjk_lexicon_weight": 0.0}),
+                                  ("zh_with", True, "zh", {})):
+        s = searcher(ws, on, **extra)
+        evaluate(ws, queries[:3], lang, s)          # warm: models loaded, tables opened, lexicon read
+        out[name] = evaluate(ws, queries, lang, s)
     return out
 
 
 def grid(ws: Workspace, queries: list[dict]) -> dict:
-    """Fusion weights for CJK questions (full text, multilingual) and for English ones (multilingual)."""
+    """Fusion weights for CJK questions (full text, multilingual vectors, lexicon translation)."""
     out = {}
-    for fts in (0.5, 1.0, 2.0):
-        for w in (1.0, 2.0, 3.0):
-            s = searcher(ws, True, cjk_fts_weight=fts, multilingual_weight=w)
-            out[f"zh fts={fts} ml={w}"] = evaluate(ws, queries, "zh", s)
-    for w in (0.0, 0.5, 1.0):
-        s = searcher(ws, True, multilingual_weight_en=w)
-        out[f"en ml={w}"] = evaluate(ws, queries, "en", s)
+    for fts, w, lex in ((1.0, 2.0, 0.0), (1.0, 2.0, 1.0), (1.0, 2.0, 2.0), (1.0, 1.0, 1.5), (1.0, 3.0, 1.5),
+                        (0.5, 2.0, 1.5), (2.0, 2.0, 1.5)):
+        s = searcher(ws, True, cjk_fts_weight=fts, multilingual_weight=w, cjk_lexicon_weight=lex)
+        out[f"zh fts={fts} ml={w} lex={lex}"] = evaluate(ws, queries, "zh", s)
     return out
 
 
@@ -204,15 +214,19 @@ def _print(r: dict) -> None:
         i = r["index"]
         print(f"index of {i['papers']} papers, {i['chunks']} chunks: without multilingual {i['index_s_without']} s "
               f"({i['index_cpu_s_without']} CPU s); multilingual space {i['multilingual_s']} s for {i['ml_chunks']} "
-              f"chunks; with it {i['index_s_with']} s: ratio {i['ratio_wall']} wall, {i['ratio_cpu']} CPU")
+              f"chunks and {i['lexicon_terms']} lexicon terms ({i['lexicon_s']} s of it); with it {i['index_s_with']} s: "
+              f"ratio {i['ratio_wall']} wall, {i['ratio_cpu']} CPU")
     e = r["embed_cost"]
     print(f"embedding cost per chunk ({e['texts']} chunk texts, {e['mean_chars']} characters on average): English "
           f"{e['english_ms_per_chunk']} ms ({e['english_cpu_ms_per_chunk']} CPU ms), multilingual "
           f"{e['multilingual_ms_per_chunk']} ms ({e['multilingual_cpu_ms_per_chunk']} CPU ms)")
-    print(f"{'':30} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'paper@1':>8} {'p50 ms':>7} {'p95 ms':>7}")
+    print(f"{'':36} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'paper@1':>8} {'p50 ms':>7} {'p95 ms':>7}")
     for name, m in {**r["quality"], **r.get("grid", {})}.items():
-        print(f"{name:30} {m['hit@1']:6.3f} {m['hit@5']:6.3f} {m['mrr@10']:7.3f} {m['paper@1']:8.3f} "
+        print(f"{name:36} {m['hit@1']:6.3f} {m['hit@5']:6.3f} {m['mrr@10']:7.3f} {m['paper@1']:8.3f} "
               f"{m['p50_ms']:7.1f} {m['p95_ms']:7.1f}")
+        for half, h in m["split"].items():
+            print(f"{'  ' + half + '-numbered questions':36} {h['hit@1']:6.3f} {h['hit@5']:6.3f} {h['mrr@10']:7.3f} "
+                  f"{h['paper@1']:8.3f}")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,8 @@ class IndexSettings(Section):
     vector_weight: float = Field(1.0, description="weight of the vector ranking in the fusion")
     multilingual_weight: float = Field(2.0, description="weight of the multilingual vectors for a mostly-CJK query")
     cjk_fts_weight: float = Field(1.0, description="weight of the full-text ranking for a mostly-CJK query")
+    cjk_lexicon_weight: float = Field(1.5, description="weight of the full-text ranking of a mostly-CJK query's "
+                                      "English translation through the vault's lexicon (0: off)")
     multilingual_weight_en: float = Field(0.0, description="weight of the multilingual vectors for other queries")
 
     def chunk_key(self) -> dict[str, Any]:

@@ -155,6 +155,43 @@ def test_a_multilingual_english_space_model(tmp_path, corpus_dir, monkeypatch):
     assert s.search(ZH_HARVEST, limit=5)[0].paper_id == HARVEST and not s.notices
 
 
+def lexicon_ids(ix) -> set[str]:
+    table = ix.db.open_table(ml.CHUNKS_ML)
+    return set(table.search().where(f"level = '{ml.TERM_LEVEL}'").select(["id"]).limit(None).to_arrow()["id"]
+               .to_pylist())
+
+
+def test_lexicon_translates_a_chinese_question_into_the_vaults_terms(indexed):
+    """Each content word of the question becomes its nearest English terms of the vault; function words (的,
+    并, 以) are dropped; the Latin words the question has are kept; nothing outside the vault's words comes out."""
+    from papervault.index.store import open_db
+
+    ws = Workspace(indexed)
+    table = ml.open_table(open_db(ws), create=False)
+    lexicon = ml.Lexicon.load(table)
+    assert lexicon is not None and len(lexicon.terms) > 500
+    words = lexicon.words(ZH_HARVEST)
+    assert "节点" in words and "可用性" in words and "并" not in words and "以" not in words
+    terms = lexicon.translate(words, ml.MultilingualEmbedder().embed(words))
+    assert {"nodes", "availability"} <= set(terms) or {"node", "availability"} <= set(terms), terms
+    assert set(terms) <= set(lexicon.terms)
+    assert lexicon.query("Paxos 中的 ballot 编号", ml.MultilingualEmbedder()).split()[-2:] == ["Paxos", "ballot"]
+    # stems are taken once: "nodes" and "node" are one translation, not two
+    stems = [lexicon.stems[lexicon.terms.index(t)] for t in terms]
+    assert len(stems) == len(set(stems))
+
+
+def test_lexicon_ranking_only_for_cjk_questions_and_hostile_input(indexed):
+    ws = Workspace(indexed)
+    on, off = Searcher(ws), Searcher(ws)
+    off.settings = off.settings.model_copy(update={"cjk_lexicon_weight": 0.0})
+    english = "partial results by dropping slow nodes"
+    assert [h.chunk_id for h in on.search(english)] == [h.chunk_id for h in off.search(english)]
+    assert on.search(ZH_HARVEST, limit=3)[0].paper_id == HARVEST
+    for hostile in ("搜索引擎' OR 1=1; -- 丢弃慢节点 AND (", "节点\x00\\" * 500, "的的的的", "「」【】（）"):
+        on.search(hostile, limit=3)           # no error: the translation is the vault's words and Latin words
+
+
 # --- the second space is incremental --------------------------------------------------------------
 
 def test_multilingual_space_is_incremental(tmp_path, model_dir, monkeypatch):
@@ -173,24 +210,35 @@ def test_multilingual_space_is_incremental(tmp_path, model_dir, monkeypatch):
     chunks = ix.db.open_table("chunks")
     want = chunks.count_rows(f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})")
     assert on["chunks_embedded"] == 0 and on["multilingual"]["embedded"] == want > 0
-    assert ix.sync()["multilingual"]["embedded"] == 0
+    # the lexicon (the vault's English terms) is embedded with it, once
+    assert on["multilingual"]["terms_embedded"] == on["multilingual"]["terms"] > 10
+    assert "term:discusses" in lexicon_ids(ix) and "term:replication" in lexicon_ids(ix)
+    again = ix.sync()["multilingual"]
+    assert again["embedded"] == again["terms_embedded"] == again["terms_removed"] == 0
 
-    # one paragraph edited: its chunk (and its section's) re-embedded in both spaces, the old rows gone
+    # one paragraph edited: its chunk (and its section's) re-embedded in both spaces, the old rows gone; the
+    # word it brings (in the paragraph and its section's head: two chunks) is the one new term
     path = ws.vault.fulltext_path("paper1")
-    path.write_text(path.read_text().replace("Paragraph 0 on page 2 of paper 1", "段落已改写 on page 2 of paper 1"))
+    path.write_text(path.read_text().replace("Paragraph 0 on page 2 of paper 1",
+                                             "段落已改写 quasicrystal on page 2 of paper 1"))
     edit = ix.sync()
     assert 1 <= edit["multilingual"]["embedded"] == edit["chunks_embedded"] <= 2
     assert edit["multilingual"]["removed"] == edit["multilingual"]["embedded"]
+    assert edit["multilingual"]["terms_embedded"] == 1 and "term:quasicrystal" in lexicon_ids(ix)
     table, chunks = ix.db.open_table(ml.CHUNKS_ML), ix.db.open_table("chunks")
-    assert set(table.to_arrow()["id"].to_pylist()) == set(
-        chunks.search().where(f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})").select(["id"])
-        .limit(None).to_arrow()["id"].to_pylist())
+    assert set(table.search().where(f"level <> '{ml.TERM_LEVEL}'").select(["id"]).limit(None).to_arrow()["id"]
+               .to_pylist()) == set(chunks.search().where(f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})")
+                                    .select(["id"]).limit(None).to_arrow()["id"].to_pylist())
 
-    # a deleted paper leaves the second space as well; search still works with filters
+    # a deleted paper leaves the second space as well, and its words the lexicon; search still works with filters
     ws.vault.delete_paper("paper2")
     gone = ix.sync()
     assert gone["multilingual"]["removed"] > 0 and gone["multilingual"]["embedded"] == 0
     assert not ix.db.open_table(ml.CHUNKS_ML).count_rows("paper_id = 'paper2'")
+    chunks = ix.db.open_table("chunks")
+    assert lexicon_ids(ix) == {ml.TERM_PREFIX + t for t in ml.vocabulary(chunks)}
+    assert "term:compression" not in lexicon_ids(ix)      # paper2's topic, in no other paper
+    assert gone["multilingual"]["terms_removed"] > 0
     hits = Searcher(Workspace(ws.root)).search("段落已改写", filters={"paper": "paper1"}, limit=3)
     assert hits and {h.paper_id for h in hits} == {"paper1"}
 

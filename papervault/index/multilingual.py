@@ -10,6 +10,12 @@ The vectors live in a companion table `chunks_ml` (chunk id, the filter columns,
 `chunks` by chunk id: ids are content hashes, so the set difference is exactly what needs embedding, whether
 the space was just switched on, a paper changed, or a sync was interrupted. Figure captions are not embedded
 (`LEVELS`): short captions never won a Chinese question in the benchmark and cost as much as a paragraph.
+
+The same table holds the vault's **lexicon**: its frequent English terms (rows of level `term`, id `term:<word>`),
+embedded once in this space. A Chinese question is segmented with jieba and each content word is mapped to its
+nearest English terms of the vault (`Lexicon.query`): a dictionary-free translation whose English words the
+full-text index can match on the page that uses them. The terms follow the chunks: they are recomputed only when
+chunks changed, and only new terms are embedded.
 """
 
 from __future__ import annotations
@@ -44,6 +50,18 @@ MULTILINGUAL_FASTEMBED = ("sentence-transformers/paraphrase-multilingual-MiniLM-
 _CJK = re.compile(r"[\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
                   r"\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]")
 _WORD = re.compile(r"[^\W\d_]+")
+_LATIN = re.compile(r"[A-Za-z0-9][\w\-]*")
+
+# The lexicon (rows of level TERM_LEVEL in the companion table).
+TERM_LEVEL = "term"
+TERM_PREFIX = "term:"
+TERM_MIN_DF = 2          # a term must occur in at least this many chunks
+MAX_TERMS = 20_000       # the most frequent terms kept (40 MB of vectors in memory at this cap)
+_TERM = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*")
+TERM_MIN_IDF = 4.0       # Chinese words rarer than this (jieba's IDF) are translated; 的, 是, 用, 进行 are not
+TERM_MIN_SIM = 0.6       # a translation must be at least this close to the Chinese word
+TERMS_PER_WORD = 2       # distinct English stems taken per Chinese word
+MAX_QUERY_WORDS = 32
 
 _ENCODER = None
 _LOCK = threading.Lock()
@@ -129,6 +147,132 @@ def ml_text(row: dict) -> str:
     return f"{head}\n{row.get('text') or ''}" if head else (row.get("text") or "")
 
 
+def vocabulary(chunks) -> list[str]:
+    """The vault's English terms: lower-case words (hyphenated compounds kept whole) of the embedded chunk
+    levels, found in at least TERM_MIN_DF chunks, the MAX_TERMS most frequent."""
+    from collections import Counter
+
+    df: Counter = Counter()
+    if not chunks.count_rows():
+        return []
+    where = f"level IN ({_sql_list(LEVELS)})"
+    for batch in chunks.to_lance().to_batches(columns=["text"], filter=where, batch_size=4096):
+        for text in batch.column("text").to_pylist():
+            df.update({w for w in _TERM.findall((text or "").lower()) if 3 <= len(w) <= 40})
+    kept = [(w, c) for w, c in df.items() if c >= TERM_MIN_DF]
+    kept.sort(key=lambda wc: (-wc[1], wc[0]))
+    return [w for w, _ in kept[:MAX_TERMS]]
+
+
+def _stemmer():
+    """The full-text index's English stemmer (tantivy's), so variants of one word count as one translation."""
+    try:
+        import tantivy
+
+        analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.lowercase())
+                    .filter(tantivy.Filter.stemmer("english")).build())
+        return lambda w: " ".join(analyzer.analyze(w)) or w
+    except Exception:  # noqa: BLE001 - an older tantivy without analyzers: each word is its own stem
+        return lambda w: w
+
+
+_JIEBA = None
+
+
+def _segmenter():
+    """jieba's word segmentation and its IDF table (both ship with jieba), loaded once."""
+    global _JIEBA
+    with _LOCK:
+        if _JIEBA is None:
+            import jieba
+            import jieba.analyse
+
+            jieba.setLogLevel(logging.WARNING)
+            tfidf = jieba.analyse.default_tfidf
+            _JIEBA = (jieba.lcut, tfidf.idf_freq, tfidf.median_idf)
+    return _JIEBA
+
+
+class Lexicon:
+    """The vault's English terms in the multilingual space, to translate a CJK question word by word."""
+
+    def __init__(self, terms: list[str], vectors: np.ndarray):
+        self.terms = terms
+        self.vectors = _normalise(np.asarray(vectors, dtype=np.float32).reshape(len(terms), DIM))
+        stem = _stemmer()
+        self.stems = [stem(t) for t in terms]
+
+    @classmethod
+    def load(cls, table) -> "Lexicon | None":
+        t = table.search().where(f"level = '{TERM_LEVEL}'").select(["id", "vector"]).limit(None).to_arrow()
+        if not t.num_rows:
+            return None
+        terms = [i[len(TERM_PREFIX):] for i in t.column("id").to_pylist()]
+        # the fixed-size vectors read as one flat array (not as Python lists: 20,000 x 512 floats)
+        flat = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return cls(terms, flat.astype(np.float32, copy=False).reshape(len(terms), DIM))
+
+    def words(self, query: str) -> list[str]:
+        """The content words of a CJK question (jieba), common function words dropped."""
+        cut, idf, median = _segmenter()
+        out: list[str] = []
+        for w in cut(query[:2000]):
+            if _CJK.search(w) and idf.get(w, median) >= TERM_MIN_IDF and w not in out:
+                out.append(w)
+        return out[:MAX_QUERY_WORDS]
+
+    def translate(self, words: list[str], vectors: np.ndarray) -> list[str]:
+        """The English terms nearest each content word (its multilingual vector in `vectors`): TERMS_PER_WORD
+        distinct stems per word, each at least TERM_MIN_SIM close."""
+        if not words:
+            return []
+        sims = _matmul(np.asarray(vectors, dtype=np.float32), self.vectors)
+        out: list[str] = []
+        seen: set[str] = set()
+        depth = min(20, len(self.terms))
+        for row in sims:
+            top = np.argpartition(-row, depth - 1)[:depth]
+            mine: set[str] = set()
+            for i in top[np.argsort(-row[top])]:
+                if row[i] < TERM_MIN_SIM or len(mine) == TERMS_PER_WORD:
+                    break
+                stem = self.stems[i]
+                if stem in mine:
+                    continue          # another form of a word already taken (compressor, compressors)
+                mine.add(stem)
+                if stem not in seen:
+                    seen.add(stem)
+                    out.append(self.terms[i])
+        return out
+
+    def query(self, query: str, embedder: "MultilingualEmbedder") -> str:
+        """A full-text query for a CJK question: its translated terms and the Latin words it already has."""
+        words = self.words(query)
+        return self.full_text_query(query, words, embedder.embed(words) if words else None)
+
+    def full_text_query(self, query: str, words: list[str], vectors: np.ndarray | None) -> str:
+        terms = self.translate(words, vectors) if words else []
+        return " ".join([*terms, *_LATIN.findall(query)])
+
+
+_CONTROLLER = None
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b.T on one BLAS thread: idle OpenBLAS threads spin on the cores LanceDB's queries need. (The
+    controller is made once: making it scans the process's libraries, ~10 ms.)"""
+    global _CONTROLLER
+    try:
+        if _CONTROLLER is None:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER = ThreadpoolController()
+    except ImportError:   # pragma: no cover - threadpoolctl comes with the encoder package
+        return a @ b.T
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        return a @ b.T
+
+
 def schema() -> pa.Schema:
     return pa.schema([
         pa.field("id", pa.string()),
@@ -178,17 +322,18 @@ def open_table(db, *, create: bool):
 def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
          progress: Callable[[int, int], None] | None = None) -> dict:
     """Bring `chunks_ml` in line with `chunks`: embed the chunk ids it lacks (levels in LEVELS), drop the ids
-    `chunks` no longer has. Returns counts and seconds."""
+    `chunks` no longer has; then, when chunks changed (or the lexicon is missing), the lexicon likewise: embed
+    the new terms, drop the terms gone. Returns counts and seconds."""
     t0 = time.perf_counter()
     embedder = embedder or MultilingualEmbedder()
     ml = open_table(db, create=True)
     want = _ids(chunks, f"level IN ({_sql_list(LEVELS)})")
-    have = _ids(ml)
+    have_all = _ids(ml)
+    have_terms = {i for i in have_all if i.startswith(TERM_PREFIX)}
+    have = have_all - have_terms
     stale = sorted(have - want)
     missing = sorted(want - have)
-    if stale:
-        for i in range(0, len(stale), 500):
-            ml.delete(f"id IN ({_sql_list(stale[i:i + 500])})")
+    _delete(ml, stale)
     done = 0
     if progress and missing:
         progress(0, len(missing))
@@ -204,11 +349,31 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
         done += len(part)
         if progress:
             progress(done, len(missing))
-    if stale or missing:
+    t_terms = time.perf_counter()
+    new_terms: list[str] = []
+    old_terms: list[str] = []
+    if stale or missing or (want and not have_terms):
+        want_terms = {TERM_PREFIX + t for t in vocabulary(chunks)}
+        old_terms = sorted(have_terms - want_terms)
+        new_terms = sorted(want_terms - have_terms)
+        _delete(ml, old_terms)
+        for i in range(0, len(new_terms), 4096):
+            part = new_terms[i:i + 4096]
+            vecs = embedder.embed([t[len(TERM_PREFIX):] for t in part])
+            ml.add(pa.Table.from_pylist(
+                [{"id": t, "paper_id": "", "level": TERM_LEVEL, "year": None, "venue": None, "tags": [],
+                  "vector": v} for t, v in zip(part, vecs)], schema=ml.schema))
+    if stale or missing or new_terms or old_terms:
         ml.optimize()
         _maybe_vector_index(ml)
-    return {"embedded": len(missing), "removed": len(stale), "rows": ml.count_rows(),
-            "seconds": round(time.perf_counter() - t0, 3)}
+    terms = ml.count_rows(f"level = '{TERM_LEVEL}'")
+    return {"embedded": len(missing), "removed": len(stale), "rows": ml.count_rows() - terms, "terms": terms,
+            "terms_embedded": len(new_terms), "terms_removed": len(old_terms), "terms_seconds": round(time.perf_counter() - t_terms, 3), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _delete(table, ids: list[str]) -> None:
+    for i in range(0, len(ids), 500):
+        table.delete(f"id IN ({_sql_list(ids[i:i + 500])})")
 
 
 def _maybe_vector_index(ml) -> None:

@@ -149,6 +149,7 @@ class Searcher:
         self.multilingual = workspace.settings.embed.multilingual is not False and ml.available()
         self._ml_embedder = ml.MultilingualEmbedder() if self.multilingual else None
         self._ml_handle = None
+        self._lexicon: tuple | None = None       # (multilingual table version, Lexicon or None)
         self.notices: list[str] = []
         self._told: set[str] = set()
 
@@ -199,6 +200,12 @@ class Searcher:
             self._ml_handle = table
         return self._ml_handle
 
+    def _lexicon_of(self, table):
+        """The vault's lexicon (multilingual.Lexicon), reloaded when the multilingual table's version moves."""
+        if self._lexicon is None or self._lexicon[0] != table.version:
+            self._lexicon = (table.version, ml.Lexicon.load(table))
+        return self._lexicon[1]
+
     def _tell(self, key: str, text: str) -> None:
         if key not in self._told:
             self._told.add(key)
@@ -247,12 +254,22 @@ class Searcher:
         # vector queries run side by side (LanceDB works outside the GIL) after the query is embedded: ONNX
         # Runtime's threads and LanceDB's compete for the cores, so the embedding is not overlapped.
         vec = self.embedder.embed_query(query) if mode != "fts" and w_vec > 0 else None
-        ml_vec = self._ml_embedder.embed_query(query) if ml_table is not None else None
+        # A CJK question is also translated word by word through the vault's lexicon into English terms that
+        # the full-text index can match (multilingual.Lexicon): a third full-text ranking. The question and its
+        # words go through the encoder in one call.
+        w_lex = self.settings.cjk_lexicon_weight if cjk and ml_table is not None and mode == "hybrid" else 0.0
+        lexicon = self._lexicon_of(ml_table) if w_lex > 0 else None
+        words = lexicon.words(query) if lexicon is not None else []
+        ml_vecs = self._ml_embedder.embed([query, *words]) if ml_table is not None else None
+        ml_vec = ml_vecs[0] if ml_vecs is not None else None
+        lex_query = lexicon.full_text_query(query, words, ml_vecs[1:]) if lexicon is not None else ""
         pool = self._pool()
         f_fts = pool.submit(_fts, chunks, query, where, n, SLIM_COLUMNS) if mode != "vector" else None
         f_vec = pool.submit(_vector, chunks, vec, where, n, SLIM_COLUMNS) if vec is not None else None
+        f_lex = pool.submit(_fts, chunks, lex_query, where, n, SLIM_COLUMNS) if lex_query else None
         if ml_vec is not None:
-            ml_rows = _vector(ml_table, ml_vec, where, n, SLIM_COLUMNS)
+            ml_where = f"({where}) AND level <> '{ml.TERM_LEVEL}'" if where else f"level <> '{ml.TERM_LEVEL}'"
+            ml_rows = _vector(ml_table, ml_vec, ml_where, n, SLIM_COLUMNS)
             for r in ml_rows:
                 r.pop("_rowid", None)   # a row id of the companion table, not of `chunks`
         else:
@@ -265,7 +282,8 @@ class Searcher:
             p_vec = self._paper_vector_ranking(papers, vec, pwhere) if vec is not None else []
         fts_rows = f_fts.result() if f_fts else []
         vec_rows = f_vec.result() if f_vec else []
-        rows = {r["id"]: r for r in (*ml_rows, *vec_rows, *fts_rows)}
+        lex_rows = f_lex.result() if f_lex else []
+        rows = {r["id"]: r for r in (*ml_rows, *vec_rows, *lex_rows, *fts_rows)}
         if mode == "fts":
             scores = {r["id"]: float(r["_score"]) for r in fts_rows}
         elif mode == "vector":
@@ -274,7 +292,7 @@ class Searcher:
         else:
             k = self.settings.rrf_k
             scores = rrf([([r["id"] for r in fts_rows], w_fts), ([r["id"] for r in vec_rows], w_vec),
-                          ([r["id"] for r in ml_rows], w_ml)], k)
+                          ([r["id"] for r in ml_rows], w_ml), ([r["id"] for r in lex_rows], w_lex)], k)
             if coarse:
                 scores = _coarse_to_fine(p_vec, rows, scores, k)
         order = sorted(scores, key=lambda cid: -scores[cid])[:limit]

@@ -506,7 +506,9 @@ class PaperIndex:
         from papervault.index import multilingual as ml
 
         if ml.CHUNKS_ML in names:
-            out["multilingual"] = {"model": ml.MODEL_NAME, "rows": self.db.open_table(ml.CHUNKS_ML).count_rows()}
+            table = self.db.open_table(ml.CHUNKS_ML)
+            terms = table.count_rows(f"level = '{ml.TERM_LEVEL}'")
+            out["multilingual"] = {"model": ml.MODEL_NAME, "rows": table.count_rows() - terms, "terms": terms}
         try:
             check_meta(chunks, self._expected_cheap())
         except IndexMismatchError as exc:
