@@ -17,7 +17,6 @@ from papervault.vault import paper as paper_md
 
 CHUNKER_VERSION = "paper-2"   # 2: read through papervault.vault.paper (HTML tables, escaped captions)
 
-MENTION_RE = re.compile(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", re.I)
 WORD_RE = re.compile(r"\w+|[^\w\s]")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 ABSTRACT_RE = re.compile(r"^(?:\d+\.?\s*)?abstract\b", re.I)
@@ -120,12 +119,7 @@ def _split_long(text: str, target: int, ceiling: int) -> list[str]:
 
 
 def _mentions(text: str) -> list[str]:
-    seen = []
-    for kind, num in MENTION_RE.findall(text):
-        key = f"{'figure' if kind.lower().startswith('fig') else 'table'}:{num}"
-        if key not in seen:
-            seen.append(key)
-    return seen
+    return list(dict.fromkeys(f"{kind}:{num}" for kind, num in paper_md.mentions(text)))
 
 
 def truncate_tokens(text: str, tokens: int) -> str:

@@ -21,7 +21,7 @@ from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
 from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
 from papervault.models import Hit
-from papervault.vault.paper import page_link
+from papervault.vault.paper import mentions as paper_mentions, page_link
 
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note", "highlight")
 MODES = ("hybrid", "fts", "vector")
@@ -366,8 +366,7 @@ class Searcher:
         out: list[tuple[dict, str]] = []
         mentions = extra.get("mentions", [])
         if hit.level in ("paragraph", "section") and not mentions:
-            mentions = [f"{'figure' if k.lower().startswith('fig') else 'table'}:{n}"
-                        for k, n in re.findall(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", hit.text, re.I)]
+            mentions = [f"{kind}:{n}" for kind, n in paper_mentions(hit.text)]
         for m in mentions:
             kind, num = m.split(":", 1)
             for c in cands:

@@ -33,6 +33,8 @@ FIGURES_DIR = "figures"
 _NUMBER = r"(?P<num>(?-i:[A-Z]?\.?\d+[a-z]?|[IVXLC]+))(?!\w)"     # 3, 3b, B.1, A2, IV (as the parser numbers)
 FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*" + _NUMBER + r"(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
 TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)" + _NUMBER + r"(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
+# A mention of a figure or table in prose ("see Figure 3", "Fig. 2b", "Table IV"), with the labels' numbers.
+MENTION = re.compile(r"\b(?P<kind>Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*" + _NUMBER, re.I)
 # A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
 PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
 # The anchor as the site marks it (`data-page`), for the sanitiser's list of the HTML papervault writes.
@@ -42,6 +44,7 @@ _ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
 REFERENCES_TITLE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works cited|literature cited)\b", re.I)
 # A line that is only "References" (parsers that do not mark headings write it as a paragraph).
 _REFERENCES_LINE = re.compile(r"^(?:\*\*)?(?:references|bibliography)(?:\*\*)?$", re.I)
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 # A link citing a page of a paper's full text, as a note writes it: "[p. 3](paper.md#page-3)".
 PAGE_CITATION = re.compile(r"\[p\. [^\]\n]+\]\((?:[^\s()]*/)?paper\.md#page-\d+\)")
 _ANCHOR_TEXT = '<a id="page-{}"></a>'
@@ -99,14 +102,25 @@ def without_page_citations(text: str) -> str:
     return PAGE_CITATION.sub("", text)
 
 
+def without_images(text: str) -> str:
+    """`text` with its inline images (`![alt](src)`) taken out."""
+    return _IMAGE.sub("", text)
+
+
 def inline_plain(text: str) -> str:
     """Markdown inline markup taken out of `text` (images dropped, links to their text, emphasis and code
     marks removed), so a sentence of `paper.md` reads as plain text."""
-    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
+    text = _IMAGE.sub("", text)
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"(\*\*|__|`)", "", text)
     text = re.sub(r"(?<!\w)[*_](\S[^*_]*?)[*_](?!\w)", r"\1", text)
     return text
+
+
+def mentions(text: str) -> list[tuple[str, str]]:
+    """The figures and tables `text` mentions, in order: `[("figure", "3"), ("table", "IV")]`."""
+    return [("figure" if m.group("kind").lower().startswith("fig") else "table", m.group("num"))
+            for m in MENTION.finditer(text)]
 
 
 def is_references(title: str) -> bool:
@@ -130,7 +144,7 @@ class Section:
 class FigureRef:
     number: str             # "3", "" when the image has no label
     label: str              # the alt text as written (escapes kept): "Figure 3: Latency of \\[ms\\]"
-    caption: str            # the alt text as read (escapes undone), without its label
+    caption: str            # the alt text without its label, as written (escapes kept: what the file holds)
     page: int | None
     src: str                # relative to the paper folder: "figures/fig-3.png"
     line: int
