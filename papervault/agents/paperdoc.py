@@ -175,7 +175,7 @@ def read_paper(markdown: str) -> PaperDoc:
         item: list | None = None              # [page, lines] of the list item being read
         for line, p in zip(b.lines, b.pages):
             page = p or 1
-            stripped = paper_md.inline_plain(line).strip() if b.kind == "figure" else line
+            stripped = paper_md.without_images(line).strip()
             if in_refs:
                 if stripped:
                     doc.references.append(stripped)
