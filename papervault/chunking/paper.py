@@ -1,8 +1,10 @@
 """Hierarchical chunks of one paper (paper, section, paragraph, figure, table, note, highlight) from its paper.md,
 note.md and reader-notes.md.
 
-Ids derive from the text that is embedded, so re-chunking unchanged content yields the same ids and the index
-can reuse their vectors. Bump CHUNKER_VERSION whenever the output for the same input changes.
+Ids derive from the paper, the level and the text that is embedded, not from the chunker version: re-chunking
+unchanged content, by this chunker or the next, yields the same ids, and the index reuses their vectors. Bump
+CHUNKER_VERSION whenever the output for the same input changes: the next `papervault index` then re-chunks every
+paper and embeds only the texts that changed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from papervault.config import IndexSettings
 from papervault.models import Chunk, PaperMeta
 from papervault.vault import paper as paper_md
 
-CHUNKER_VERSION = "paper-2"   # 2: read through papervault.vault.paper (HTML tables, escaped captions)
+CHUNKER_VERSION = "paper-2"   # 2: read through papervault.vault.paper (HTML tables, escaped captions); ids unversioned
 
 WORD_RE = re.compile(r"\w+|[^\w\s]")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
@@ -28,11 +30,21 @@ def count_tokens(text: str) -> int:
 
 
 def chunk_id(paper_id: str, level: str, embed_text: str) -> str:
-    return hashlib.sha256(f"{CHUNKER_VERSION}\x1f{paper_id}\x1f{level}\x1f{embed_text}".encode()).hexdigest()[:24]
+    # No chunker version in the id (paper-1 had one): a new chunker keeps the ids, and so the vectors and the
+    # multilingual rows, of every chunk whose text it leaves alone.
+    return hashlib.sha256(f"{paper_id}\x1f{level}\x1f{embed_text}".encode()).hexdigest()[:24]
+
+
+def text_key(text: str) -> str:
+    """The digest of an embedded text: what a stored vector is reused by (with the model, recorded apart)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def embed_text(chunk: Chunk, title: str) -> str:
-    """The text a chunk is embedded as: its own text in the context of the paper title and section."""
+    """The text a chunk is embedded as: its own text in the context of the paper title and section.
+
+    The index rebuilds it from stored rows to reuse their vectors (index/store.py `_old_vectors`): a change
+    here changes every vector, like another model, and needs `papervault index --rebuild`."""
     if chunk.level == "paper":
         return chunk.text
     head = " > ".join(p for p in (title, chunk.section_path) if p)

@@ -15,11 +15,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from papervault.chunking.paper import CHUNKER_VERSION, count_tokens, truncate_tokens
+from papervault.chunking.paper import count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
-from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
+from papervault.index.store import (CHUNKS, PAPERS, RECHUNK_FIX, _sql_list, check_meta, chunk_meta, open_db,
+                                    rechunk_needed, table_names)
 from papervault.models import Hit
 from papervault.vault.paper import mentions as paper_mentions, page_link
 
@@ -179,8 +180,12 @@ class Searcher:
         self._handles = (papers, chunks)
         self._whole = [_has_fts(papers), _has_fts(chunks)]   # which handle's version carries its full-text index
         if not self._checked:
-            check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION})
+            check_meta(chunks, {"embedding_model": self.embedder.model_name})
             check_meta(chunks, {"dim": str(self.embedder.dim)})
+            # Another chunker or chunk size: the chunks as built are still searched, and the user is told once.
+            why = rechunk_needed(chunks, chunk_meta(self.embedder, self.settings))
+            if why:
+                self._tell("rechunk", f"{why}; the chunks as built are searched until you {RECHUNK_FIX}")
             self._checked = True
         return papers, chunks
 
