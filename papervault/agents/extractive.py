@@ -15,6 +15,7 @@ from typing import Any, Callable
 from papervault.agents.base import Backend, Reply, Task
 from papervault.agents.paperdoc import DocSection, PaperDoc, Sentence, read_paper, section_sentences, sentences
 from papervault.errors import BackendError
+from papervault.vault.paper import MENTION, mentions
 
 EXTRACTORS: dict[str, Callable[[Task], dict[str, Any]]] = {}
 
@@ -214,9 +215,7 @@ def _key_results(doc: PaperDoc, limit: int = 12) -> list[dict[str, Any]]:
 def _main_figures(doc: PaperDoc, limit: int = 4) -> list[dict[str, Any]]:
     """The figures the text refers to most (then the first ones), in paper order, captions quoted."""
     numbered = [f for f in doc.figures if f.number]
-    refs = Counter()
-    for f in numbered:
-        refs[f.number] = len(re.findall(r"\b(?:Figure|Fig\.?)\s*" + re.escape(f.number) + r"\b", doc.text))
+    refs = Counter(num for kind, num in mentions(doc.text) if kind == "figure")
     # the figures the text discusses, at least two when the paper has them: not every figure is a main one
     cited = [f for f in numbered if refs[f.number]]
     want = min(limit, max(2, len(cited)))
@@ -320,7 +319,6 @@ def extract_note(task: Task) -> dict[str, Any]:
 
 # --- the honesty check ---------------------------------------------------------------------------
 
-_LINK = re.compile(r"\[p\. \d+\]\(paper\.md#page-\d+\)")
 _NUM = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -331,9 +329,10 @@ def unfaithful(body: str, markdown: str) -> list[str]:
     statement is a quotation, so every bullet of a statement section must be one.
     """
     from papervault.agents.paperdoc import _clean_inline, normalise
+    from papervault.vault.paper import read as read_paper_md, without_anchors, without_images, without_page_citations
 
     # a quotation may run across a page break: compare with the page anchors taken out
-    markdown = re.sub(r'(?m)^<a id="page-\d+"></a>\s*$', "", markdown)
+    markdown = without_anchors(markdown)
     paper = normalise(_clean_inline(markdown))
     paper_raw = normalise(markdown)
     problems: list[str] = []
@@ -349,11 +348,11 @@ def unfaithful(body: str, markdown: str) -> list[str]:
             continue
         if section in ("", "Coverage") or line.startswith(("**Full text:**", "**Analysed by:**", "# ")):
             continue
-        text = _LINK.sub("", line)
-        for img in re.finditer(r"!\[Figure [^:\]]+: ([^\]]*)\]\(([^)]+)\)", text):
-            if missing(img.group(1)):
-                problems.append(f"caption not in the paper: {img.group(1)[:80]}")
-        text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
+        text = without_page_citations(line)
+        for fig in read_paper_md(text).figures if "![" in text else []:
+            if fig.number and missing(fig.caption):
+                problems.append(f"caption not in the paper: {fig.caption[:80]}")
+        text = without_images(text)
         quotes = re.findall(r"“([^”]+)”", text)
         problems += [f"quotation not in the paper: {q[:80]}" for q in quotes if missing(q)]
         rest = re.sub(r"“[^”]+”", "", text)
@@ -370,7 +369,7 @@ def unfaithful(body: str, markdown: str) -> list[str]:
                 if missing(cell):
                     problems.append(f"table cell not in the paper: {cell}")
             rest = ""
-        for num in _NUM.findall(re.sub(r"\*\*Figure [^*]+\*\*", "", rest)):
+        for num in _NUM.findall(MENTION.sub("", rest)):     # "**Figure 3**": a label, not a number
             if num not in paper_raw:
                 problems.append(f"number not in the paper: {num}")
         if rest.startswith("**Code:**"):

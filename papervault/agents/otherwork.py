@@ -135,17 +135,12 @@ def other_work(text: str, section: str, fulltext: str, *, title: str = "") -> st
     return ""
 
 
-_REF_HEAD = re.compile(r"^#{1,6}\s*(?:\d+\.?\s*)?(references|bibliography|works cited)\s*$", re.I | re.M)
-
-
 def references_text(fulltext: str) -> str:
-    """The raw text of a paper's reference list (after its last `References` heading), or ""."""
-    heads = list(_REF_HEAD.finditer(fulltext))
-    if heads:
-        return fulltext[heads[-1].end():]
-    # parsers that do not mark headings: the last line that is only "References"
-    m = list(re.finditer(r"^\s*(?:\*\*)?(references|bibliography)(?:\*\*)?\s*$", fulltext, re.I | re.M))
-    return fulltext[m[-1].end():] if m else ""
+    """The raw text of a paper's reference list (after its last `References` heading), or "" (read by
+    `papervault.vault.paper`)."""
+    from papervault.vault import paper as paper_md
+
+    return paper_md.read(fulltext).references_text()
 
 
 @lru_cache(maxsize=256)

@@ -1,9 +1,9 @@
 """What the analyser reads of a `paper.md`: its sections' prose, list items, sentences, figures and tables.
 
 The extractive backend and coverage both need it; they get it from the text in the vault, not from the
-parser's objects, so a paper parsed long ago (or edited by hand) is read the same way. Figures, tables and
-the label grammar come from `papervault.vault.paper`, the one reader of the format; this module adds the
-prose view (sentences by section and page).
+parser's objects, so a paper parsed long ago (or edited by hand) is read the same way. Sections, pages,
+figures, tables and the reference list come from `papervault.vault.paper`, the one reader of the format;
+this module adds the prose view (sentences and list items by section and page) and parses nothing itself.
 """
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from papervault.vault import paper as paper_md
-from papervault.vault.paper import PAGE_ANCHOR, TABLE_LABEL
 
-ANCHOR = re.compile(r"^\s*" + PAGE_ANCHOR.pattern + r"\s*$")      # a line that only opens a page
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
-TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•●▪◦]|\(?\d{1,2}[.)]|\([a-z]\))\s+(?P<text>\S.*)$")
 SECTION_NUMBER = re.compile(r"^(?P<num>(?:\d+|[A-Z])(?:\.\d+)*)\.?\s+(?P<title>\S.*)$")
 
@@ -90,8 +85,9 @@ class PaperDoc:
     @property
     def body_sections(self) -> list[DocSection]:
         """Sections a note should cover: not the title, abstract or references."""
-        skip = ("abstract", "references", "bibliography", "acknowledg")
-        return [s for s in self.sections if s.level >= 2 and not s.title.lower().startswith(skip)]
+        skip = ("abstract", "acknowledg")
+        return [s for s in self.sections if s.level >= 2 and not s.title.lower().startswith(skip)
+                and not paper_md.is_references(s.title)]
 
 
 COMMON_SECTIONS = re.compile(r"^(?:introduction|background|motivation|related work|conclusions?|discussion|evaluation|"
@@ -122,13 +118,7 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _clean_inline(text: str) -> str:
-    """Strip Markdown emphasis and links so a sentence reads as plain text."""
-    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
-    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
-    text = re.sub(r"(\*\*|__|`)", "", text)
-    text = re.sub(r"(?<!\w)[*_](\S[^*_]*?)[*_](?!\w)", r"\1", text)
-    return text
+_clean_inline = paper_md.inline_plain      # Markdown emphasis, links and images out: plain prose
 
 
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|etc|Fig|Figs|Eq|Eqs|Sec|Secs|vs|cf|resp|approx|No|Ref|Refs|Dr|Mr|Ms|al)\.$", re.I)
@@ -159,48 +149,40 @@ def _split_heading(raw: str) -> tuple[str, str]:
 
 
 def read_paper(markdown: str) -> PaperDoc:
-    """Parse a `paper.md` body into its structure; tolerant of anything the parser may emit."""
-    doc = PaperDoc()
-    page = 1
+    """A `paper.md` body's prose view, from the blocks `papervault.vault.paper` reads; tolerant of anything the
+    parser may emit."""
+    structure = paper_md.read(markdown)
+    doc = PaperDoc(pages=max(structure.pages, default=0))
     current: DocSection | None = None
     prose: dict[int, list[tuple[int, str]]] = {}          # id(section) -> (page, line)
     in_refs = False
     pre_title_lines: list[str] = []
-    item: list | None = None                  # [page, lines] of the list item being read
-    all_prose: list[str] = []
-
     starts: list[tuple[int, str]] = []        # (line, section label) where each section starts
 
-    lines = markdown.splitlines()
-    for n, line in enumerate(lines):
-        m = ANCHOR.match(line)
-        if m:
-            page = int(m.group(1))
-            doc.pages = max(doc.pages, page)
-            continue
-        if TABLE_ROW.match(line):
-            continue                          # tables are read by the vault's reader below
-        h = HEADING.match(line)
-        if h:
-            level = len(h.group(1))
-            number, title = _split_heading(h.group(2))
-            if level == 1 and not doc.title:
+    for b in structure.blocks:
+        if b.kind == "heading":
+            number, title = _split_heading(b.title)
+            if b.section is None:
                 doc.title = title if not number else f"{number} {title}"
-            current = DocSection(title=title, number=number, level=level, page=page)
-            starts.append((n, current.label))
-            item = None
+            current = DocSection(title=title, number=number, level=b.level, page=b.page_start or 1)
+            starts.append((b.start, current.label))
             doc.sections.append(current)
             prose[id(current)] = []
-            in_refs = title.lower().startswith(("references", "bibliography"))
+            in_refs = paper_md.is_references(title)
             continue
-        stripped = IMAGE.sub("", line).strip()
-        if TABLE_LABEL.match(stripped) and len(stripped) < 600:
-            continue                          # a table's caption is not prose
-        if in_refs:
-            if stripped:
-                doc.references.append(stripped)
-            continue
-        if current is not None:
+        if b.kind == "table":
+            continue                          # tables (and their captions) are read by the vault's reader
+        item: list | None = None              # [page, lines] of the list item being read
+        for line, p in zip(b.lines, b.pages):
+            page = p or 1
+            stripped = paper_md.without_images(line).strip()
+            if in_refs:
+                if stripped:
+                    doc.references.append(stripped)
+                continue
+            if current is None:
+                pre_title_lines.append(line)
+                continue
             li = LIST_ITEM.match(stripped)
             if li:
                 item = [page, [li.group("text")]]
@@ -209,12 +191,8 @@ def read_paper(markdown: str) -> PaperDoc:
                 item[1].append(stripped)
             else:
                 item = None
-        if current is None:
-            pre_title_lines.append(line)
-        else:
             prose[id(current)].append((page, line))
-        if stripped:
-            all_prose.append(line)
+
     def section_at(line: int) -> str:
         label = ""
         for start, name in starts:
@@ -223,7 +201,6 @@ def read_paper(markdown: str) -> PaperDoc:
             label = name
         return label
 
-    structure = paper_md.read(markdown)
     doc.figures = [DocFigure(number=f.number, caption=normalise(f.caption), page=f.page or 1, src=f.src,
                              section=section_at(f.line)) for f in structure.figures]
     doc.tables = [DocTable(number=t.number, caption=normalise(t.caption), page=t.page or 1,
@@ -274,30 +251,3 @@ def section_sentences(section: DocSection) -> list[Sentence]:
                 page = p
         out.append(Sentence(text=t, page=page, section=section.label))
     return out
-
-
-def page_of(markdown: str, needle: str) -> int | None:
-    """The page on which `needle` (normalised) first occurs in `paper.md`, or None."""
-    target = normalise(_clean_inline(needle))[:80]
-    if not target:
-        return None
-    page = 1
-    buf: list[str] = []
-    chunks: list[tuple[int, str]] = []
-    for line in markdown.splitlines():
-        m = ANCHOR.match(line)
-        if m:
-            if buf:
-                chunks.append((page, "\n".join(buf)))
-            page, buf = int(m.group(1)), []
-            continue
-        buf.append(line)
-    if buf:
-        chunks.append((page, "\n".join(buf)))
-    # a sentence may straddle a page break: search each page joined with the next
-    for i, (p, text) in enumerate(chunks):
-        joined = normalise(_clean_inline(text + ("\n" + chunks[i + 1][1] if i + 1 < len(chunks) else "")))
-        if target in joined:
-            here = normalise(_clean_inline(text))
-            return p if target[:40] in here else (chunks[i + 1][0] if i + 1 < len(chunks) else p)
-    return None

@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from papervault.errors import InputError, PapervaultError
-from papervault.vault.paper import PAGE_ANCHOR
+from papervault.vault import paper as paper_md
 from papervault.workspace import Workspace
 
 MAX_QUOTE = 2000          # characters of a quote
@@ -118,13 +118,6 @@ def _best_window(quote: list[str], words: list[str]) -> tuple[int, int, float, b
     return best
 
 
-def _page_at(original: str, offset: int) -> int | None:
-    page = None
-    for m in PAGE_ANCHOR.finditer(original, 0, offset):
-        page = int(m.group(1))
-    return page
-
-
 def _candidates(ws: Workspace, quote: str, limit: int) -> list[str]:
     """Paper ids whose chunks the full-text index ranks highest for the quote (no embedding model needed)."""
     try:
@@ -181,14 +174,12 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
             continue
         s, e = toks[start][1], toks[start + length - 1][2]
         e += len(_TRAIL.match(text, e).group(0))     # "69%", "(2019)." : the passage's closing marks
-        page = _page_at(text, s)
-        from papervault.vault.paper import page_link
-
+        page = paper_md.read(text).page_at(s)
         try:
             title = vault.read_note(pid)[0].title or pid
         except PapervaultError:
             title = pid
-        found.append(Located(paper_id=pid, title=title, page=page, anchor=page_link(pid, page), score=round(score, 3),
+        found.append(Located(paper_id=pid, title=title, page=page, anchor=paper_md.page_link(pid, page), score=round(score, 3),
                              exact=exact, text=" ".join(text[s:e].split())))
         if exact and paper is None and len(found) >= limit:
             break

@@ -38,7 +38,9 @@ def _code_version() -> str:
     h = hashlib.sha256()
     here = Path(_c.__file__).resolve().parent
     agents = here.parent / "agents"     # the stages read paper.md and judge attribution through these two
-    for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "otherwork.py"]):
+    reader = here.parent / "vault" / "paper.py"     # ... which read paper.md through this one
+    for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "otherwork.py",
+                     reader]):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:12]

@@ -1,8 +1,10 @@
 """Hierarchical chunks of one paper (paper, section, paragraph, figure, table, note, highlight) from its paper.md,
 note.md and reader-notes.md.
 
-Ids derive from the text that is embedded, so re-chunking unchanged content yields the same ids and the index
-can reuse their vectors. Bump CHUNKER_VERSION whenever the output for the same input changes.
+Ids derive from the paper, the level and the text that is embedded, not from the chunker version: re-chunking
+unchanged content, by this chunker or the next, yields the same ids, and the index reuses their vectors. Bump
+CHUNKER_VERSION whenever the output for the same input changes: the next `papervault index` then re-chunks every
+paper and embeds only the texts that changed.
 """
 
 from __future__ import annotations
@@ -13,18 +15,12 @@ from dataclasses import dataclass, field
 
 from papervault.config import IndexSettings
 from papervault.models import Chunk, PaperMeta
-from papervault.vault.paper import FIGURE_LABEL, PAGE_ANCHOR, TABLE_LABEL
+from papervault.vault import paper as paper_md
 
-CHUNKER_VERSION = "paper-1"
+CHUNKER_VERSION = "paper-2"   # 2: read through papervault.vault.paper (HTML tables, escaped captions); ids unversioned
 
-PAGE_RE = PAGE_ANCHOR                    # the format's conventions live in papervault.vault.paper
-HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-FIGURE_RE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<path>[^)\s]+)[^)]*\)\s*$")
-FIGURE_NUM_RE = FIGURE_LABEL
-MENTION_RE = re.compile(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", re.I)
 WORD_RE = re.compile(r"\w+|[^\w\s]")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
-SKIP_SECTIONS = re.compile(r"^(?:\d+\.?\s*)?(references|bibliography|works cited|literature cited)\b", re.I)
 ABSTRACT_RE = re.compile(r"^(?:\d+\.?\s*)?abstract\b", re.I)
 
 
@@ -34,11 +30,21 @@ def count_tokens(text: str) -> int:
 
 
 def chunk_id(paper_id: str, level: str, embed_text: str) -> str:
-    return hashlib.sha256(f"{CHUNKER_VERSION}\x1f{paper_id}\x1f{level}\x1f{embed_text}".encode()).hexdigest()[:24]
+    # No chunker version in the id (paper-1 had one): a new chunker keeps the ids, and so the vectors and the
+    # multilingual rows, of every chunk whose text it leaves alone.
+    return hashlib.sha256(f"{paper_id}\x1f{level}\x1f{embed_text}".encode()).hexdigest()[:24]
+
+
+def text_key(text: str) -> str:
+    """The digest of an embedded text: what a stored vector is reused by (with the model, recorded apart)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def embed_text(chunk: Chunk, title: str) -> str:
-    """The text a chunk is embedded as: its own text in the context of the paper title and section."""
+    """The text a chunk is embedded as: its own text in the context of the paper title and section.
+
+    The index rebuilds it from stored rows to reuse their vectors (index/store.py `_old_vectors`): a change
+    here changes every vector, like another model, and needs `papervault index --rebuild`."""
     if chunk.level == "paper":
         return chunk.text
     head = " > ".join(p for p in (title, chunk.section_path) if p)
@@ -61,96 +67,40 @@ class _Section:
     blocks: list[_Block] = field(default_factory=list)
 
 
-def _clean(line: str) -> str:
-    return PAGE_RE.sub("", line).rstrip()
-
-
 def _split_blocks(fulltext: str) -> tuple[str, list[_Section]]:
-    """paper.md into (title, sections of blocks); references are dropped, pages tracked through anchors."""
-    title = ""
+    """paper.md into (title, sections of blocks), as `papervault.vault.paper` reads it; references dropped."""
+    doc = paper_md.read(fulltext)
     sections: list[_Section] = [_Section("")]
-    stack: list[tuple[int, str]] = []
-    page: int | None = None
     skipping_level: int | None = None
-    buf: list[str] = []
-    buf_start: int | None = None
-    table_caption: tuple[str, str] | None = None
-    table_lines: list[str] = []
-
-    def flush_text():
-        nonlocal buf, buf_start
-        text = " ".join(s.strip() for s in buf if s.strip())
-        if text and skipping_level is None:
-            sections[-1].blocks.append(_Block("text", text, buf_start, page, sections[-1].path))
-        buf, buf_start = [], None
-
-    def flush_table():
-        nonlocal table_caption, table_lines
-        if (table_lines or table_caption) and skipping_level is None:
-            number, caption = table_caption or ("", "")
-            label = f"Table {number}: {caption}".strip() if number else caption
-            text = "\n".join(filter(None, [label, "\n".join(table_lines)]))
-            sections[-1].blocks.append(_Block("table", text, page, page, sections[-1].path,
-                                              {"number": number, "caption": caption}))
-        table_caption, table_lines = None, []
-
-    for raw in fulltext.splitlines():
-        m = PAGE_RE.search(raw)
-        if m:
-            page = int(m.group(1))
-        line = _clean(raw)
-        stripped = line.strip()
-        if table_lines and not stripped.startswith("|"):
-            flush_table()
-        h = HEADING_RE.match(stripped)
-        if h:
-            flush_text()
-            flush_table()
-            level, name = len(h.group(1)), h.group(2).strip().strip("*").strip()
-            if level == 1 and not title:
-                title = name
-                continue
-            if skipping_level is not None and level <= skipping_level:
+    for b in doc.blocks:
+        if b.kind == "heading":
+            if b.section is None:
+                continue                    # the paper's title
+            if skipping_level is not None and b.level <= skipping_level:
                 skipping_level = None
-            if SKIP_SECTIONS.match(name):
-                skipping_level = level
-                continue
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, name))
-            sections.append(_Section(" > ".join(n for _, n in stack)))
-            continue
-        if not stripped:
-            flush_text()
-            continue
-        f = FIGURE_RE.match(stripped)
-        if f:
-            flush_text()
-            alt = f.group("alt").strip()
-            num = FIGURE_NUM_RE.match(alt)
+            if skipping_level is None and paper_md.is_references(b.title):
+                skipping_level = b.level
             if skipping_level is None:
-                sections[-1].blocks.append(_Block("figure", alt, page, page, sections[-1].path,
-                                                  {"figure": f.group("path"), "number": num.group(1) if num else ""}))
+                sections.append(_Section(b.section.path))
             continue
-        if stripped.startswith("|"):
-            flush_text()
-            table_lines.append(stripped)
+        if skipping_level is not None or not b.lines:
             continue
-        t = TABLE_LABEL.match(stripped)
-        if t and not buf:
-            flush_table()
-            table_caption = (t.group("num"), stripped[t.end():].strip())
-            continue
-        if table_caption and not table_lines:
-            # a caption that no table followed is just text
-            buf.append(f"Table {table_caption[0]}: {table_caption[1]}")
-            table_caption = None
-        if buf_start is None:
-            buf_start = page
-        buf.append(stripped)
-    flush_text()
-    flush_table()
-    return title, [s for s in sections if s.blocks]
+        if b.kind == "text":
+            sections[-1].blocks.append(_Block("text", b.text, b.page_start, b.page_end, sections[-1].path))
+        elif b.kind == "figure":
+            f = b.figure
+            sections[-1].blocks.append(_Block("figure", f.label, b.page_start, b.page_end, sections[-1].path,
+                                              {"figure": f.src, "number": f.number}))
+        elif b.kind == "table":
+            t = b.table
+            label = f"Table {t.number}: {t.caption}".strip() if t.number else t.caption
+            # a Markdown table as written; an HTML one (merged cells) as rows of its cells' text
+            rows = [ln for ln, n in zip(b.lines, b.numbers) if n >= t.line] if not t.html else \
+                ["| " + " | ".join(r) + " |" for r in t.rows]
+            text = "\n".join(filter(None, [label, "\n".join(rows)]))
+            sections[-1].blocks.append(_Block("table", text, b.page_end, b.page_end, sections[-1].path,
+                                              {"number": t.number, "caption": t.caption}))
+    return doc.title, [s for s in sections if s.blocks]
 
 
 def _split_long(text: str, target: int, ceiling: int) -> list[str]:
@@ -181,12 +131,7 @@ def _split_long(text: str, target: int, ceiling: int) -> list[str]:
 
 
 def _mentions(text: str) -> list[str]:
-    seen = []
-    for kind, num in MENTION_RE.findall(text):
-        key = f"{'figure' if kind.lower().startswith('fig') else 'table'}:{num}"
-        if key not in seen:
-            seen.append(key)
-    return seen
+    return list(dict.fromkeys(f"{kind}:{num}" for kind, num in paper_md.mentions(text)))
 
 
 def truncate_tokens(text: str, tokens: int) -> str:

@@ -383,3 +383,49 @@ def _maybe_vector_index(ml) -> None:
     if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.startswith("IVF") for ix in ml.list_indices()):
         ml.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ",
                         num_partitions=max(16, int(n ** 0.5)), num_sub_vectors=DIM // 16)
+
+
+def follow(db, paper_ids: Sequence[str], chunk_rows: list[dict], keys: dict[str, str],
+           old_keys: dict[str, str]) -> dict:
+    """Carry the multilingual rows of re-chunked papers over to their new chunk rows, in one commit.
+
+    A new chunk takes the stored vector of the chunk with the same embedded text (`keys` and `old_keys` map
+    new and old chunk ids to text digests; the same id also means the same text), so a chunker change or an
+    edit re-embeds nothing here that `sync` would not have to; the rows of these papers without a new chunk
+    go, the filter columns are refreshed, and `sync` then embeds only the texts that are new. A sync killed
+    before this point only costs those papers' multilingual embeddings on the next run."""
+    try:
+        ml = open_table(db, create=False)
+    except IndexMismatchError:
+        return {"carried": 0, "removed": 0}   # another encoder's table: `sync` drops and rebuilds it
+    if ml is None or not paper_ids:
+        return {"carried": 0, "removed": 0}
+    where = f"paper_id IN ({_sql_list(paper_ids)})"
+    tab = ml.search().where(where).select(["id", "vector"]).limit(None).to_arrow() if ml.count_rows() else None
+    by_id: dict[str, np.ndarray] = {}
+    by_key: dict[str, np.ndarray] = {}
+    if tab is not None and len(tab):
+        vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1)
+        for cid, vec in zip(tab["id"].to_pylist(), vecs):
+            by_id[cid] = vec
+            if cid in old_keys:
+                by_key[old_keys[cid]] = vec
+    if not by_id:
+        return {"carried": 0, "removed": 0}
+    rows = []
+    for r in chunk_rows:
+        if r["level"] not in LEVELS:
+            continue
+        vec = by_key.get(keys.get(r["id"], ""))
+        if vec is None:
+            vec = by_id.get(r["id"])
+        if vec is not None:
+            rows.append({"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
+                         "venue": r["venue"], "tags": r["tags"], "vector": vec})
+    if rows:
+        (ml.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+         .when_not_matched_by_source_delete(where)
+         .execute(pa.Table.from_pylist(rows, schema=ml.schema)))
+    else:
+        ml.delete(where)
+    return {"carried": len(rows), "removed": len(set(by_id) - {r["id"] for r in rows})}

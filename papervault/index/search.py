@@ -15,13 +15,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from papervault.chunking.paper import CHUNKER_VERSION, count_tokens, truncate_tokens
+from papervault.chunking.paper import count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
-from papervault.index.store import CHUNKS, PAPERS, _sql_list, check_meta, open_db, table_names
+from papervault.index.store import (CHUNKS, PAPERS, RECHUNK_FIX, _sql_list, check_meta, chunk_meta, open_db,
+                                    rechunk_needed, table_names)
 from papervault.models import Hit
-from papervault.vault.paper import page_link
+from papervault.vault.paper import mentions as paper_mentions, page_link
 
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note", "highlight")
 MODES = ("hybrid", "fts", "vector")
@@ -180,8 +181,12 @@ class Searcher:
         self._handles = (papers, chunks)
         self._whole = [_has_fts(papers), _has_fts(chunks)]   # which handle's version carries its full-text index
         if not self._checked:
-            check_meta(chunks, {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION})
+            check_meta(chunks, {"embedding_model": self.embedder.model_name})
             check_meta(chunks, {"dim": str(self.embedder.dim)})
+            # Another chunker or chunk size: the chunks as built are still searched, and the user is told once.
+            why = rechunk_needed(chunks, chunk_meta(self.embedder, self.settings))
+            if why:
+                self._tell("rechunk", f"{why}; the chunks as built are searched until you {RECHUNK_FIX}")
             self._checked = True
         return papers, chunks
 
@@ -384,8 +389,7 @@ class Searcher:
         out: list[tuple[dict, str]] = []
         mentions = extra.get("mentions", [])
         if hit.level in ("paragraph", "section") and not mentions:
-            mentions = [f"{'figure' if k.lower().startswith('fig') else 'table'}:{n}"
-                        for k, n in re.findall(r"\b(Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*([A-Z]?\d+)", hit.text, re.I)]
+            mentions = [f"{kind}:{n}" for kind, n in paper_mentions(hit.text)]
         for m in mentions:
             kind, num = m.split(":", 1)
             for c in cands:

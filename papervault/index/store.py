@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text
+from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text, text_key
 from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index.embed import Embedder
@@ -88,16 +88,16 @@ def _sql_list(values: Iterable[str]) -> str:
 
 
 def vector_meta(embedder: Embedder) -> dict[str, str]:
-    """What every stored vector depends on, known without loading the model. Another value makes the index
-    unusable as it is: `check_meta` raises and `papervault index --rebuild` is the fix."""
-    return {"embedding_model": embedder.model_name, "chunker_version": CHUNKER_VERSION,
-            "embed_max_tokens": str(embedder.settings.max_tokens)}
+    """What every stored vector depends on besides its text, known without loading the model. Another value
+    makes the index unusable as it is: `check_meta` raises and `papervault index --rebuild` is the fix."""
+    return {"embedding_model": embedder.model_name, "embed_max_tokens": str(embedder.settings.max_tokens)}
 
 
 def chunk_meta(embedder: Embedder, settings: IndexSettings) -> dict[str, str]:
-    """What the chunks depend on besides the chunker: another value only means the papers are re-chunked by
-    the next sync (their content hashes change with it), which then records the new values."""
-    return {"chunk_settings": json.dumps(settings.chunk_key(), sort_keys=True),
+    """What the chunks depend on: the chunker and its settings. Another value only means the papers are
+    re-chunked by the next sync (their content hashes change with it), which reuses the vector of every chunk
+    whose embedded text is unchanged and then records the new values."""
+    return {"chunker_version": CHUNKER_VERSION, "chunk_settings": json.dumps(settings.chunk_key(), sort_keys=True),
             "index_name": index_name(embedder.settings, settings)}
 
 
@@ -156,7 +156,7 @@ def recorded_meta(table) -> dict[str, str]:
 
 
 def check_meta(table, expected: dict[str, str]) -> None:
-    """Raise IndexMismatchError when a table was built with another model, dimension, chunker or token limit."""
+    """Raise IndexMismatchError when a table was built with another model, dimension or token limit."""
     found = recorded_meta(table)
     for key, want in expected.items():
         have = found.get(key)
@@ -178,8 +178,12 @@ def check_meta(table, expected: dict[str, str]) -> None:
 
 
 def rechunk_needed(table, expected: dict[str, str]) -> str | None:
-    """Why the papers must be re-chunked (the chunk settings changed since the last complete sync), or None."""
+    """Why the papers must be re-chunked (the chunker or its settings changed since the last complete sync),
+    or None."""
     found = recorded_meta(table)
+    have, want = found.get("chunker_version"), expected["chunker_version"]
+    if have != want:
+        return f"the papers were chunked by chunker {have or 'of an older papervault'}, this papervault's is {want}"
     have, want = found.get("chunk_settings"), expected["chunk_settings"]
     if have == want:
         return None
@@ -280,7 +284,7 @@ class PaperIndex:
     # --- sync ------------------------------------------------------------------------------------
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> dict:
-        """Index the whole vault again (after a model or chunker change) into staging tables, then replace the
+        """Index the whole vault again (after a model change) into staging tables, then replace the
         live tables with them, one overwrite commit each: until then readers search the previous index, never
         an empty or half-built one (LanceDB OSS cannot rename a table)."""
         staging = PaperIndex(self.workspace, self.embedder)
@@ -367,27 +371,53 @@ class PaperIndex:
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
             from papervault.index import multilingual as ml
 
-            report["multilingual"] = ml.sync(self.db, chunks, progress=progress)
+            done = ml.sync(self.db, chunks, progress=progress)
+            done["removed"] += state.get("ml_removed", 0)   # rows the re-chunked papers' rewrite dropped
+            report["multilingual"] = {**done, "carried": state.get("ml_carried", 0)}
         report["chunks"] = chunks.count_rows()
         report["seconds"] = round(time.perf_counter() - t0, 3)
         return report
 
-    def _old_vectors(self, chunks, paper_ids: list[str]) -> dict[str, np.ndarray]:
+    def _old_vectors(self, chunks, paper_ids: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """The stored vectors of these papers by the digest of the text they embed ({text key: vector}), and
+        the stored chunk ids by the same digest ({chunk id: text key}), for the multilingual rows to follow.
+
+        Keyed by text, not by id: ids made by an older chunker (paper-1 put its version in them) differ from
+        today's for the same text, and the vector depends only on the text (and the model, checked apart). The
+        text is rebuilt from the stored row exactly as it was embedded (`embed_text` of its level, title,
+        section path and text)."""
         if not paper_ids or not chunks.count_rows():
-            return {}
-        out: dict[str, np.ndarray] = {}
+            return {}, {}
+        by_text: dict[str, np.ndarray] = {}
+        keys: dict[str, str] = {}
+        cols = ["id", "level", "title", "section_path", "text", "vector"]
         for i in range(0, len(paper_ids), 200):
             part = paper_ids[i:i + 200]
             tab = (chunks.search().where(f"paper_id IN ({_sql_list(part)})")
-                   .select(["id", "vector"]).limit(None).to_arrow())
-            vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1) if len(tab) else []
-            out.update(zip(tab["id"].to_pylist(), vecs))
-        return out
+                   .select(cols).limit(None).to_arrow())
+            if not len(tab):
+                continue
+            vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1)
+            for cid, level, title, section, text, vec in zip(
+                    *(tab[c].to_pylist() for c in cols[:-1]), vecs):
+                key = text_key(embed_text(Chunk(id=cid, paper_id="", level=level, text=text or "",
+                                                section_path=section or ""), title or ""))
+                by_text[key] = vec
+                keys[cid] = key
+        return by_text, keys
 
     def _write(self, papers, chunks, todo, report, state) -> None:
         """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
         updated = set(report["updated"])
-        old = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
+        by_text, old_keys = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
+        old: dict[str, np.ndarray] = {}     # new chunk id -> the stored vector of the same embedded text
+        keys: dict[str, str] = {}           # new chunk id -> its text key
+        for m, cs, *_ in todo:
+            for c in cs:
+                keys[c.id] = key = text_key(embed_text(c, m.title or m.id))
+                if key in by_text:
+                    old[c.id] = by_text[key]
+        state["keys"], state["old_keys"] = keys, old_keys
         total = sum(c.id not in old for _, cs, *_ in todo for c in cs)
         report["chunks_embedded"] += total
         report["chunks_reused"] += sum(len(cs) for _, cs, *_ in todo) - total
@@ -459,6 +489,12 @@ class PaperIndex:
          .execute(pa.Table.from_pylist(chunk_rows, schema=chunks.schema)))
         papers.merge_insert("paper_id").when_matched_update_all().when_not_matched_insert_all().execute(
             pa.Table.from_pylist(paper_rows, schema=papers.schema))
+        if self.names == (PAPERS, CHUNKS) and self.multilingual:
+            from papervault.index import multilingual as ml
+
+            moved = ml.follow(self.db, sorted({m.id for m, *_ in group}), chunk_rows, state["keys"], state["old_keys"])
+            for key in ("carried", "removed"):
+                state[f"ml_{key}"] = state.get(f"ml_{key}", 0) + moved[key]
 
     def _maintain(self, chunks, papers) -> None:
         """Compact, refresh the full-text indexes, and add a vector index once the table is big enough."""

@@ -22,6 +22,8 @@ import nh3
 from markdown import Extension
 from markdown.postprocessors import Postprocessor
 
+from papervault.vault.paper import ANCHOR_HTML
+
 # Tags the pages papervault writes and the Markdown extensions of the default mkdocs.yml produce (headings,
 # tables with colspan, figures, footnotes, admonitions, details, code highlighting, task lists, arithmatex).
 ALLOWED_TAGS = frozenset("""
@@ -150,7 +152,7 @@ def escape_foreign_tags(markdown: str, allowed: frozenset[str] | set[str] = ALLO
 # The HTML papervault itself writes into paper.md: page anchors and tables (colspan/rowspan as HTML).
 _AGENT_TAG = re.compile(
     r'(?P<own></?(?:table|thead|tbody|tfoot|tr|br|sup|sub)\s*/?>|<t[dh](?:\s+(?:colspan|rowspan)="\d+")*\s*>'
-    r'|</t[dh]>|<a id="page-\d+"(?: data-page="\d+")?></a>)'
+    r'|</t[dh]>|' + ANCHOR_HTML + ')'
     r'|<(?P<close>/?)(?P<name>[A-Za-z][A-Za-z0-9-]*)(?=[\s/>])', re.I)
 
 

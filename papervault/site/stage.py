@@ -28,7 +28,6 @@ from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, h
 from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
 from papervault.vault import paper as paper_md
-from papervault.vault.paper import PAGE_ANCHOR
 from papervault.vault.reader import parse as parse_reader_notes
 from papervault.vault.store import ID_PATTERN
 
@@ -313,8 +312,9 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             key = alias.get(key, key)
             # A citation's page is the printed one (`p. 223`); its link opens the PDF page that prints it.
             p = pdf_page(papers[key].meta.page_labels, p) if p else p
-            target = f"papers/{key}/paper.md" if p and papers[key].fulltext else note_path(key)
-            return rel_link(target, page) + (f"#page-{p}" if p and papers[key].fulltext else "")
+            if p and papers[key].fulltext:
+                return paper_md.page_link(key, p, relative_to=page)
+            return rel_link(note_path(key), page)
         return link
 
     # Who cites whom: surveys and notes ([@id] or a link to another paper's page).
@@ -396,9 +396,9 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             _, text = _strip_frontmatter(e.fulltext)
             # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
             pdf_href = path_url(pdf_name) if pdf_name else None
-            text = PAGE_ANCHOR.sub(lambda mm: f'<a id="page-{mm.group(1)}" data-page="{mm.group(1)}"></a>' + (
-                f'<a class="pv-pdf-page" href="{pdf_href}#page={mm.group(1)}" title="page {mm.group(1)} of the PDF">'
-                f'PDF p. {mm.group(1)}</a>' if pdf_href else ""), text)
+            text = paper_md.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (
+                f'<a class="pv-pdf-page" href="{pdf_href}#page={n}" title="page {n} of the PDF">'
+                f'PDF p. {n}</a>' if pdf_href else ""))
             text, _ = render_citations(escape_foreign_tags(text), label, linker(ft_page), narrative=False)
             pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
         for f in e.figure_files:

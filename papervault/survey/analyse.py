@@ -21,6 +21,7 @@ from papervault.agents.base import Backend, Task, Usage
 from papervault.agents.paperdoc import PaperDoc, normalise, read_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.models import PaperMeta
+from papervault.vault.paper import mentions
 from papervault.vault.paths import is_safe
 from papervault.vault.store import Vault
 
@@ -146,8 +147,6 @@ def _clamp_pages(answer: dict[str, Any], pages: int) -> dict[str, Any]:
     return fix(answer)
 
 
-FIG_REF = re.compile(r"\b(?:Figure|Fig\.?)\s*([A-Z]?\d+[a-z]?)\b", re.I)
-TAB_REF = re.compile(r"\bTable\s*([A-Z]?[0-9IVX]+[a-z]?)\b", re.I)
 
 
 def compute_coverage(doc: PaperDoc, answer: dict[str, Any]) -> dict[str, Any]:
@@ -158,9 +157,10 @@ def compute_coverage(doc: PaperDoc, answer: dict[str, Any]) -> dict[str, Any]:
     quotes text from them, or when the note covers a figure or table printed in them.
     """
     text = json.dumps(answer, ensure_ascii=False, default=str)
-    figs_named = {m.upper() for m in FIG_REF.findall(text)}
+    named_items = mentions(text)
+    figs_named = {n.upper() for kind, n in named_items if kind == "figure"}
     figs_named |= {str(f.get("number", "")).upper() for f in answer.get("main_figures") or [] if isinstance(f, dict)}
-    tabs_named = {m.upper() for m in TAB_REF.findall(text)}
+    tabs_named = {n.upper() for kind, n in named_items if kind == "table"}
     figures = list(dict.fromkeys(f.number for f in doc.figures if f.number))
     tables = list(dict.fromkeys(t.number for t in doc.tables if t.number))
     statements: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from papervault.survey.correlate import Correlation, cite
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences
 from papervault.survey.outline import Section
 from papervault.survey.select import SurveyPaper
+from papervault.vault.paper import page_link as paper_link
 
 PER_PAPER = 2            # quotations per paper in a section
 PAPERS_PER_CUSTOM = 4    # papers quoted in a section whose outline names none
@@ -36,10 +37,9 @@ def page_link(pid: str, page: int | None) -> str:
     """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text: it says the
     printed page and opens the PDF page's anchor."""
     from papervault.pages import printed_for
-    from papervault.vault.paper import page_link as link
 
-    return f"([p. {printed_for(pid, page)}]({link(pid, page, prefix='../../papers/')}))" if page \
-        else f"([paper]({link(pid, prefix='../../papers/')}))"
+    return f"([p. {printed_for(pid, page)}]({paper_link(pid, page, prefix='../../papers/')}))" if page \
+        else f"([paper]({paper_link(pid, prefix='../../papers/')}))"
 
 
 def quote_line(p: SurveyPaper, s: Passage) -> str:
@@ -85,7 +85,7 @@ def _comparison_table(correlation: Correlation, papers: dict[str, SurveyPaper]) 
         for e in r.evidence:
             src = f"{cell(e['source'])}, " if e.get("source") else ""
             out.append(f"{cell(e['setting'])}: {cell(e['metric'])} = {cell(e['value'])} "
-                       f"({src}[p. {e['page']}](../../papers/{r.paper_id}/paper.md#page-{e['page']}))")
+                       f"({src}[p. {e['page']}]({paper_link(r.paper_id, e['page'], prefix='../../papers/')}))")
         return "; ".join(out) or "–"
 
     lines = ["| Paper | Method | Datasets | Metrics | Reported results |", "|---|---|---|---|---|"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from papervault.agents.paperdoc import read_paper, section_sentences, sentences
+from papervault.vault.paper import is_references
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+|\d+(?:\.\d+)?%?")
 STOP = frozenset("""
@@ -90,9 +91,8 @@ def _paper_sentences(paper_id: str, fulltext: str) -> tuple[Passage, ...]:
     if doc.abstract:
         for s in sentences(doc.abstract):
             out.append(Passage(paper_id, s, doc.abstract_page, "Abstract"))
-    skip = ("references", "bibliography", "acknowledg")
     for sec in doc.sections:
-        if sec.title.lower().startswith(skip):
+        if is_references(sec.title) or sec.title.lower().startswith("acknowledg"):
             continue
         for s in section_sentences(sec):
             out.append(Passage(paper_id, s.text, s.page, s.section))

@@ -8,11 +8,18 @@ table. A page is cited as `papers/<id>/paper.md#page-N` (`page_link`).
 The reader walks markdown-it-py's token stream (not regular expressions over lines): headings are heading
 tokens, figures are image tokens, tables are table tokens, pages are the anchor's HTML tokens. So a `#` or a
 `![...]` inside a code block, or an anchor quoted in prose, is never mistaken for structure.
+
+This module is the only one that parses `paper.md` (tests/test_paper_md.py enforces it). Everything else asks
+`read(text)` for the title, pages and their spans, sections, figures, tables, the reference list
+(`references_text`) and the document as a list of blocks (headings, prose, figures, tables, each with its
+lines and pages: what the chunker and the analyser's prose view walk), and builds links with `page_link`.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -26,9 +33,20 @@ FIGURES_DIR = "figures"
 _NUMBER = r"(?P<num>(?-i:[A-Z]?\.?\d+[a-z]?|[IVXLC]+))(?!\w)"     # 3, 3b, B.1, A2, IV (as the parser numbers)
 FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*" + _NUMBER + r"(?:\*\*|_)?\s*[:.]?(?:\*\*|_)?\s*", re.I)
 TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)" + _NUMBER + r"(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
+# A mention of a figure or table in prose ("see Figure 3", "Fig. 2b", "Table IV"), with the labels' numbers.
+MENTION = re.compile(r"\b(?P<kind>Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*" + _NUMBER, re.I)
 # A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
 PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
+# The anchor as the site marks it (`data-page`), for the sanitiser's list of the HTML papervault writes.
+ANCHOR_HTML = r'<a id="page-\d+"(?: data-page="\d+")?></a>'
 _ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
+# The heading of a paper's reference list ("References", "7 Bibliography", "Works Cited").
+REFERENCES_TITLE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works cited|literature cited)\b", re.I)
+# A line that is only "References" (parsers that do not mark headings write it as a paragraph).
+_REFERENCES_LINE = re.compile(r"^(?:\*\*)?(?:references|bibliography)(?:\*\*)?$", re.I)
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+# A link citing a page of a paper's full text, as a note writes it: "[p. 3](paper.md#page-3)".
+PAGE_CITATION = re.compile(r"\[p\. [^\]\n]+\]\((?:[^\s()]*/)?paper\.md#page-\d+\)")
 _ANCHOR_TEXT = '<a id="page-{}"></a>'
 
 
@@ -56,10 +74,58 @@ def table_caption(number: str | None, caption: str) -> str:
     return " ".join(f"Table {number}: {caption}".split())
 
 
-def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/") -> str:
+def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/", relative_to: str | None = None) -> str:
     """`papers/<id>/paper.md#page-N` (no fragment without a page); `prefix` places it relative to the reader
-    (a survey in `surveys/<slug>/` links with `../../papers/`)."""
-    return f"{prefix}{paper_id}/paper.md" + (f"#page-{int(page)}" if page else "")
+    (a survey in `surveys/<slug>/` links with `../../papers/`). With `relative_to` (a page's path from the
+    vault's or site's root, `papers/x/note.md`), the link is relative to that page (`../<id>/paper.md#page-N`,
+    `paper.md#page-N` from the paper's own page)."""
+    target = f"{prefix}{paper_id}/paper.md"
+    if relative_to is not None:
+        target = posixpath.relpath(target, posixpath.dirname(relative_to) or ".")
+    return target + (f"#page-{int(page)}" if page else "")
+
+
+# --- rewriting ---------------------------------------------------------------------------------------
+
+def without_anchors(text: str) -> str:
+    """`text` with its page anchors taken out (a quotation may run across a page break)."""
+    return PAGE_ANCHOR.sub("", text)
+
+
+def mark_pages(text: str, marker) -> str:
+    """`text` with each page anchor replaced by `marker(page)` (the site adds a link to the PDF's page)."""
+    return PAGE_ANCHOR.sub(lambda m: marker(int(m.group(1))), text)
+
+
+def without_page_citations(text: str) -> str:
+    """`text` without the page links a note writes (`[p. 3](paper.md#page-3)`)."""
+    return PAGE_CITATION.sub("", text)
+
+
+def without_images(text: str) -> str:
+    """`text` with its inline images (`![alt](src)`) taken out."""
+    return _IMAGE.sub("", text)
+
+
+def inline_plain(text: str) -> str:
+    """Markdown inline markup taken out of `text` (images dropped, links to their text, emphasis and code
+    marks removed), so a sentence of `paper.md` reads as plain text."""
+    text = _IMAGE.sub("", text)
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"(\*\*|__|`)", "", text)
+    text = re.sub(r"(?<!\w)[*_](\S[^*_]*?)[*_](?!\w)", r"\1", text)
+    return text
+
+
+def mentions(text: str) -> list[tuple[str, str]]:
+    """The figures and tables `text` mentions, in order: `[("figure", "3"), ("table", "IV")]`."""
+    return [("figure" if m.group("kind").lower().startswith("fig") else "table", m.group("num"))
+            for m in MENTION.finditer(text)]
+
+
+def is_references(title: str) -> bool:
+    """Whether a section title is the paper's reference list ("References", "7 Bibliography")."""
+    return bool(REFERENCES_TITLE.match(title.strip()))
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -78,7 +144,7 @@ class Section:
 class FigureRef:
     number: str             # "3", "" when the image has no label
     label: str              # the alt text as written (escapes kept): "Figure 3: Latency of \\[ms\\]"
-    caption: str            # the alt text as read (escapes undone), without its label
+    caption: str            # the alt text without its label, as written (escapes kept: what the file holds)
     page: int | None
     src: str                # relative to the paper folder: "figures/fig-3.png"
     line: int
@@ -90,7 +156,41 @@ class TableRef:
     caption: str            # without its label
     page: int | None
     rows: list[list[str]] = field(default_factory=list)   # header first
-    line: int = 0
+    line: int = 0           # line index of the table
+    end: int = 0            # line index after the table
+    caption_line: int | None = None    # line index of its caption paragraph
+    html: bool = False      # written as an HTML table (its cells merge)
+
+
+@dataclass
+class Block:
+    """One block of `paper.md` in reading order: a heading, a run of prose lines (paragraphs, list items,
+    code: anything that is not structure), a figure's image line, or a table with its caption."""
+
+    kind: str               # "heading" | "text" | "figure" | "table"
+    start: int              # line index of its first line
+    end: int                # line index after its last line
+    lines: list[str]        # its non-blank lines, page anchors taken out and stripped
+    pages: list[int | None] # the page open at each of `lines`
+    numbers: list[int]      # the line index of each of `lines`
+    section: Section | None = None      # the innermost section it is in; for a heading the one it opens
+    level: int = 0          # a heading's level (the paper's title is the first level-1 heading)
+    title: str = ""         # a heading's text, markup taken out
+    figure: FigureRef | None = None
+    table: TableRef | None = None
+
+    @property
+    def page_start(self) -> int | None:
+        return self.pages[0] if self.pages else None
+
+    @property
+    def page_end(self) -> int | None:
+        return self.pages[-1] if self.pages else None
+
+    @property
+    def text(self) -> str:
+        """A text block's lines joined with single spaces."""
+        return " ".join(self.lines)
 
 
 @dataclass
@@ -103,10 +203,26 @@ class PaperMd:
     sections: list[Section] = field(default_factory=list)
     figures: list[FigureRef] = field(default_factory=list)
     tables: list[TableRef] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    references_start: int | None = None   # character offset where the reference list's entries begin
 
     @property
     def pages(self) -> list[int]:
         return list(dict.fromkeys(p for p, _ in self.anchors))
+
+    def references_text(self) -> str:
+        """The raw text of the paper's reference list (after its last references heading, to the end), or ""."""
+        return self.text[self.references_start:] if self.references_start is not None else ""
+
+    def section_at(self, line: int) -> Section | None:
+        """The innermost section open at line index `line` (None before the first section heading)."""
+        found = None
+        for s in self.sections:
+            if s.start > line:
+                break
+            if s.end > line:
+                found = s
+        return found
 
     def page_spans(self) -> dict[int, tuple[int, int]]:
         """Character span of every page, from its anchor to the next page's (a repeated page joins its spans)."""
@@ -205,8 +321,18 @@ def _read(text: str) -> PaperMd:
     tokens = _parser().parse(text)
     page: int | None = None
     stack: list[tuple[int, str]] = []
-    last_para: tuple[str, int] | None = None       # (text, index in tokens) of the latest paragraph
+    last_para: tuple[str, int, list[int]] | None = None   # (text, index in tokens, map) of the latest paragraph
     pending_table_caption: tuple[str, str] | None = None
+    headings: dict[int, tuple[int, str, Section | None]] = {}   # line -> (level, title, section; None: the title)
+    content: dict[int, list] = {}           # line of a paragraph -> what it holds (a figure line holds one image)
+    in_paragraph = False
+
+    def table_caption_of(i: int) -> tuple[tuple[str, str] | None, int | None]:
+        # the caption is the paragraph right before the table (only the close of that paragraph between)
+        if last_para is not None and last_para[1] + 3 == i and pending_table_caption:
+            return pending_table_caption, last_para[2][0]
+        return None, None
+
     i = 0
     while i < len(tokens):
         t = tokens[i]
@@ -222,20 +348,27 @@ def _read(text: str) -> PaperMd:
                         src = lines[line] if line < len(lines) else ""
                         col = max(0, src.find(c.content))
                         doc.anchors.append((page, (line_starts[line] if line < len(line_starts) else len(text)) + col))
+                    elif c.content.strip() != "</a>" and in_paragraph:
+                        content.setdefault(line, []).append(None)
                 elif c.type == "image":
                     src = str(c.attrGet("src") or "")
                     plain = c.content.strip()
                     num = FIGURE_LABEL.match(plain)
-                    doc.figures.append(FigureRef(
-                        number=num.group("num") if num else "",
-                        label=_raw_alt(lines[line] if line < len(lines) else "", src) or plain,
-                        caption=plain[num.end():].strip() if num else plain, page=page, src=src, line=line))
+                    ref = FigureRef(number=num.group("num") if num else "",
+                                    label=_raw_alt(lines[line] if line < len(lines) else "", src) or plain,
+                                    caption=plain[num.end():].strip() if num else plain, page=page, src=src, line=line)
+                    doc.figures.append(ref)
+                    if in_paragraph:
+                        content.setdefault(line, []).append(ref)
+                elif in_paragraph and not (c.type == "text" and not c.content.strip()):
+                    content.setdefault(line, []).append(None)
         if t.type == "html_block" and t.content.lstrip().lower().startswith("<table"):
             # a table whose cells merge is written as HTML
-            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            cap, cap_line = table_caption_of(i)
             rows = _html_rows(t.content)
             doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
-                                       rows=rows, line=t.map[0] if t.map else 0))
+                                       rows=rows, line=t.map[0] if t.map else 0, end=t.map[1] if t.map else 0,
+                                       caption_line=cap_line, html=True))
         if t.type == "html_block" and t.map is not None:
             for k, src in enumerate(t.content.split("\n")):
                 m = _ANCHOR_TAG.match(src.strip())
@@ -248,16 +381,21 @@ def _read(text: str) -> PaperMd:
             name = _plain(tokens[i + 1]).strip().strip("*").strip()
             if level == 1 and not doc.title:
                 doc.title = name            # the paper's title, not a section
+                headings[t.map[0]] = (level, name, None)
             else:
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 stack.append((level, name))
                 doc.sections.append(Section(name, level, " > ".join(n for _, n in stack), page, t.map[0], len(lines)))
+                headings[t.map[0]] = (level, name, doc.sections[-1])
         if t.type == "paragraph_open":
             para = _plain(tokens[i + 1]).strip()
-            last_para = (para, i)
+            last_para = (para, i, t.map or [0, 0])
             m = TABLE_LABEL.match(para)
             pending_table_caption = (m.group("num"), para[m.end():].strip()) if m else None
+            in_paragraph = True
+        if t.type == "paragraph_close":
+            in_paragraph = False
         if t.type == "table_open":
             rows: list[list[str]] = []
             j = i + 1
@@ -267,10 +405,10 @@ def _read(text: str) -> PaperMd:
                 elif tokens[j].type == "inline" and rows:
                     rows[-1].append(_plain(tokens[j]).strip())
                 j += 1
-            # the caption is the paragraph right before the table (only the close of that paragraph between)
-            cap = pending_table_caption if last_para is not None and last_para[1] + 3 == i else None
+            cap, cap_line = table_caption_of(i)
             doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
-                                       rows=rows, line=t.map[0] if t.map else 0))
+                                       rows=rows, line=t.map[0] if t.map else 0, end=t.map[1] if t.map else 0,
+                                       caption_line=cap_line))
             i = j
         i += 1
     # a section ends where the next heading of the same or a higher level starts
@@ -279,7 +417,67 @@ def _read(text: str) -> PaperMd:
             if nxt.level <= s.level:
                 s.end = nxt.start
                 break
+    _blocks(doc, lines, line_starts, headings, content)
     return doc
+
+
+def _blocks(doc: PaperMd, lines: list[str], line_starts: list[int],
+            headings: dict[int, tuple[int, str, Section | None]], content: dict[int, list]) -> None:
+    """The document as blocks, and where its reference list starts."""
+    page_of_line: list[int | None] = []
+    anchors = sorted((bisect_right(line_starts, off) - 1, p) for p, off in doc.anchors)
+    k, page = 0, None
+    for n in range(len(lines)):
+        while k < len(anchors) and anchors[k][0] <= n:
+            page = anchors[k][1]
+            k += 1
+        page_of_line.append(page)
+    clean = [PAGE_ANCHOR.sub("", ln).strip() for ln in lines]
+    tables = {(t.caption_line if t.caption_line is not None else t.line): t for t in doc.tables if t.end > t.line}
+    figures = {n: held[0] for n, held in content.items() if len(held) == 1 and held[0] is not None}
+    run: list[int] = []
+
+    def block(kind: str, start: int, end: int, numbers: list[int] | None = None, **kw) -> Block:
+        numbers = [n for n in (numbers if numbers is not None else range(start, end)) if clean[n]]
+        b = Block(kind, start, end, [clean[n] for n in numbers], [page_of_line[n] for n in numbers], numbers, **kw)
+        if b.section is None and kind != "heading":
+            b.section = doc.section_at(start)
+        doc.blocks.append(b)
+        return b
+
+    def flush() -> None:
+        if run:
+            block("text", run[0], run[-1] + 1, list(run))
+            run.clear()
+
+    fallback_refs: int | None = None
+    n = 0
+    while n < len(lines):
+        if n in tables:
+            flush()
+            t = tables[n]
+            block("table", n, t.end, table=t)
+            n = max(t.end, n + 1)
+            continue
+        if n in headings:
+            flush()
+            level, title, section = headings[n]
+            block("heading", n, n + 1, section=section, level=level, title=title)
+        elif n in figures:
+            flush()
+            block("figure", n, n + 1, figure=figures[n])
+        elif not clean[n]:
+            flush()
+        else:
+            if _REFERENCES_LINE.match(clean[n]):
+                fallback_refs = n
+            run.append(n)
+        n += 1
+    flush()
+    refs = [s for s in doc.sections if is_references(s.title)]
+    at = refs[-1].start if refs else fallback_refs
+    if at is not None:
+        doc.references_start = line_starts[at + 1] if at + 1 < len(line_starts) else len(doc.text)
 
 
 def figure_sources(text: str) -> list[str]:
