@@ -127,7 +127,7 @@ def test_found_by_title_search_and_by_doi_with_a_rate_limit(ws, tmp_path, servic
     g = ws.vault.read_meta("gonzalez2019learning")
     assert g.retracted is True and g.year == 2020 and g.venue == "Journal of Examples"
     assert [p for p in services.seen if p == f"/crossref/works/{RETRACTED}"] == [f"/crossref/works/{RETRACTED}"] * 2
-    assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 paper(s)")
+    assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 papers")
 
 
 def test_the_users_metadata_is_never_replaced(ws, tmp_path, services):

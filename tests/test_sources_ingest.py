@@ -111,4 +111,4 @@ def test_cli_add_reports_problems_warnings_and_merges(ws, tmp_path):
     assert f"skipped {bib}:2: @article entry skipped: unbalanced braces" in out
     assert f"warning {bib}#lamport2001paxos: file field names missing PDF(s): {tmp_path / 'missing.pdf'}" in out
     assert f"merged {more}#dup into lamport2001paxos" in out
-    assert "Added 1 paper(s), merged 1" in out
+    assert "Added 1 paper, merged 1" in out

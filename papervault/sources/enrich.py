@@ -17,6 +17,7 @@ from urllib.parse import quote
 from papervault.errors import SourceError
 from papervault.ids import normalize_title
 from papervault.sources.web import HttpPolicy, get
+from papervault.wording import plural
 
 TRUSTED = frozenset({"user", "bibtex", "csl", "zotero"})
 IDENTITY = ("title", "authors", "year", "venue", "doi")
@@ -235,5 +236,5 @@ def enrich_locked(ws, ids: list[str] | None = None) -> dict:
         touched.append(vault.note_path(pid))
         report["enriched"][pid] = changed
     if touched:
-        vault.commit(f"enrich: {len(touched)} paper(s) from Crossref/OpenAlex/arXiv", touched)
+        vault.commit(f"enrich: {plural(len(touched), 'paper')} from Crossref/OpenAlex/arXiv", touched)
     return report
