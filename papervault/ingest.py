@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 from papervault.errors import ParseError, PapervaultError
 from papervault.hashing import file_sha256, group_sha256
+from papervault.identity import refresh_head
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
 from papervault.pdfstore import keep, kept
 from papervault.wording import plural
@@ -334,6 +335,7 @@ class Ingest:
                 self.report.unchanged.append(pid)
                 return
             self.vault.update_meta(pid, **fields)
+            refresh_head(self.vault, pid)  # the head says the merged authors, venue, year (unless hand-edited)
         self.dedup.add(rec, pid)   # the paper now also carries this record's key and identifiers
         self.touched.append(self.vault.paper_dir(pid))
         self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin, "reason": reason,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from papervault.errors import SourceError
+from papervault.identity import refresh_head
 from papervault.ids import normalize_title
 from papervault.sources.web import HttpPolicy, get
 from papervault.wording import plural
@@ -233,6 +234,7 @@ def enrich_locked(ws, ids: list[str] | None = None) -> dict:
         fields = {k: getattr(meta, k) for k in IDENTITY}
         extra = {"retracted": meta.retracted} if "retracted" in changed else {}
         vault.update_meta(pid, bib=meta.bib, provenance=meta.provenance, **fields, **extra)
+        refresh_head(vault, pid)       # the note's title, Authors and Published lines, unless a person edited it
         touched.append(vault.note_path(pid))
         report["enriched"][pid] = changed
     if touched:
