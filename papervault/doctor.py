@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 
@@ -48,7 +49,7 @@ def _vault(ws: Workspace) -> list[Check]:
     out += _interrupted(ws, repo)
     if dirty:
         human = [c for c in changed if not c.endswith(".tmp")]
-        out.append(Check("vault git", True, f"{len(human)} uncommitted change(s) (your edits?): {', '.join(human[:5])}",
+        out.append(Check("vault git", True, f"{plural(len(human), 'uncommitted change')} (your edits?): {', '.join(human[:5])}",
                          "commit them in vault/ with git, or keep editing: papervault never overwrites edited notes",
                          level="warning"))
     else:
@@ -63,19 +64,21 @@ def _vault(ws: Workspace) -> list[Check]:
         if meta.id != pid:
             misplaced.append(f"papers/{pid}/ (id: {meta.id})")
     if broken:
-        out.append(Check("notes", False, f"{len(broken)} note(s) cannot be read: {'; '.join(broken[:3])}",
+        out.append(Check("notes", False, f"{plural(len(broken), 'note')} cannot be read: {'; '.join(broken[:3])}",
                          "repair the YAML frontmatter between the --- lines"))
     if misplaced:
-        out.append(Check("note ids", False, f"{len(misplaced)} note(s) whose id differs from their folder, so "
+        out.append(Check("note ids", False, f"{plural(len(misplaced), 'note')} whose id differs from their folder, so "
                          f"they are not indexed: {', '.join(misplaced[:3])}",
                          "set `id:` in each note's frontmatter to its folder name, or rename the folder"))
     pending = [str(p.parent.name) for p in vault.papers_dir.glob("*/note.new.md")]
     if pending:
-        out.append(Check("notes", True, f"{len(pending)} paper(s) have a new tool version beside your edited note: "
+        has = "has" if len(pending) == 1 else "have"
+        out.append(Check("notes", True, f"{plural(len(pending), 'paper')} {has} a new tool version beside your "
+                         "edited note: "
                          f"{', '.join(pending[:5])}", "compare note.new.md with note.md and keep what you want",
                          level="warning"))
     if not broken:
-        out.append(Check("notes", True, f"{len(vault.paper_ids())} note(s) readable"))
+        out.append(Check("notes", True, f"{plural(len(vault.paper_ids()), 'note')} readable"))
     return out
 
 
@@ -100,17 +103,17 @@ def _interrupted(ws: Workspace, repo) -> list[Check]:
                          "(it deletes the file)"))
     pending = Journal(_journal_path(ws), ws.vault).pending()
     if pending:
-        out.append(Check("interrupted add", False, f"an interrupted `papervault add` left {len(pending)} paper "
-                         f"folder(s) uncommitted: {', '.join(pending[:5])}",
+        out.append(Check("interrupted add", False, f"an interrupted `papervault add` left "
+                         f"{plural(len(pending), 'paper folder')} uncommitted: {', '.join(pending[:5])}",
                          f"{FIX} to roll them back (the next `papervault add` does so too), then add them again"))
     temp = [str(p.relative_to(ws.vault_dir)) for p in temp_files(ws.vault_dir)]
     if temp:
-        out.append(Check("vault temp files", False, f"{len(temp)} unfinished write(s) from an interrupted command: "
+        out.append(Check("vault temp files", False, f"{plural(len(temp), 'unfinished write')} from an interrupted command: "
                          f"{', '.join(temp[:3])}", f"{FIX} (deletes them; the files they were replacing are intact)"))
     if not lock.exists() and repo.head.is_valid():
         staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
         if staged and not pending:
-            out.append(Check("vault git staged", False, f"{len(staged)} change(s) staged but never committed "
+            out.append(Check("vault git staged", False, f"{plural(len(staged), 'change')} staged but never committed "
                              f"(a command killed between `git add` and `git commit`?): {', '.join(staged[:5])}",
                              f"{FIX} to unstage them (your files stay as they are), or commit them in vault/ "
                              "with git"))
@@ -134,16 +137,16 @@ def fix(ws: Workspace) -> list[str]:
         journal = Journal(_journal_path(ws), ws.vault)
         if journal.pending():
             rolled = journal.recover()
-            done.append(f"rolled back the interrupted add ({len(rolled)} path(s): {', '.join(rolled[:5])})")
+            done.append(f"rolled back the interrupted add ({plural(len(rolled), 'path')}: {', '.join(rolled[:5])})")
         temp = remove_temp_files(ws.vault_dir)
         if temp:
-            done.append(f"deleted {len(temp)} temporary file(s): {', '.join(temp[:3])}")
+            done.append(f"deleted {plural(len(temp), 'temporary file')}: {', '.join(temp[:3])}")
         repo = ws.vault.repo
         if repo.head.is_valid():
             staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
             if staged:
                 repo.git.reset("--quiet")
-                done.append(f"unstaged {len(staged)} change(s): {', '.join(staged[:5])}")
+                done.append(f"unstaged {plural(len(staged), 'change')}: {', '.join(staged[:5])}")
         done += _keep_pdfs(ws)
     return done
 
@@ -155,9 +158,9 @@ def _keep_pdfs(ws: Workspace) -> list[str]:
     ids = backfill(ws, ws.vault)
     if not ids:
         return []
-    ws.vault.commit(f"doctor: keep {len(ids)} PDF(s) in the workspace's pdfs/ store",
+    ws.vault.commit(f"doctor: keep {plural(len(ids), 'PDF')} in the workspace's pdfs/ store",
                     [ws.vault.note_path(pid) for pid in ids])
-    return [f"kept {len(ids)} PDF(s) in {ws.pdf_dir}: {', '.join(ids[:5])}"]
+    return [f"kept {plural(len(ids), 'PDF')} in {ws.pdf_dir}: {', '.join(ids[:5])}"]
 
 
 def _pdfs(ws: Workspace) -> Check:
@@ -174,7 +177,8 @@ def _pdfs(ws: Workspace) -> Check:
         return Check("PDFs", True, f"every parsed paper's PDF is kept in {ws.pdf_dir}", level="info")
     how = ("run `papervault doctor --fix` to copy the originals that are still there" if fixable else
            "add the PDFs again (`papervault add FILE.pdf`): the bytes are matched to their papers")
-    return Check("PDFs", True, f"{len(missing)} paper(s) without a kept PDF ({fixable} original(s) still there): "
+    return Check("PDFs", True, f"{plural(len(missing), 'paper')} without a kept PDF "
+                 f"({plural(fixable, 'original')} still there): "
                  f"{', '.join(missing[:5])}", how, level="warning")
 
 
@@ -193,11 +197,11 @@ def _identity(ws: Workspace) -> list[Check]:
         if not meta.year:
             no_year.append(pid)
     out = [Check("text layers", True,
-                 f"{len(repaired)} paper(s) with repaired text layers"
+                 f"{plural(len(repaired), 'paper')} with repaired text layers"
                  + (f": {', '.join(repaired[:5])}" if repaired else "")
                  + f"; {len(ocr)} with OCR'd pages" + (f": {', '.join(ocr[:5])}" if ocr else ""), level="info")]
     if no_year:
-        out.append(Check("paper years", True, f"{len(no_year)} paper(s) without a year: {', '.join(no_year[:5])}",
+        out.append(Check("paper years", True, f"{plural(len(no_year), 'paper')} without a year: {', '.join(no_year[:5])}",
                          "add the year to the note's frontmatter (or import the paper's BibTeX entry)",
                          level="warning"))
     return out
@@ -217,9 +221,10 @@ def _index(ws: Workspace) -> Check:
     if health.startswith("stale"):
         return Check("index", True, health, "run `papervault index`", level="warning")
     if health == "empty" and ws.vault.paper_ids():
-        return Check("index", True, f"empty: {len(ws.vault.paper_ids())} paper(s) in the vault, none indexed",
+        return Check("index", True, f"empty: {plural(len(ws.vault.paper_ids()), 'paper')} in the vault, none indexed",
                      "run `papervault index`", level="warning")
-    return Check("index", True, f"{health}: {st.get('papers')} papers, {st.get('chunks')} chunks, "
+    return Check("index", True, f"{health}: {plural(st.get('papers') or 0, 'paper')}, "
+                 f"{plural(st.get('chunks') or 0, 'chunk')}, "
                  f"model {st.get('embedding_model')}")
 
 

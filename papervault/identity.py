@@ -44,18 +44,24 @@ def edit_paper(ws: Workspace, pid: str, **changes) -> PaperMeta:
             from papervault.pages import from_pages_field
 
             extra["page_labels"] = from_pages_field(new_bib.get("pages"), meta.pages)
-        edited = ws.vault.is_edited(pid)
         meta = ws.vault.update_meta(pid, provenance=prov, bib=new_bib, **given, **extra)
-        if not edited:
-            # The note's own head (title, Authors, Published) says what the record says now; a body a person
-            # edited stays as they left it.
-            body = ws.vault.read_note(pid)[1]
-            fresh = refresh_note_head(body, meta)
-            if fresh != body:
-                ws.vault.write_note(meta, fresh)
+        refresh_head(ws.vault, pid)
         what = ", ".join([*given, *(["bib"] if bib else [])]) or "nothing"
         ws.vault.commit(f"edit {pid}: {what}", [ws.vault.note_path(pid)])
     return meta
+
+
+def refresh_head(vault, pid: str) -> bool:
+    """Make the note's own head (title, Authors, Published) say what its record says now, after `edit`,
+    `enrich` or a merge changed the record; a body a person edited stays as they left it. True if written."""
+    if vault.is_edited(pid):
+        return False
+    meta, body = vault.read_note(pid)
+    fresh = refresh_note_head(body, meta)
+    if fresh == body:
+        return False
+    vault.write_note(meta, fresh)
+    return True
 
 
 _HEAD_FIELD = re.compile(r"^\*\*(Authors|Published):\*\*")

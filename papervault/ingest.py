@@ -14,8 +14,10 @@ from typing import Callable, Iterable, Iterator
 
 from papervault.errors import ParseError, PapervaultError
 from papervault.hashing import file_sha256, group_sha256
+from papervault.identity import refresh_head
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
 from papervault.pdfstore import keep, kept
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
@@ -333,6 +335,7 @@ class Ingest:
                 self.report.unchanged.append(pid)
                 return
             self.vault.update_meta(pid, **fields)
+            refresh_head(self.vault, pid)  # the head says the merged authors, venue, year (unless hand-edited)
         self.dedup.add(rec, pid)   # the paper now also carries this record's key and identifiers
         self.touched.append(self.vault.paper_dir(pid))
         self.report.merged.append({"id": pid, "source": rec.source, "origin": rec.origin, "reason": reason,
@@ -460,7 +463,7 @@ class Ingest:
         if r.merged:
             parts.append(f"{len(r.merged)} merged")
         if r.pdfs_kept:
-            parts.append(f"{len(r.pdfs_kept)} PDF(s) kept in the workspace")
+            parts.append(f"{plural(len(r.pdfs_kept), 'PDF')} kept in the workspace")
         if r.reanalysed:
             parts.append(f"{len(r.reanalysed)} re-analysed ({', '.join(r.reanalysed[:5])})")
         if r.code_links:
@@ -469,7 +472,7 @@ class Ingest:
             parts.append("linked to code: " + ", ".join(pairs[:5]) + more)
         msg = f"{what}: " + "; ".join(parts) + f" [{self.backend_name}]"
         if r.problems:
-            msg += f"\n\n{len(r.problems)} input(s) not imported:\n" + "\n".join(
+            msg += f"\n\n{plural(len(r.problems), 'input')} not imported:\n" + "\n".join(
                 f"- {p.source}: {p.error}" for p in r.problems[:50])
         r.commit = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths])
         self.journal.clear()

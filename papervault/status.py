@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 
@@ -37,7 +38,7 @@ def workspace_status(ws: Workspace) -> dict:
         out["index"] = st
         health = st.get("health", "ok")
         if health == "ok" and st.get("papers", 0) != len(ids):
-            health = f"stale: {st.get('papers', 0)} of {len(ids)} papers indexed; run `papervault index`"
+            health = f"stale: {st.get('papers', 0)} of {plural(len(ids), 'paper')} indexed; run `papervault index`"
         out["index_health"] = health
     except Exception as exc:  # status must answer even when the index is broken
         out["index_health"] = f"unavailable: {exc}"

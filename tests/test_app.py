@@ -194,7 +194,7 @@ def test_cli_list_and_mcp_share_one_year_grammar(three_papers, capsys):
     code, out, _ = _cli(["list", "--year", "2010-2016", "--json"], capsys)
     assert code == 0 and [r["id"] for r in json.loads(out)] == ["kim2016gears", "roe2012sprocket"]
     code, out, _ = _cli(["list", "--year", "2012"], capsys)
-    assert code == 0 and out.splitlines()[-1] == "1 paper(s)" and "roe2012sprocket" in out
+    assert code == 0 and out.splitlines()[-1] == "1 paper" and "roe2012sprocket" in out
     code, out, _ = _cli(["list", "--author", "kim", "--json"], capsys)
     assert [r["id"] for r in json.loads(out)] == ["kim2016gears"]
     assert [p["id"] for p in VaultTools(three_papers).list_papers(year="..2016")["papers"]] == \

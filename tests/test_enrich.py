@@ -127,7 +127,7 @@ def test_found_by_title_search_and_by_doi_with_a_rate_limit(ws, tmp_path, servic
     g = ws.vault.read_meta("gonzalez2019learning")
     assert g.retracted is True and g.year == 2020 and g.venue == "Journal of Examples"
     assert [p for p in services.seen if p == f"/crossref/works/{RETRACTED}"] == [f"/crossref/works/{RETRACTED}"] * 2
-    assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 paper(s)")
+    assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 papers")
 
 
 def test_the_users_metadata_is_never_replaced(ws, tmp_path, services):
@@ -203,3 +203,41 @@ def test_an_offline_add_never_asks_the_network(tmp_path, services, monkeypatch):
     assert add(ws, [str(folder)]).added == ["clark1991grounding"]
     meta = ws.vault.read_meta("clark1991grounding")
     assert meta.doi == DOI and meta.provenance["doi"] == "doi" and ws.vault.is_clean()
+
+
+def test_enrich_rewrites_the_notes_head_unless_a_person_edited_it(ws, tmp_path, services):
+    """`papervault enrich` corrects the record, and the note's own head (title, Authors, Published) that `show`,
+    MCP and the index read says the same; a note whose body a person edited keeps its body."""
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("running-head", folder)                 # found by a title search: authors, venue and year change
+    make("arxiv-stamp", folder)
+    assert sorted(add(ws, [str(folder)]).added) == ["clark1991grounding", "gonzalez2019learning"]
+    ws.vault.update_meta("gonzalez2019learning", doi=RETRACTED, arxiv=None)
+    note = ws.vault.note_path("gonzalez2019learning")
+    note.write_text(note.read_text(encoding="utf-8") + "\nMy own reading.\n", encoding="utf-8")
+    ws.vault.commit("my edit")
+    before = ws.vault.read_note("clark1991grounding")[1]
+    mine = ws.vault.read_note("gonzalez2019learning")[1]
+    assert "Perspectives on Socially Shared Cognition" not in before
+
+    res = CliRunner().invoke(cli, ["enrich", "-w", str(ws.root)])
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert "2 enriched, 0 unchanged, 0 not found, 0 failed" in res.output
+    body = ws.vault.read_note("clark1991grounding")[1]
+    assert body.lstrip().startswith("# Grounding in Communication\n"), body[:300]
+    assert "**Authors:** Herbert H. Clark, Susan E. Brennan  \n" in body
+    assert "**Published:** Perspectives on Socially Shared Cognition, 1991  \n" in body
+    assert body.count("**Authors:**") == body.count("**Published:**") == 1
+    assert body.split("## ", 1)[1] == before.split("## ", 1)[1]          # the rest of the note is kept
+    assert not ws.vault.is_edited("clark1991grounding") and ws.vault.is_clean()
+    shown = CliRunner().invoke(cli, ["show", "clark1991grounding", "-w", str(ws.root)]).output
+    assert "**Published:** Perspectives on Socially Shared Cognition, 1991" in shown
+    # the hand-edited note: its record is corrected, its body is as the person left it, no note.new.md
+    assert ws.vault.read_note("gonzalez2019learning")[1] == mine
+    assert ws.vault.read_meta("gonzalez2019learning").venue == "Journal of Examples"
+    assert not (note.parent / "note.new.md").exists()

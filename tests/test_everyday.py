@@ -92,7 +92,7 @@ def test_export_writes_bibtex_and_csl_of_the_library_a_tag_a_collection_and_a_su
                                                                                        "lamport1998part"])[0])))
     out = tmp_path / "survey.bib"
     res = invoke("export", "--survey", "widgets", "-o", str(out))
-    assert "Exported 2 paper(s)" in res.output
+    assert "Exported 2 papers" in res.output
     text = out.read_text()
     assert "@inproceedings{doe2020widgets," in text and "lamport1998part" in text and "roe2021gadgets" not in text
 
@@ -199,7 +199,7 @@ def test_a_zotero_import_links_its_reader_notes_from_the_note(tmp_path, workspac
     b, _ = z.item("journalArticle", authors=[("Leslie", "Lamport")], title="The Part-Time Parliament", date="1998")
     z.note(b, "<p>Read the <b>Paxos</b> story first.</p>")
     report = invoke("add", "--zotero", str(z.close()), "--backend", "extractive")
-    assert "Added 2 paper(s)" in report.output
+    assert "Added 2 papers" in report.output
     with_notes = [pid for pid in ws.vault.paper_ids() if (ws.vault.paper_dir(pid) / "reader-notes.md").is_file()]
     assert len(with_notes) == 2
     for pid in with_notes:
@@ -296,7 +296,7 @@ def test_search_says_precisely_why_there_is_nothing(ws):
     assert "the search query is empty" in str(empty.exception)
     unknown = invoke("search", "widgets", "--paper", "nobody2020", ok=False)
     assert "no paper 'nobody2020'" in str(unknown.exception)
-    assert "the index is empty (3 paper(s) in the vault). Run `papervault index`" in invoke("search", "widgets").output
+    assert "the index is empty (3 papers in the vault). Run `papervault index`" in invoke("search", "widgets").output
     # another process holds the writer lock for `index --rebuild`: the reader is told, not sent to index
     with ws.write_lock("index"):
         lock = json.loads(ws.lock_path.read_text())
@@ -418,9 +418,9 @@ NEWCOMER = [
      "--embed-model-path {model}", "Workspace ready at"),
     ("export PAPERVAULT_WORKSPACE=~/research", "export PAPERVAULT_WORKSPACE=~/research", None),
     ("papervault add ~/Downloads/papers/ refs.bib library.json",
-     "papervault add ~/Downloads/papers/ refs.bib library.json", "Added 5 paper(s)"),
-    ("papervault list", "papervault list --year 1990-2000", "3 paper(s)"),
-    ("papervault delete lamport1998part ongaro2014raft", "papervault delete ongaro2014raft", "Deleted 1 paper(s)"),
+     "papervault add ~/Downloads/papers/ refs.bib library.json", "Added 5 papers"),
+    ("papervault list", "papervault list --year 1990-2000", "3 papers"),
+    ("papervault delete lamport1998part ongaro2014raft", "papervault delete ongaro2014raft", "Deleted 1 paper"),
     ("papervault index", "papervault index", "Indexed in"),
     ('papervault search "leases for local reads" --json', 'papervault search "leases for local reads" --json',
      '"paper_id": "brenner2023quorum"'),
@@ -430,7 +430,7 @@ NEWCOMER = [
      "[brenner2023quorum]"),
     ("papervault show lamport1998part", "papervault show lamport1998part", "Volume: 16"),
     ("papervault export --tag thesis -o thesis.bib", "papervault export --tag thesis -o thesis.bib",
-     "Exported 2 paper(s) as BibTeX to thesis.bib"),
+     "Exported 2 papers as BibTeX to thesis.bib"),
     ("papervault review", "papervault review", None),
     ("papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"",
      "papervault edit clark1991grounding --year 1991 --author \"Herbert H. Clark\"", None),
@@ -506,7 +506,7 @@ def make_demo(tmp_path_factory, prefect_api, model_dir) -> dict:
 DEMO = [
     ("source .venv/bin/activate", "source {venv}/bin/activate", None),
     ("export PAPERVAULT_WORKSPACE=~/research", "export PAPERVAULT_WORKSPACE={ws}", None),
-    ("papervault list", "papervault list", "3 paper(s)"),
+    ("papervault list", "papervault list", "3 papers"),
     ("papervault open lamport1998part --page 4", "papervault open brenner2023quorum --page 2 --print",
      "file://{ws}/pdfs/"),
     ('papervault search "leases for local reads" --json', 'papervault search "leases for local reads" --json',
@@ -515,7 +515,7 @@ DEMO = [
      "[brenner2023quorum] Quorum Leases for Fast Local Reads in Replicated Logs (p. 1, exact)"),
     ("papervault show lamport1998part", "papervault show brenner2023quorum", "**Authors:** Ada Brenner, Wei Zhang"),
     ("papervault export --tag thesis -o thesis.bib", "papervault export --survey {slug} -o demo.bib",
-     "Exported 3 paper(s) as BibTeX to demo.bib"),
+     "Exported 3 papers as BibTeX to demo.bib"),
     ('papervault survey "geo-replication" --backend extractive',
      'papervault survey "geo-replication" --backend extractive', "Survey written to {ws}/vault/surveys/geo-replication"),
     ("papervault site build", "papervault site build", "(3 papers, 2 surveys)"),

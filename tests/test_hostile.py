@@ -87,7 +87,7 @@ def test_deeply_nested_csl_and_better_bibtex_json_are_one_line_problems(ws, tmp_
         lines = problem_lines(res, path)
         assert len(lines) == 1, res.stderr
         assert "JSON nested deeper than 64 levels" in lines[0]
-    assert "Added 1 paper(s)" in res.stdout and "problems 2" in res.stdout
+    assert "Added 1 paper" in res.stdout and "problems 2" in res.stdout
     assert paper_ids(ws) == ["doe2020good"]
 
 
@@ -147,7 +147,7 @@ def test_deeply_nested_pdf_is_a_one_line_problem_not_an_empty_paper(ws, tmp_path
     assert res.returncode == 0, res.stderr
     lines = problem_lines(res, bad)
     assert len(lines) == 1 and "nests its objects deeper than the parser follows" in lines[0], res.stderr
-    assert "Added 1 paper(s)" in res.stdout
+    assert "Added 1 paper" in res.stdout
     ids = paper_ids(ws)
     assert len(ids) == 1 and "deep" not in ids[0]
 
@@ -198,7 +198,7 @@ def test_entries_with_different_keys_in_one_file_stay_two_papers(ws, tmp_path):
                      encoding="utf-8")
     res = cli(["add", str(bib)])
     assert res.returncode == 0, res.stderr
-    assert "Added 2 paper(s), merged 0" in res.stdout
+    assert "Added 2 papers, merged 0" in res.stdout
     assert sorted(paper_ids(ws)) == ["lamport2001paxos", "paxosagain"]
     # both keys resolve, as `[@paxosagain]` in a survey needs
     for key in ("lamport2001paxos", "paxosagain"):
@@ -206,11 +206,11 @@ def test_entries_with_different_keys_in_one_file_stay_two_papers(ws, tmp_path):
     # adding the file again finds each entry's own paper (by its key), even though they share a DOI
     again = cli(["add", str(bib)])
     # (each is found unchanged: nothing to merge, no commit)
-    assert "Added 0 paper(s), merged 0, unchanged 2" in again.stdout, again.stdout
+    assert "Added 0 papers, merged 0, unchanged 2" in again.stdout, again.stdout
     assert sorted(paper_ids(ws)) == ["lamport2001paxos", "paxosagain"]
     # the same paper from another file still merges
     res = cli(["add", str(other)])
-    assert "merged" in res.stdout and "Added 0 paper(s)" in res.stdout, res.stdout
+    assert "merged" in res.stdout and "Added 0 papers" in res.stdout, res.stdout
 
 
 LONG = ("Pre-training Objectives, Data Curation and Tokenisation Strategies for Robust and Efficient Multilingual "
@@ -233,7 +233,7 @@ def test_titles_differing_by_an_antonym_are_two_papers(ws, tmp_path, one, two):
     b.write_text(f"@article{{two2021, title={{{two}}}, author={{Smith, Ann}}, year={{2021}}}}\n", encoding="utf-8")
     res = cli(["add", str(a), str(b)])
     assert res.returncode == 0, res.stderr
-    assert "Added 2 paper(s), merged 0" in res.stdout, res.stdout
+    assert "Added 2 papers, merged 0" in res.stdout, res.stdout
     assert sorted(paper_ids(ws)) == ["one2020", "two2021"]
 
 
@@ -332,7 +332,7 @@ def test_index_refuses_a_note_whose_id_differs_from_its_folder_and_converges(ws,
                     encoding="utf-8")
     doctor = cli(["doctor"])
     assert doctor.returncode == 1
-    assert "[FAIL] note ids: 1 note(s) whose id differs from their folder, so they are not indexed: " \
+    assert "[FAIL] note ids: 1 note whose id differs from their folder, so they are not indexed: " \
            "papers/doe2020good/ (id: somethingelse)" in doctor.stdout
     first = cli(["index"])
     assert first.returncode == 0, first.stderr

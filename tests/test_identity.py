@@ -98,7 +98,7 @@ def test_corpus_papers_ids_years_and_printed_pages(ws, corpus_dir):
     # The site turns the printed page back into the PDF page its link opens.
     assert pages.pdf_page(mega.page_labels, 225) == 3 and pages.pdf_page([], 4) == 4
     checks = {c.name: c for c in run_checks(ws)}
-    assert "2 paper(s) without a year" in checks["paper years"].detail
+    assert "2 papers without a year" in checks["paper years"].detail
 
 
 def test_broken_text_layers_are_repaired(ws, tmp_path):
@@ -126,7 +126,7 @@ def test_broken_text_layers_are_repaired(ws, tmp_path):
     assert "The DSG\u2014the dependency graph\u2014is \u201cworse\u201d than expected" in text
     assert ws.vault.read_meta("lehman1986query").repaired_pages == [1]
     checks = {c.name: c for c in run_checks(ws)}
-    assert "3 paper(s) with repaired text layers" in checks["text layers"].detail
+    assert "3 papers with repaired text layers" in checks["text layers"].detail
 
 
 BIB = r"""@inproceedings{pedersen2019shard,

@@ -8,16 +8,14 @@ Slow (a deploy, a worker and two flow runs): one test, every step bounded by a t
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from papervault.workspace import Workspace
 
 from conftest import start_process, stop_process
-from test_survey_deploy import PREFECT, ROOT, _run
+from test_survey_deploy import PREFECT, ROOT, _run, init_workspace, worker_env
 
 PDF = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
 
@@ -27,10 +25,11 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
         pytest.skip("the prefect CLI is not installed beside this Python")
     from papervault.index.store import PaperIndex
 
-    ws, _ = Workspace.init(tmp_path / "deploy-ws")
+    ws = init_workspace(tmp_path / "deploy-ws", model_dir)
     (tmp_path / "in").mkdir()
     shutil.copy(corpus_dir / PDF, tmp_path / "in" / PDF)
-    env = dict(os.environ, PREFECT_API_URL=prefect_api, PAPERVAULT_WORKSPACE=str(ws.root))
+    # no PAPERVAULT_EMBED_* variable for the worker: the index flow reads the model from papervault.toml
+    env = worker_env(ws, prefect_api)
     worker = None
     try:
         # the pool may exist already: the survey deployment's test uses the same session server

@@ -95,13 +95,13 @@ def test_kill_between_git_add_and_commit_is_recovered_by_the_next_add(ws, tmp_pa
 
     doc = cli(["doctor"])
     assert doc.returncode == 1
-    assert "[FAIL] interrupted add: an interrupted `papervault add` left 2 paper folder(s) uncommitted" in doc.stdout
+    assert "[FAIL] interrupted add: an interrupted `papervault add` left 2 paper folders uncommitted" in doc.stdout
     assert "fix: run `papervault doctor --fix` to roll them back" in doc.stdout
 
     res = cli(["add", str(bibs["b"]), str(bibs["merge"])])
     assert "Traceback" not in res.stderr and "GitCommandError" not in res.stderr, res.stderr
     assert res.returncode == 0, res.stderr
-    assert "Added 1 paper(s), merged 1" in res.stdout
+    assert "Added 1 paper, merged 1" in res.stdout
     assert_clean(ws)
     log = git.Repo(ws / "vault").git.log("--format=%s").splitlines()
     assert len(log) == 3 and log[0].startswith("add: 1 new (roe2021second); 1 merged")
@@ -116,7 +116,7 @@ def test_kill_that_leaves_index_lock_is_recovered_by_the_next_add(ws, tmp_path, 
     assert (ws / "vault" / ".git" / "index.lock").exists()
     res = cli(["add", str(bibs["b"])])
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
-    assert "Added 1 paper(s)" in res.stdout
+    assert "Added 1 paper" in res.stdout
     assert_clean(ws)
 
 
@@ -160,11 +160,11 @@ def test_half_written_temp_file_is_reported_and_fixed(ws, bibs):
     tmp.write_text(note[: len(note) // 2], encoding="utf-8")
     doc = cli(["doctor"])
     assert doc.returncode == 1
-    assert "[FAIL] vault temp files: 1 unfinished write(s) from an interrupted command: " \
+    assert "[FAIL] vault temp files: 1 unfinished write from an interrupted command: " \
            "papers/doe2020first/.note.md.k3j2h1.tmp" in doc.stdout
     assert "fix: run `papervault doctor --fix`" in doc.stdout
     fixed = cli(["doctor", "--fix"])
-    assert "[fixed] deleted 1 temporary file(s)" in fixed.stdout and fixed.returncode == 0, fixed.stdout
+    assert "[fixed] deleted 1 temporary file" in fixed.stdout and fixed.returncode == 0, fixed.stdout
     assert not tmp.exists() and (folder / "note.md").read_text(encoding="utf-8") == note
     assert_clean(ws)
 
@@ -177,9 +177,9 @@ def test_staged_but_uncommitted_changes_are_reported_and_unstaged(ws, bibs):
     git.Repo(ws / "vault").git.add("--", "papers/doe2020first/note.md")   # then the session that staged it died
     doc = cli(["doctor"])
     assert doc.returncode == 1
-    assert "[FAIL] vault git staged: 1 change(s) staged but never committed" in doc.stdout
+    assert "[FAIL] vault git staged: 1 change staged but never committed" in doc.stdout
     fixed = cli(["doctor", "--fix"])
-    assert "[fixed] unstaged 1 change(s): papers/doe2020first/note.md" in fixed.stdout
+    assert "[fixed] unstaged 1 change: papers/doe2020first/note.md" in fixed.stdout
     assert fixed.returncode == 0, fixed.stdout
     assert staged(ws) == [] and note.read_text(encoding="utf-8") == edited   # the edit itself is kept
 

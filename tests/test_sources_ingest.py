@@ -111,4 +111,59 @@ def test_cli_add_reports_problems_warnings_and_merges(ws, tmp_path):
     assert f"skipped {bib}:2: @article entry skipped: unbalanced braces" in out
     assert f"warning {bib}#lamport2001paxos: file field names missing PDF(s): {tmp_path / 'missing.pdf'}" in out
     assert f"merged {more}#dup into lamport2001paxos" in out
-    assert "Added 1 paper(s), merged 1" in out
+    assert "Added 1 paper, merged 1" in out
+
+
+def test_a_merge_rewrites_the_notes_head_unless_a_person_edited_it(tmp_path):
+    """`papervault add` of a PDF, then of its BibTeX entry: the entry fills the venue and year, and the note's own
+    head (title, Authors, Published) says so; a note a person edited keeps its body. The other order (entry,
+    then PDF) gives the same head."""
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    pdf = tmp_path / "downloads" / "lamport-paxos.pdf"
+    pdf.parent.mkdir()
+    pdf.write_bytes(_paxos_pdf())
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{lamport2001paxos, author={Lamport, Leslie}, title={Paxos Made Simple}, year={2001},\n"
+                   f"  journal={{ACM SIGACT News}}, doi={{{DOI}}}}}\n", encoding="utf-8")
+    published = "**Published:** ACM SIGACT News, 2001  \n"
+
+    def add_cli(ws: Workspace, *inputs) -> str:
+        res = CliRunner().invoke(cli, ["add", *map(str, inputs), "--workspace", str(ws.root)])
+        assert res.exit_code == 0, (res.output, res.exception)
+        return res.output
+
+    ws = Workspace.init(tmp_path / "pdf-first")[0]
+    add_cli(ws, pdf)
+    (pid,) = ws.vault.paper_ids()
+    before = ws.vault.read_note(pid)[1]
+    assert "ACM SIGACT News" not in before and "**Authors:** Leslie Lamport  \n" in before
+    assert f"merged {bib}#lamport2001paxos into {pid}" in add_cli(ws, bib)
+    meta, body = ws.vault.read_note(pid)
+    assert meta.venue == "ACM SIGACT News" and meta.year == 2001 and ws.vault.paper_ids() == [pid]
+    assert published in body and body.count("**Published:**") == body.count("**Authors:**") == 1
+    assert body.lstrip().startswith("# Paxos Made Simple\n") and "**Authors:** Leslie Lamport  \n" in body
+    assert body.split("## ", 1)[1] == before.split("## ", 1)[1]          # the rest of the note is kept
+    assert not ws.vault.is_edited(pid) and ws.vault.is_clean()
+
+    # a body a person edited stays as they left it (no note.new.md); the record is still merged
+    ws = Workspace.init(tmp_path / "edited")[0]
+    add_cli(ws, pdf)
+    (pid,) = ws.vault.paper_ids()
+    note = ws.vault.note_path(pid)
+    note.write_text(note.read_text(encoding="utf-8") + "\nMy own reading.\n", encoding="utf-8")
+    ws.vault.commit("my edit")
+    mine = ws.vault.read_note(pid)[1]
+    add_cli(ws, bib)
+    assert ws.vault.read_note(pid)[1] == mine and ws.vault.read_meta(pid).venue == "ACM SIGACT News"
+    assert not (note.parent / "note.new.md").exists()
+
+    # the entry first, then its PDF: the PDF merges into the entry's paper, whose head names the entry's venue
+    ws = Workspace.init(tmp_path / "bib-first")[0]
+    add_cli(ws, bib)
+    add_cli(ws, pdf)
+    assert ws.vault.paper_ids() == ["lamport2001paxos"]
+    body = ws.vault.read_note("lamport2001paxos")[1]
+    assert published in body and "**Authors:** Leslie Lamport  \n" in body and "## " in body

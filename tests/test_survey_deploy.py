@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 
 
+def worker_env(ws: Workspace, prefect_api: str) -> dict[str, str]:
+    """The environment of the Prefect CLI and worker: the test's, less every PAPERVAULT_EMBED_* variable, as a
+    worker started in a fresh shell has it. The workspace's papervault.toml names the model (issue 18, trap 1)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERVAULT_EMBED_")}
+    return dict(env, PREFECT_API_URL=prefect_api, PAPERVAULT_WORKSPACE=str(ws.root))
+
+
+def init_workspace(root: Path, model_dir: Path) -> Workspace:
+    """A workspace that records its embedding model in papervault.toml, as `init --embed-model` does."""
+    ws, _ = Workspace.init(root, embed_model=os.environ["PAPERVAULT_EMBED_MODEL"], embed_model_path=str(model_dir))
+    recorded = tomllib.loads((ws.config_path).read_text())["embed"]
+    assert recorded["model_path"] == str(model_dir.resolve()), recorded
+    return ws
+
+
 def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
     r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"{' '.join(cmd[:4])} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
@@ -32,10 +48,11 @@ def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProce
 def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_dir, prefect_api):
     if not Path(PREFECT).exists():
         pytest.skip("the prefect CLI is not installed beside this Python")
-    ws, _ = Workspace.init(tmp_path / "deploy-ws")
+    ws = init_workspace(tmp_path / "deploy-ws", model_dir)
     ids = build_corpus_vault(ws, corpus_dir, max_pages=2, only=["harvest", "paxos"])
     # The session's Prefect server (conftest `prefect_api`): the CLI, the worker and the flow run all use it.
-    env = dict(os.environ, PREFECT_API_URL=prefect_api, PAPERVAULT_WORKSPACE=str(ws.root))
+    # The worker has no PAPERVAULT_EMBED_* variable: the flow finds the model in the workspace's settings.
+    env = worker_env(ws, prefect_api)
     worker = None
     try:
         _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)

@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from papervault.wording import plural
+
 Survey = Callable[..., dict[str, Any]]
 
 
@@ -37,7 +39,7 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     report = add(ws, [str(papers_dir)], backend=backend)
     timings["add"] = time.perf_counter() - t
     log(f"add: {len(report.added)} new, {len(report.merged)} merged, {len(report.unchanged)} unchanged, "
-        f"{len(report.problems)} problem(s) [{timings['add']:.1f} s]")
+        f"{plural(len(report.problems), 'problem')} [{timings['add']:.1f} s]")
     for p in report.problems:
         log(f"  skipped {p.source}: {p.error}")
 

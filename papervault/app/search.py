@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from papervault.errors import InputError, NotFoundError
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 
@@ -55,11 +56,11 @@ def why_no_hits(ws: Workspace, *, filters: dict[str, Any] | None = None, level: 
         n = len(ws.vault.paper_ids())
         if not n:
             return "No results: the vault has no papers yet. Add some with `papervault add FILE.pdf`."
-        return f"No results: the index is empty ({n} paper(s) in the vault). Run `papervault index`."
+        return f"No results: the index is empty ({plural(n, 'paper')} in the vault). Run `papervault index`."
     given = {k: v for k, v in (filters or {}).items() if v}
     if level:
         given["level"] = level
     if given:
         shown = ", ".join(f"--{k} {v}" for k, v in given.items())
-        return f"No results with {shown} ({chunks} chunks indexed). Drop or widen a filter."
-    return f"No results for this query ({chunks} chunks indexed). Try other words."
+        return f"No results with {shown} ({plural(chunks, 'chunk')} indexed). Drop or widen a filter."
+    return f"No results for this query ({plural(chunks, 'chunk')} indexed). Try other words."

@@ -24,6 +24,7 @@ from typing import Any, Callable, TypeVar
 from papervault.agents import Backend, Task, capabilities, get_backend
 from papervault.errors import PapervaultError
 from papervault.vault.paths import is_safe
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 T = TypeVar("T")
@@ -457,7 +458,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
             raise PapervaultError(f"no papers selected by {', '.join(specs) or 'the topic'}",
                                   fix="add papers with `papervault add`, add some to selection.md, or choose "
                                       "another --papers selection")
-        stage_done("retrieve", t0, f"survey {slug}: select {len(ids)} papers ({sel['how']}"
+        stage_done("retrieve", t0, f"survey {slug}: select {plural(len(ids), 'paper')} ({sel['how']}"
                    + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
                       "selection.md" if any(sel["edits"].values()) else "") + ")", [sdir / "selection.md"])
 
@@ -465,7 +466,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         t0 = time.perf_counter()
         parsed = stages.parse(ids)
         newly = [p["id"] for p in parsed if p["status"] == "parsed"]
-        stage_done("parse", t0, f"survey {slug}: parse {len(newly)} selected paper(s) lacking full text "
+        stage_done("parse", t0, f"survey {slug}: parse {plural(len(newly), 'selected paper')} lacking full text "
                    f"({', '.join(newly[:5])})" if newly else None, [ws.vault.papers_dir])
 
         # 3. analyse, per paper (skipped when the note is current)
@@ -474,7 +475,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         done = [a["id"] for a in analysed if a["status"] in ("analysed", "kept-edit")]
         current = [a["id"] for a in analysed if a["status"] == "skipped"]
         failed = [a for a in analysed if a["status"] == "failed"]
-        msg = (f"survey {slug}: analyse {len(done)} paper(s) with {backend} ({', '.join(done[:5])}"
+        msg = (f"survey {slug}: analyse {plural(len(done), 'paper')} with {backend} ({', '.join(done[:5])}"
                f"{' and more' if len(done) > 5 else ''}); {len(current)} already current"
                + (f"; {len(failed)} failed" if failed else "")) if done else None
         stage_done("analyse", t0, msg, [ws.vault.papers_dir])
@@ -501,7 +502,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
             [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
               "metrics": "; ".join(r.metrics), "results": "; ".join(r.results)[:200]} for r in corr.comparison],
             f"Comparison table of the survey “{topic}”")
-        stage_done("correlate", t0, f"survey {slug}: correlate {len(ids)} papers ({len(corr.clusters)} themes, "
+        stage_done("correlate", t0, f"survey {slug}: correlate {plural(len(ids), 'paper')} ({plural(len(corr.clusters), 'theme')}, "
                    f"{len(corr.lineages)} lineages, {len(corr.gaps)} gaps) to plan the outline",
                    [sdir / "correlation.md"])
 
@@ -525,7 +526,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         t0 = time.perf_counter()
         drafts = stages.draft([s.__dict__ | {} for s in o.sections], topic, ids, backend, corr_d, inputs)
         doc = assemble_survey(ws, slug, topic, backend, drafts, survey_papers)
-        stage_done("draft", t0, f"survey {slug}: draft {len(drafts)} sections citing {len(doc['cited'])} papers "
+        stage_done("draft", t0, f"survey {slug}: draft {plural(len(drafts), 'section')} citing {plural(len(doc['cited']), 'paper')} "
                    f"(before polishing)", [sdir])
 
         # 8. polish

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import click
 
 from papervault.workspace import Workspace
+from papervault.wording import plural  # noqa: F401 - the commands import it from here
 
 
 def workspace_option(f: Callable) -> Callable:
@@ -51,11 +52,6 @@ def paper_ids(ws: Workspace, given: list[str] | tuple[str, ...]) -> list[str]:
 def paper_id(ws: Workspace, given: str) -> str:
     """One paper id resolved as `paper_ids` does."""
     return paper_ids(ws, [given])[0]
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """`1 paper`, `2 papers`, `0 surveys`."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def emit_json(data: Any) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from papervault.commands.common import emit_json, json_option
+from papervault.wording import plural
 
 
 @click.command()
@@ -29,7 +30,7 @@ def demo(papers, workspace, backend, topic, as_json):
         emit_json(result)
         return
     click.echo("")
-    click.echo(f"Workspace: {result['workspace']} ({result['papers']} papers)")
+    click.echo(f"Workspace: {result['workspace']} ({plural(result['papers'], 'paper')})")
     click.echo(f"Survey:    {result['survey']}/survey.md")
     click.echo(f"Site:      {result['site']}  (open it in a browser, or: papervault site serve -w {result['workspace']})")
     click.echo(f"Wall time: {result['timings']['total']:.1f} s " +

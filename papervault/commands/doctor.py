@@ -7,6 +7,7 @@ import sys
 import click
 
 from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.wording import plural
 
 
 @click.command()
@@ -35,6 +36,6 @@ def doctor(do_fix, workspace, as_json):
             click.echo(f"[{mark}] {c.name}: {c.detail}")
             if c.fix and (not c.ok or c.level == "warning"):
                 click.echo(f"       fix: {c.fix}")
-        click.echo("All checks passed." if not failed else f"{len(failed)} problem(s) found.")
+        click.echo("All checks passed." if not failed else f"{plural(len(failed), 'problem')} found.")
     if failed:
         sys.exit(1)

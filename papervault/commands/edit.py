@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from papervault.commands.common import emit_json, json_option, open_workspace, paper_id, paper_ids, workspace_option
+from papervault.wording import plural
 
 
 @click.command()
@@ -69,5 +70,5 @@ def rekey(given, new_id, workspace, as_json):
     if as_json:
         emit_json(report)
     else:
-        click.echo(f"{report['id']} -> {report['new']}: {len(report['changed'])} file(s) changed, "
+        click.echo(f"{report['id']} -> {report['new']}: {plural(len(report['changed']), 'file')} changed, "
                    f"index {report.get('index', 'none')}")

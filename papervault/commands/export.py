@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from papervault.commands.common import emit_json, json_option, open_workspace, workspace_option
+from papervault.wording import plural
 
 
 @click.command("export")
@@ -34,7 +35,7 @@ def export(fmt, tag, collection, survey, output, workspace, as_json):
         if as_json:
             emit_json(summary)
         else:
-            click.echo(f"Exported {len(out.ids)} paper(s) as {'BibTeX' if fmt == 'bibtex' else 'CSL-JSON'} "
+            click.echo(f"Exported {plural(len(out.ids), 'paper')} as {'BibTeX' if fmt == 'bibtex' else 'CSL-JSON'} "
                        f"to {output}")
         return
     if as_json and fmt == "bibtex":

@@ -8,6 +8,7 @@ import click
 
 from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_ids,
                                         workspace_option)
+from papervault.wording import plural
 
 
 @click.command("add-repo")
@@ -39,8 +40,8 @@ def add_repo(target, papers, name, rebuild, quiet, workspace, as_json):
         emit_json(data)
         return
     at = f" @ {report.commit[:10]}" if report.commit else ""
-    click.echo(f"{report.repo}{at}: {report.files} files ({len(report.added)} added, {len(report.changed)} changed, "
-               f"{len(report.removed)} removed, {report.unchanged} unchanged), {report.chunks} chunks, "
+    click.echo(f"{report.repo}{at}: {plural(report.files, 'file')} ({len(report.added)} added, {len(report.changed)} changed, "
+               f"{len(report.removed)} removed, {report.unchanged} unchanged), {plural(report.chunks, 'chunk')}, "
                f"{report.embedded} embedded in {data['seconds']} s")
     for p in report.papers:
         click.echo(f"linked {p['paper_id']} ({p['how']}: {p['evidence']})")

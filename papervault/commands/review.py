@@ -8,6 +8,7 @@ import click
 
 from papervault.commands.common import (emit_json, json_option, open_workspace, paper_ids as resolve_all,
                                         workspace_option)
+from papervault.wording import plural
 
 
 @click.command()
@@ -48,7 +49,7 @@ def review(paper_ids, show_diff, mark, reviewer, comment, include_unanalysed, wo
             item["changes"] = asdict(d)
             if not as_json:
                 since = f"since review {d.since[:8]}" if d.since else "(no commits yet)"
-                click.echo(f"== {pid} {since}: {len(d.commits)} commit(s)")
+                click.echo(f"== {pid} {since}: {plural(len(d.commits), 'commit')}")
                 for c in d.commits:
                     click.echo(f"   {c['sha'][:8]} {c['message']}")
                 click.echo(d.diff or "   no changes to note.md or paper.md")

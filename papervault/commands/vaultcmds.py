@@ -8,6 +8,7 @@ import click
 
 from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id as resolve,
                                         plural, runner_options, workspace_option)
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 
@@ -91,9 +92,9 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
     for link in report.code_links:
         click.echo(f"linked {link['paper_id']} to code repository {link['repo']} ({link['how']}: {link['evidence']})")
     if report.pdfs_kept:
-        click.echo(f"kept the PDFs of {len(report.pdfs_kept)} earlier paper(s) in {ws.pdf_dir}: "
+        click.echo(f"kept the PDFs of {plural(len(report.pdfs_kept), 'earlier paper')} in {ws.pdf_dir}: "
                    + ", ".join(report.pdfs_kept[:5]) + (" ..." if len(report.pdfs_kept) > 5 else ""))
-    click.echo(f"Added {len(report.added)} paper(s), merged {len(report.merged)}, unchanged {len(report.unchanged)}"
+    click.echo(f"Added {plural(len(report.added), 'paper')}, merged {len(report.merged)}, unchanged {len(report.unchanged)}"
                + (f" ({len(report.reanalysed)} re-analysed)" if report.reanalysed else "")
                + f", problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
     if failed:
@@ -124,7 +125,7 @@ def list_papers(tag, year, venue, author, status, title, workspace, as_json):
         return
     for r in rows:
         click.echo(f"{r['id']:32} {r['year'] or '    '}  {r['status']:9} {r['title'][:80]}")
-    click.echo(f"{len(rows)} paper(s)")
+    click.echo(plural(len(rows), "paper"))
 
 
 @click.command()
@@ -175,9 +176,9 @@ def delete(paper_ids, workspace, as_json):
         emit_json(out)
         return
     removed = out["index"]["chunks_removed"] if isinstance(out["index"], dict) else None
-    click.echo(f"Deleted {len(out['deleted'])} paper(s): {', '.join(out['deleted'])}"
+    click.echo(f"Deleted {plural(len(out['deleted']), 'paper')}: {', '.join(out['deleted'])}"
                + (f"; vault commit {out['commit'][:8]}" if out["commit"] else "")
-               + (f"; {removed} chunk(s) removed from the index" if removed is not None else f"; index {out['index']}"))
+               + (f"; {plural(removed, 'chunk')} removed from the index" if removed is not None else f"; index {out['index']}"))
 
 
 @click.command()
@@ -207,7 +208,7 @@ def status(workspace, as_json):
         what = [f"{label} p. {page_ranges(p[k])}" for k, label in (("repaired", "repaired"), ("ocr", "OCR'd")) if p[k]]
         click.echo(f"  {pid}: {'; '.join(what)} (of {p['pages'] or '?'} pages)")
     if len(tl["papers"]) > STATUS_PAPERS:
-        click.echo(f"  ... and {len(tl['papers']) - STATUS_PAPERS} more papers (`papervault status --json` lists all)")
+        click.echo(f"  ... and {plural(len(tl['papers']) - STATUS_PAPERS, 'more paper')} (`papervault status --json` lists all)")
 
 
 STATUS_PAPERS = 20   # papers with repaired or OCR'd pages listed by `status` (--json lists all)

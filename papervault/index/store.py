@@ -21,6 +21,7 @@ from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index.embed import Embedder
 from papervault.models import Chunk, PaperMeta
+from papervault.wording import plural
 
 log = logging.getLogger(__name__)
 
@@ -555,5 +556,5 @@ class PaperIndex:
             out["health"] = f"stale: {why}; {RECHUNK_FIX}"
             return out
         pending = set(self.workspace.vault.paper_ids()) ^ set(papers.to_arrow()["paper_id"].to_pylist())
-        out["health"] = f"stale: {len(pending)} paper(s) to sync" if pending else ("ok" if out["papers"] else "empty")
+        out["health"] = f"stale: {plural(len(pending), 'paper')} to sync" if pending else ("ok" if out["papers"] else "empty")
         return out

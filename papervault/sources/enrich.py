@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from papervault.errors import SourceError
+from papervault.identity import refresh_head
 from papervault.ids import normalize_title
 from papervault.sources.web import HttpPolicy, get
+from papervault.wording import plural
 
 TRUSTED = frozenset({"user", "bibtex", "csl", "zotero"})
 IDENTITY = ("title", "authors", "year", "venue", "doi")
@@ -232,8 +234,9 @@ def enrich_locked(ws, ids: list[str] | None = None) -> dict:
         fields = {k: getattr(meta, k) for k in IDENTITY}
         extra = {"retracted": meta.retracted} if "retracted" in changed else {}
         vault.update_meta(pid, bib=meta.bib, provenance=meta.provenance, **fields, **extra)
+        refresh_head(vault, pid)       # the note's title, Authors and Published lines, unless a person edited it
         touched.append(vault.note_path(pid))
         report["enriched"][pid] = changed
     if touched:
-        vault.commit(f"enrich: {len(touched)} paper(s) from Crossref/OpenAlex/arXiv", touched)
+        vault.commit(f"enrich: {plural(len(touched), 'paper')} from Crossref/OpenAlex/arXiv", touched)
     return report

@@ -27,6 +27,7 @@ from papervault.chunking.code import (CodeChunk, RepoSummary, chunk_file, detect
 from papervault.errors import NotFoundError, SourceError
 from papervault.vault import frontmatter
 from papervault.vault.store import ID_PATTERN, atomic_write
+from papervault.wording import plural
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +453,7 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
     report.note = note.relative_to(vault.root).as_posix()
     parts = [f"{len(report.added)} added", f"{len(report.changed)} changed", f"{len(report.removed)} removed"]
     msg = (f"add-repo: {src.name} @ {src.commit[:10] or 'working tree'} ({', '.join(parts)} files, "
-           f"{report.chunks} chunks)")
+           f"{plural(report.chunks, 'chunk')})")
     if note_papers:
         msg += f"; papers: {', '.join(p['id'] for p in note_papers)}"
     report.vault_commit = vault.commit(msg, [note, *touched])
