@@ -3,7 +3,7 @@ disk vs a loopback S3 server, peak memory of `add` + `index` against library siz
 time of a 20,000-paper library on N workers.
 
     python bench/scale.py                       # short runs: 4 corpus PDFs, CSL sizes 1000,3000,9000
-    python bench/scale.py --sizes 10000,30000,90000 --pdfs 8
+    python bench/scale.py --sizes 10000,30000,90000 --index-max 10000 --skip dask,s3   # memory against size
 
 Every number is measured here, on subsets; the 20,000-paper estimate extrapolates the per-worker rates and
 says how. The parse and embedding rates time only the mapped tasks (after the cluster and each worker's model
@@ -173,32 +173,60 @@ def csl_library(n: int, out: Path) -> Path:
     return out
 
 
-def memory_vs_size(sizes: list[int], tmp: Path) -> list[dict]:
-    """Each size in its own fresh process (peaks are per process): `add` of the CSL file, then `index`."""
+_ADD = """
+import json, sys, time
+def hwm():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1]) / 1024
+from papervault.app.papers import add
+from papervault.workspace import Workspace
+ws, _ = Workspace.init(sys.argv[1])
+t = time.perf_counter()
+r = add(ws, [sys.argv[2]], backend='extractive')
+print(json.dumps({'added': len(r.added), 'commits': len(r.commits), 'add_s': round(time.perf_counter() - t, 1),
+                  'add_peak_mb': round(hwm())}))
+"""
+
+_INDEX = """
+import json, sys, time
+def hwm():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1]) / 1024
+from papervault.index.store import PaperIndex
+from papervault.workspace import Workspace
+ws = Workspace.resolve(sys.argv[1]).require()
+t = time.perf_counter()
+with ws.write_lock('index'):
+    s = PaperIndex(ws).sync()
+print(json.dumps({'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1), 'index_peak_mb': round(hwm())}))
+"""
+
+
+def memory_vs_size(sizes: list[int], tmp: Path, index_max: int = 3000) -> list[dict]:
+    """Each size in fresh processes (peaks are per process): `add` of the CSL file, then `index` of the
+    abstracts when the library has at most `index_max` records (embedding 90,000 abstracts takes hours here).
+
+    Peaks are VmHWM of the Python process (git runs in children of its own)."""
     rows = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for n in sizes:
         csl = csl_library(n, tmp / f"lib-{n}.json")
+        row: dict = {"records": n}
         # VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child would report this process's peak.
-        script = ("import json, sys, time\n"
-                  "def hwm():\n    for line in open('/proc/self/status'):\n"
-                  "        if line.startswith('VmHWM:'):\n            return int(line.split()[1]) / 1024\n"
-                  "from papervault.app.papers import add\nfrom papervault.index.store import PaperIndex\n"
-                  "from papervault.workspace import Workspace\n"
-                  "ws, _ = Workspace.init(sys.argv[1]); t = time.perf_counter()\n"
-                  "r = add(ws, [sys.argv[2]], backend='extractive')\n"
-                  "a = time.perf_counter() - t; pa = hwm()\n"
-                  "t = time.perf_counter()\nwith ws.write_lock('index'):\n    s = PaperIndex(ws).sync()\n"
-                  "print(json.dumps({'added': len(r.added), 'add_s': round(a, 1), 'add_peak_mb': round(pa),"
-                  " 'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1),"
-                  " 'peak_mb': round(hwm())}))\n")
-        r = subprocess.run([sys.executable, "-c", script, str(tmp / f"mem-{n}"), str(csl)], capture_output=True,
-                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        if r.returncode:
-            raise SystemExit(f"memory run at {n} failed: {r.stderr[-2000:]}")
-        row = {"records": n, **json.loads(r.stdout.strip().splitlines()[-1])}
+        for script, args, skip in ((_ADD, [str(tmp / f"mem-{n}"), str(csl)], False),
+                                   (_INDEX, [str(tmp / f"mem-{n}")], n > index_max)):
+            if skip:
+                continue
+            r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
+            if r.returncode:
+                raise SystemExit(f"memory run at {n} failed: {r.stderr[-2000:]}")
+            row.update(json.loads(r.stdout.strip().splitlines()[-1]))
         print(f"  {n:>6} records: {row}", flush=True)
         rows.append(row)
         shutil.rmtree(tmp / f"mem-{n}", ignore_errors=True)
+        (tmp / f"lib-{n}.json").unlink(missing_ok=True)
     return rows
 
 
@@ -224,6 +252,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pdfs", type=int, default=4, help="corpus PDFs parsed and embedded per worker count")
     ap.add_argument("--sizes", default="1000,3000,9000", help="CSL library sizes for the memory runs")
+    ap.add_argument("--index-max", type=int, default=3000,
+                    help="index the abstracts only for libraries of at most this many records")
     ap.add_argument("--index-papers", type=int, default=300, help="papers in the local-vs-S3 index run")
     ap.add_argument("--out", help="also write the results (JSON) to this file")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: dask,s3,memory")
@@ -249,7 +279,7 @@ def main() -> None:
             for r in out["index"]:
                 print(f"  index {r}", flush=True)
         if "memory" not in skip:
-            out["memory"] = memory_vs_size([int(s) for s in args.sizes.split(",")], tmp)
+            out["memory"] = memory_vs_size([int(s) for s in args.sizes.split(",")], tmp, args.index_max)
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2))
     out["load_avg_end"] = os.getloadavg()[0]

@@ -1,7 +1,9 @@
 """The Prefect flows `add` and `index`: the heavy per-paper work spread by a task runner, the writes in one place.
 
-`add` maps the parse of each PDF (text, layout, OCR) over the flow's task runner; `index` maps the embedding
-batches. Workers only compute and return: parsed papers, vectors. The flow's own process is the single writer:
+`add` maps the parse of each PDF (text, layout, OCR) and then the analysis of each new paper over the flow's task
+runner; `index` maps the embedding batches. Workers only compute and return: parsed papers, notes, vectors. On a
+Dask worker each PDF is parsed in a child process, so one that hangs is abandoned after `[parse] timeout` and
+becomes that paper's problem while the batch goes on. The flow's own process is the single writer:
 it runs the same library functions as the plain CLI (`papervault.app.papers.add`, `PaperIndex.sync`) under the
 workspace write lock, writes the vault, makes the one commit and merges the rows into the index. The result is
 the in-process result: the same notes, the same chunk ids, the same vectors (the batches are the same).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
@@ -34,12 +37,12 @@ def parse_pdf(path: str, settings: dict, cache_dir: str | None):
     error as a plain tuple (it crosses process boundaries)."""
     import multiprocessing as mp
 
-    from papervault.parse.batch import _init_worker, _worker, parse_many
+    from papervault.parse.batch import parse_in_child, parse_many
 
     if mp.current_process().daemon:
-        # A Dask worker process (one task thread, see task_runner): it may not start children, and parses here.
-        _init_worker()
-        return _worker(path, settings, cache_dir)
+        # A Dask worker process may not start multiprocessing children, but may start a plain subprocess: the
+        # file is parsed in one (kept for the next file), so a file that hangs is abandoned after the timeout.
+        return parse_in_child(path, settings, cache_dir)
     # On threads: PyMuPDF is not thread-safe, so each file goes to its own process, with the parse timeout.
     from papervault.config import ParseSettings
     from papervault.errors import ParseError
@@ -60,18 +63,64 @@ def embed_batch(texts: list[str], settings: dict):
     return Embedder(EmbedSettings(**settings)).embed(texts)
 
 
-def _parse_mapped(paths: list[str], settings, cache_dir) -> dict:
+_backends: dict = {}
+
+
+@task(name="analyse-paper", retries=0)
+def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None) -> dict:
+    """One paper's analysis (`papervault.survey.analyse.run_job`): the note's metadata and body back, or the
+    error; the flow's process writes it. The backend is built once per worker process."""
+    from papervault.agents import get_backend
+    from papervault.config import Settings
+    from papervault.survey.analyse import run_job
+
+    key = (backend, repr(sorted(settings.items())), state_dir)
+    if key not in _backends:
+        state = Path(state_dir) if state_dir and Path(state_dir).is_dir() else None
+        if state is None:
+            import tempfile
+
+            state = Path(tempfile.mkdtemp(prefix="papervault-worker-"))
+        _backends[key] = get_backend(backend, Settings(settings), state_dir=state)
+    return run_job(job, _backends[key])
+
+
+def _analyse_mapped(ws: Workspace, progress=None):
+    """`papervault.ingest.AnalyseFn` over the task runner, with the workspace's agent settings."""
+    from papervault.agents import registered
+
+    def analyse(jobs: list[dict], backend: str) -> list[dict]:
+        # the analyser's sections only: the agent settings and the backend's own (never the whole configuration)
+        names = ["agents"] + [n for n in ("claude", "openai") if n == backend and n in registered()]
+        settings = {n: getattr(ws.settings, n).model_dump() for n in names}
+        futures = analyse_paper.map(jobs, unmapped(backend), unmapped(settings), unmapped(str(ws.state_dir)))
+        out = []
+        for n, (job, fut) in enumerate(zip(jobs, futures), 1):
+            try:
+                out.append(fut.result())
+            except Exception as exc:  # the task itself failed: that paper's problem, not the run's
+                out.append({"paper_id": job["paper_id"], "error": f"analysis task failed ({type(exc).__name__}: "
+                                                                  f"{str(exc)[:160]})"})
+            if progress:
+                progress("analyse", n, len(jobs))
+        return out
+    return analyse
+
+
+def _parse_mapped(paths: list[str], settings, cache_dir, progress=None) -> dict:
     """`papervault.ingest.ParseFn` over the task runner: {path: ParsedPaper | ParseError}, in input order."""
     from papervault.parse.batch import _result
 
     futures = parse_pdf.map(paths, unmapped(settings.model_dump()), unmapped(str(cache_dir) if cache_dir else None))
     out = {}
-    for path, fut in zip(paths, futures):
+    for n, (path, fut) in enumerate(zip(paths, futures), 1):
         try:
             out[path] = _result(path, fut.result())
         except Exception as exc:  # the task failed after its retry: that file's problem, not the run's
             out[path] = _result(path, ("error", f"parse task failed ({type(exc).__name__}: {str(exc)[:160]})",
                                        "run `papervault add` on that file alone to see the error"))
+        if progress:
+            progress("parse", n, len(paths))
     return out
 
 
@@ -79,6 +128,34 @@ def _embed_mapped(settings):
     def embed_batches(batches: list[list[str]]):
         return [f.result() for f in embed_batch.map(batches, unmapped(settings.model_dump()))]
     return embed_batches
+
+
+# --- progress: the CLI's progress line when run from it, else the flow run's log ---------------------------
+
+_local_progress: list = [None]      # set by `run` for the flow it runs in this process
+
+
+def _progress():
+    """The progress callback `(stage, done, total)` of this flow run: the terminal's progress line when the
+    CLI runs the flow, else lines in the flow run's log (at most one per LOG_EVERY seconds, and the last)."""
+    if _local_progress[0] is not None:
+        return _local_progress[0]
+    import time
+
+    from prefect import get_run_logger
+
+    logger = get_run_logger()
+    last = [0.0]
+
+    def report(stage: str, done: int, total: int | None = None) -> None:
+        now = time.monotonic()
+        if now - last[0] >= LOG_EVERY or (total and done >= total):
+            last[0] = now
+            logger.info("%s: %s", stage, f"{done}/{total}" if total else done)
+    return report
+
+
+LOG_EVERY = 10.0
 
 
 # --- flows: the single writer -----------------------------------------------------------------------------
@@ -98,10 +175,14 @@ def _default_runner():
 def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
         reanalyse: bool = False) -> dict[str, Any]:
     """Import papers like `papervault add`, parsing the PDFs on the task runner; one vault commit."""
+    from functools import partial
+
     from papervault.app.papers import add as app_add
 
     ws = Workspace.resolve(workspace).require()
-    report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, parse_fn=_parse_mapped)
+    progress = _progress()
+    report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, progress=progress,
+                     parse_fn=partial(_parse_mapped, progress=progress), analyse_fn=_analyse_mapped(ws, progress))
     return report.as_dict()
 
 
@@ -111,9 +192,11 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
     from papervault.index.store import PaperIndex
 
     ws = Workspace.resolve(workspace).require()
+    progress = _progress()
     with ws.write_lock("index"):
         idx = PaperIndex(ws, embed_batches=_embed_mapped(ws.settings.embed))
-        return idx.rebuild() if rebuild else idx.sync()
+        step = lambda done, total: progress("embed", done, total)   # noqa: E731
+        return idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
 
 
 # --- running them from the CLI ----------------------------------------------------------------------------
@@ -161,10 +244,15 @@ def _api_for_workers_env():
 
 
 def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
-        **params: Any) -> dict[str, Any]:
-    """Run `add` or `index` in this process with the chosen task runner (see `_api_for_workers_env` for Dask)."""
+        progress=None, **params: Any) -> dict[str, Any]:
+    """Run `add` or `index` in this process with the chosen task runner (see `_api_for_workers_env` for Dask);
+    `progress(stage, done, total)` is told how the run goes (the CLI's progress line)."""
     call = flow_fn.with_options(task_runner=task_runner(task_runner_kind, workers, dask_address))
-    if task_runner_kind != "dask":
-        return call(**params)
-    with _api_for_workers_env():
-        return call(**params)
+    _local_progress[0] = progress
+    try:
+        if task_runner_kind != "dask":
+            return call(**params)
+        with _api_for_workers_env():
+            return call(**params)
+    finally:
+        _local_progress[0] = None

@@ -183,6 +183,7 @@ class SourcesSettings(Section):
     crossref_url: str = Field("https://api.crossref.org", description="Crossref REST API (its /works)")
     openalex_url: str = Field("https://api.openalex.org", description="OpenAlex API (its /works)")
     enrich_delay: float = Field(1.0, description="seconds between requests to one metadata service")
+    commit_every: int = Field(4096, ge=1, description="records between two vault commits of a big `add`")
 
 
 class SiteSettings(Section):

@@ -21,11 +21,18 @@ from papervault.wording import plural
 from papervault.workspace import Workspace
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
+# Records between two vault commits of a big import (`[sources] commit_every`, default 4096). A commit makes a
+# killed import's work permanent (the rerun finds those papers and goes on), but each one writes a new tree
+# object listing every folder of papers/, so commits come in thousands of records, not per batch.
 
 Progress = Callable[[str, int, int | None], None]
 # How a batch's PDFs are parsed: (paths, parse settings, cache dir) -> {path: ParsedPaper | ParseError}.
 # In-process it is `parse_many` (a local process pool); the ingest flow maps it over a task runner instead.
 ParseFn = Callable[[list[str], object, Path | None], dict]
+# How a batch's analyses run elsewhere: (jobs of `papervault.survey.analyse.analysis_job`, backend name) ->
+# results of `run_job`, in order. In-process the analyser runs here (`analyse_papers`); the ingest flow maps
+# the jobs over its task runner, and this process only writes the notes.
+AnalyseFn = Callable[[list[dict], str], list[dict]]
 
 
 @dataclass
@@ -49,12 +56,14 @@ class AddReport:
     code_links: list[dict] = field(default_factory=list)    # {paper_id, repo, how, evidence}: new papers -> repos
     pdfs_kept: list[str] = field(default_factory=list)      # papers added earlier whose PDF the store now keeps
     reanalysed: list[str] = field(default_factory=list)     # unchanged papers analysed again (--reanalyse)
+    commits: list[str] = field(default_factory=list)        # every vault commit of the run (`commit`: the last)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
-                "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed}
+                "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed,
+                "commits": self.commits}
 
 
 def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
@@ -134,23 +143,35 @@ def _union(a: list, b: list) -> list:
 
 
 class Ingest:
-    """One `add` run over a workspace: holds the dedup index and the parse settings."""
+    """One `add` run over a workspace: holds the catalog (dedup index, ids, file hashes) and the parse settings.
+
+    What it knows of the vault's papers is looked up in the catalog on disk (`papervault.sources.catalog`),
+    not held in memory, and its writes are not synced one by one: the file system is synced once before each
+    commit, a commit comes every `[sources] commit_every` records, and the write-ahead journal makes a kill at any point
+    roll back to the last commit. So memory stays flat and the disk is not waited on per paper.
+    """
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
-                 reanalyse: bool = False, parse_fn: ParseFn | None = None):
+                 reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None):
         from papervault.ids import make_key
-        from papervault.sources.dedup import DedupIndex
+        from papervault.sources.catalog import Catalog
+        from papervault.vault.store import Vault
 
         self.ws = ws
-        self.vault = ws.vault
+        self.vault = Vault(ws.vault.root, fsync=False)
         self.progress = progress or (lambda *a: None)
         self.make_key = make_key
-        self.dedup = DedupIndex.from_vault(self.vault)
-        self.taken = set(self.vault.paper_ids())
-        self.by_hash = {m.sha256: m.id for m in self.vault.iter_meta() if m.sha256}
+        self.catalog = Catalog.open(ws)
+        self.dedup = self.catalog.dedup
+        self.taken = self.dedup.ids
+        self.by_hash = self.catalog.hashes
+        self.what = "add"
+        self._since_commit = 0
+        self._part = {"added": 0, "merged": 0, "pdfs_kept": 0, "reanalysed": 0}   # the report at the last commit
         self.backend_name = backend
         self.reanalyse = reanalyse
         self.parse_fn = parse_fn
+        self.analyse_fn = analyse_fn
         self._backend = None
         self.report = AddReport()
         self.touched: list[Path] = []
@@ -158,7 +179,7 @@ class Ingest:
         self.pending: list[tuple[str, str]] = []   # (paper id, source) written in this batch, to analyse
         from papervault.vault.journal import Journal
 
-        self.journal = Journal(ws.state_dir / "journal" / "add", self.vault)
+        self.journal = Journal(ws.state_dir / "journal" / "add", self.vault, fsync=False)
 
     @property
     def backend(self):
@@ -196,6 +217,9 @@ class Ingest:
                     good.append(item)
             self._run_batch(good)
             done += len(batch)
+            self._since_commit += len(batch)
+            if self._since_commit >= self.ws.settings.sources.commit_every:
+                self.commit(final=False)
             self.progress("add", done, None)
         return self.report
 
@@ -291,7 +315,7 @@ class Ingest:
         key = self.dedup.new_id(rec)
         if key in self.taken:
             key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken)
-        self.taken.add(key)
+        self.catalog.store.add_id(key)
         meta = _meta_from(rec, key)
         meta.provenance = prov
         self._store(meta, rec, parsed, sha)
@@ -397,6 +421,7 @@ class Ingest:
             self.vault.update_meta(pid, **{k: getattr(meta, k) for k in (
                 "sha256", "pdf", "pages", "parser", "ocr_pages", "files", "status", "sources", "title", "authors", "year",
                 "doi", "arxiv", "abstract", "venue", "repaired_pages", "page_labels", "bib", "provenance")})
+        self.catalog.note_paper(meta)
         if parsed is None and not self.vault.fulltext_path(pid).is_file():
             return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
         self.pending.append((pid, rec.source))      # analysed together at the end of the batch
@@ -406,11 +431,17 @@ class Ingest:
         once); a paper whose analysis fails is reported as a problem and not counted as added."""
         if not self.pending:
             return
-        from papervault.survey.analyse import analyse_papers
+        from papervault.survey.analyse import analyse_elsewhere, analyse_papers
 
         pending, self.pending = self.pending, []
-        outcomes = analyse_papers(self.vault, [pid for pid, _ in pending], self.backend, force=self.reanalyse,
-                                  template_dir=self.ws.root / "templates")
+        ids = [pid for pid, _ in pending]
+        if self.analyse_fn is not None:
+            outcomes = analyse_elsewhere(self.vault, ids, self.backend,
+                                         lambda jobs: self.analyse_fn(jobs, self.backend_name), force=self.reanalyse,
+                                         template_dir=self.ws.root / "templates")
+        else:
+            outcomes = analyse_papers(self.vault, ids, self.backend, force=self.reanalyse,
+                                      template_dir=self.ws.root / "templates")
         for (pid, source), o in zip(pending, outcomes):
             if o.status == "kept-edit":      # say so: the hand-edited note.md stays, the analysis went beside it
                 self.report.warnings.append(Problem(source, f"{pid}: {o.message}"))
@@ -426,10 +457,17 @@ class Ingest:
 
     def keep_pdfs(self) -> None:
         """Papers added before the workspace kept PDFs get their copy now, when the original is still there."""
-        from papervault.pdfstore import backfill
+        from papervault.pdfstore import backfill, kept
 
+        # Only papers with files and a hash can gain a PDF: the catalog names them, no note is read for the rest.
+        ids = [pid for pid, pdf in self.catalog.pdf_candidates() if kept(self.ws.root, pdf) is None]
+        if not ids:
+            return
         try:
-            self.report.pdfs_kept += backfill(self.ws, self.vault, before=self.journal.touch)
+            done = backfill(self.ws, self.vault, ids, before=self.journal.touch)
+            self.report.pdfs_kept += done
+            for pid in done:
+                self.catalog.note_paper(self.vault.read_meta(pid))
         except OSError as exc:
             self.report.warnings.append(Problem("pdfs", f"earlier papers' PDFs not kept: {exc}"))
 
@@ -448,35 +486,59 @@ class Ingest:
         self.report.code_links = [{k: l[k] for k in ("paper_id", "repo", "how", "evidence")} for l in links]
         self.code_paths = paths
 
-    def commit(self, what: str = "add") -> str | None:
-        """Link the run's papers to indexed code repositories (`link_code`), then make the run's one commit."""
+    def commit(self, what: str | None = None, *, final: bool = True) -> str | None:
+        """Commit what the run wrote since its last commit. The final commit first keeps the PDFs of earlier
+        papers (`keep_pdfs`) and links the run's papers to indexed code repositories (`link_code`)."""
         r = self.report
-        self.keep_pdfs()
-        if not (r.added or r.merged or r.pdfs_kept or r.reanalysed):
+        what = what or self.what
+        if final:
+            self.keep_pdfs()
+        part = {k: getattr(r, k)[self._part[k]:] for k in self._part}
+        if final and (r.added or r.merged):
+            self.link_code()
+        if not (any(part.values()) or (final and self.code_paths)):
             self.journal.clear()
             return None
-        self.link_code()
         parts = []
-        if r.added:
-            shown = ", ".join(r.added[:5]) + (f" and {len(r.added) - 5} more" if len(r.added) > 5 else "")
-            parts.append(f"{len(r.added)} new ({shown})")
-        if r.merged:
-            parts.append(f"{len(r.merged)} merged")
-        if r.pdfs_kept:
-            parts.append(f"{plural(len(r.pdfs_kept), 'PDF')} kept in the workspace")
-        if r.reanalysed:
-            parts.append(f"{len(r.reanalysed)} re-analysed ({', '.join(r.reanalysed[:5])})")
-        if r.code_links:
+        added = part["added"]
+        if added:
+            shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+            parts.append(f"{len(added)} new ({shown})")
+        if part["merged"]:
+            parts.append(f"{len(part['merged'])} merged")
+        if part["pdfs_kept"]:
+            parts.append(f"{plural(len(part['pdfs_kept']), 'PDF')} kept in the workspace")
+        if part["reanalysed"]:
+            parts.append(f"{len(part['reanalysed'])} re-analysed ({', '.join(part['reanalysed'][:5])})")
+        if final and r.code_links:
             pairs = [f"{l['paper_id']} -> {l['repo']}" for l in r.code_links]
             more = f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""
             parts.append("linked to code: " + ", ".join(pairs[:5]) + more)
         msg = f"{what}: " + "; ".join(parts) + f" [{self.backend_name}]"
-        if r.problems:
+        if r.commits or not final:
+            msg += f"\n\nPart {len(r.commits) + 1} of a bulk import."
+        if final and r.problems:
             msg += f"\n\n{plural(len(r.problems), 'input')} not imported:\n" + "\n".join(
                 f"- {p.source}: {p.error}" for p in r.problems[:50])
-        r.commit = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths])
+        from papervault.vault.store import sync_files
+
+        # The run's files were written without an fsync each: one sync of the file system makes them durable
+        # before the commit that records them.
+        sync_files(self.vault.root)
+        self.vault.stage(self.touched)
+        sha = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths] if final else [])
+        if sha:
+            r.commit = sha
+            r.commits.append(sha)
+        self.catalog.committed()
         self.journal.clear()
-        return r.commit
+        self.touched = []
+        self._since_commit = 0
+        self._part = {k: len(getattr(r, k)) for k in self._part}
+        return sha
+
+    def close(self) -> None:
+        self.catalog.close()
 
 
 def recover(ws: Workspace) -> list[str]:
@@ -495,16 +557,23 @@ def recover(ws: Workspace) -> list[str]:
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
-        options: dict | None = None, reanalyse: bool = False, parse_fn: ParseFn | None = None) -> AddReport:
-    """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit.
+        options: dict | None = None, reanalyse: bool = False, parse_fn: ParseFn | None = None,
+        analyse_fn: AnalyseFn | None = None) -> AddReport:
+    """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit (one
+    per `[sources] commit_every` records for a big import).
 
-    `parse_fn` parses a batch's PDFs elsewhere (the ingest flow's task runner); the writes stay here."""
+    `parse_fn` parses a batch's PDFs elsewhere and `analyse_fn` analyses its papers elsewhere (the ingest flow's
+    task runner); the writes stay here."""
     ws.require()
     with ws.write_lock("add"):
         recover(ws)
-        job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn)
-        job.run(_records(inputs, ws, options or {}))
-        job.commit()
+        job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn,
+                     analyse_fn=analyse_fn)
+        try:
+            job.run(_records(inputs, ws, options or {}))
+            job.commit()
+        finally:
+            job.close()
         src = ws.settings.sources
         if src.online and src.enrich_on_add and job.report.added:
             # Identity from Crossref/OpenAlex/arXiv for the new papers; a failure never undoes the import.

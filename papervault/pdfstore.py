@@ -119,9 +119,8 @@ def backfill(ws, vault, ids: list[str] | None = None, *, before=None) -> list[st
     the bytes the note records (`sha256`); the notes gain `pdf:` (not committed here). `before(id)` is called
     before a note changes (the add journal). Returns the ids done."""
     done = []
-    for meta in vault.iter_meta():
-        if ids is not None and meta.id not in ids:
-            continue
+    metas = vault.iter_meta() if ids is None else _read_metas(vault, ids)
+    for meta in metas:
         if kept(ws.root, meta.pdf) is not None or not meta.files or not meta.sha256:
             continue
         files = [Path(f) for f in meta.files]
@@ -140,6 +139,15 @@ def backfill(ws, vault, ids: list[str] | None = None, *, before=None) -> list[st
         vault.update_meta(meta.id, pdf=sha)
         done.append(meta.id)
     return done
+
+
+def _read_metas(vault, ids):
+    """The notes of `ids` only (not every note in the vault), skipping one that cannot be read."""
+    for pid in ids:
+        try:
+            yield vault.read_meta(pid)
+        except Exception:  # noqa: BLE001 - as iter_meta: an unreadable note is not a paper here
+            continue
 
 
 def locate(ws, paper_id: str, page: int | None = None) -> dict:

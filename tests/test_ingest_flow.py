@@ -1,8 +1,11 @@
 """The flows `add` and `index` (flows/ingest.py) on a local Dask cluster give the vault and index of the
-in-process path: the same note files, the same chunk ids, the same vectors.
+in-process path: the same note files, the same chunk ids, the same vectors; the papers are analysed in the
+tasks (not in the writer); a PDF that hangs a worker's parser becomes that paper's one-line problem; and the
+flow reports its progress like the in-process path.
 
-Real everything: two corpus PDFs parsed by PyMuPDF in Dask worker processes, the local ONNX model embedding
-there, git commits and LanceDB writes in the flow's process. Each side has its own parse cache, so both parse.
+Real everything: two corpus PDFs parsed by PyMuPDF in Dask worker processes, analysed there, the local ONNX model
+embedding there, git commits and LanceDB writes in the flow's process. Each side has its own parse cache, so both
+parse.
 """
 
 from __future__ import annotations
@@ -49,11 +52,22 @@ def _chunks(ws: Workspace) -> tuple[list[str], np.ndarray]:
     return tab["id"].to_pylist(), vecs
 
 
-def _cli(args: list[str], env: dict, timeout: float = 600) -> dict:
-    r = subprocess.run([sys.executable, "-m", "papervault", *args, "--json"], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, f"{args[:3]} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
-    return json.loads(r.stdout)
+def _cli(args: list[str], env: dict, timeout: float = 600, pid: list | None = None) -> dict:
+    proc = subprocess.Popen([sys.executable, "-m", "papervault", *args, "--json"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if pid is not None:
+        pid.append(proc.pid)
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"{args[:3]} failed:\n{out[-2000:]}\n{err[-3000:]}"
+    return json.loads(out)
+
+
+def _analyses(ws: Workspace) -> list[dict]:
+    """The run log's entries of paper analyses (`paper-note` tasks), with the process that ran each."""
+    out = []
+    for f in sorted((ws.state_dir / "runs").glob("*.jsonl")):
+        out += [e for e in map(json.loads, f.read_text().splitlines()) if e.get("kind") == "paper-note"]
+    return out
 
 
 def test_dask_add_and_index_equal_in_process(tmp_path, corpus_dir, model_dir, monkeypatch):
@@ -75,8 +89,14 @@ def test_dask_add_and_index_equal_in_process(tmp_path, corpus_dir, model_dir, mo
     env = dict(os.environ, PYTHONPATH=str(ROOT), PAPERVAULT_PARSE_CACHE_DIR=str(tmp_path / "cache-dist"),
                PREFECT_HOME=str(tmp_path / "prefect-home"))
     env.pop("PREFECT_API_URL", None)
-    added = _cli(["add", str(src), "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env)
+    writer: list[int] = []
+    added = _cli(["add", str(src), "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env, pid=writer)
     assert sorted(added["added"]) == sorted(report.added) and not added["problems"], added
+    # the analyses ran in the tasks, in Dask worker processes, not in the writer (the CLI's process)
+    ran = _analyses(dist)
+    assert sorted(e["key"] for e in ran) == sorted(report.added) and all(e["ok"] for e in ran), ran
+    assert all(e["pid"] != writer[0] for e in ran), (writer, ran)
+    assert {e["pid"] for e in _analyses(local)} == {os.getpid()}     # in process: right here
     indexed = _cli(["index", "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env)
     assert indexed["chunks_embedded"] > 0 and not indexed["errors"], indexed
     # the workers really parsed: the flow side's own cache holds both files
@@ -121,3 +141,37 @@ def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, m
     ids_flow, vecs_flow = _chunks(flowed)
     assert ids_flow == ids_local
     np.testing.assert_allclose(vecs_flow, vecs_local, rtol=0, atol=1e-6)
+
+
+def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
+    """A PDF whose parse overruns `[parse] timeout` on a Dask worker becomes that paper's one-line problem, the
+    batch goes on with the next file on the same worker, and the flow reports parse, analysis and add progress."""
+    import pymupdf
+
+    from flows.ingest import add as add_flow, run
+
+    src = tmp_path / "in"
+    src.mkdir()
+    doc = pymupdf.open()
+    for i in range(4000):       # a parse of minutes: it must be abandoned, not waited for
+        doc.new_page().insert_text((72, 300), f"A very long report. Page {i + 1}.")
+    doc.save(src / "a-long-report.pdf")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Leases for Replicated Logs", fontsize=18)
+    page.insert_text((72, 160), "Abstract. We bound the recovery time of a replicated log with leases.")
+    doc.save(src / "b-short-paper.pdf")
+    monkeypatch.setenv("PAPERVAULT_PARSE_TIMEOUT", "8")
+    monkeypatch.setenv("PAPERVAULT_PARSE_MAX_PAGES", "10000")      # long, not refused for its length
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache"))
+    ws, _ = Workspace.init(tmp_path / "ws")
+    calls: list[tuple] = []
+    t0 = __import__("time").monotonic()
+    done = run(add_flow, task_runner_kind="dask", workers=1, progress=lambda *a: calls.append(a),
+               inputs=[str(src)], workspace=str(ws.root))
+    assert __import__("time").monotonic() - t0 < 300
+    assert len(done["added"]) == 1 and ws.vault.read_meta(done["added"][0]).title == "Leases for Replicated Logs"
+    [problem] = done["problems"]
+    assert problem["source"].endswith("a-long-report.pdf")
+    assert problem["error"] == "parsing took longer than 8 s and was abandoned", problem
+    assert ("parse", 2, 2) in calls and ("analyse", 1, 1) in calls and ("add", 2, None) in calls, calls

@@ -167,3 +167,82 @@ def test_a_merge_rewrites_the_notes_head_unless_a_person_edited_it(tmp_path):
     assert ws.vault.paper_ids() == ["lamport2001paxos"]
     body = ws.vault.read_note("lamport2001paxos")[1]
     assert published in body and "**Authors:** Leslie Lamport  \n" in body and "## " in body
+
+
+# --- a big import: the catalog on disk, commits in parts, memory that does not grow with the library --------
+
+def _csl(path, n: int, start: int = 0):
+    """`n` records of the shared 20k CSL-JSON export, from record `start`."""
+    import json
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "conference-20k.csl.json"
+    path.write_text(json.dumps(json.loads(shared.read_text())[start:start + n]))
+    return path
+
+
+def test_catalog_on_disk_finds_what_the_notes_find(ws, tmp_path, monkeypatch):
+    """The dedup tables in `.papervault/catalog.sqlite` answer as the in-memory index built from the notes does;
+    the catalog follows the vault's commits, and is rebuilt when the vault moved without it (a delete)."""
+    from papervault.app.papers import delete
+    from papervault.models import SourceRecord
+    from papervault.sources.catalog import Catalog
+    from papervault.sources.dedup import DedupIndex
+
+    monkeypatch.setenv("PAPERVAULT_SOURCES_COMMIT_EVERY", "128")
+    ws = Workspace.resolve(str(ws.root))        # settings read again, with the variable
+    lib = _csl(tmp_path / "lib.json", 300)
+    report = add(ws, [str(lib)])
+    assert len(report.added) == 300 and len(report.commits) == 3 and not report.problems
+    assert len(list(ws.vault.repo.iter_commits())) == 4       # init + three parts
+    metas = list(ws.vault.iter_meta())
+    probes = []
+    for m in metas[::7]:
+        words = m.title.split()
+        typo = " ".join(words[:-1] + [words[-1][:-1] + "x" + words[-1][-1:]]) if len(words[-1]) > 4 else m.title
+        probes += [SourceRecord(origin="csl", source="probe", title=m.title, authors=m.authors, year=m.year),
+                   SourceRecord(origin="csl", source="probe", title=typo, authors=m.authors, year=m.year),
+                   SourceRecord(origin="csl", source="probe", title="Unrelated " + m.title[::-1], doi=m.doi)]
+    memory = DedupIndex.from_vault(ws.vault)
+    cat = Catalog.open(ws)
+    try:
+        assert not cat.rebuilt                 # the add left it at the vault's last commit
+        assert len(cat.dedup) == len(memory) == 300
+        for probe in probes:
+            got, want = cat.dedup.find(probe), memory.find(probe)
+            assert (got.paper_id, got.reason) == (want.paper_id, want.reason) if want else got is None, probe
+        assert sum(1 for p in probes if memory.find(p)) >= len(probes) // 3
+    finally:
+        cat.close()
+
+    gone = report.added[5]
+    delete(ws, [gone])
+    cat = Catalog.open(ws)
+    try:
+        assert cat.rebuilt and gone not in cat.dedup.ids and report.added[6] in cat.dedup.ids
+    finally:
+        cat.close()
+    again = add(ws, [str(lib)])
+    assert again.added == [gone] and len(again.unchanged) == 299
+
+
+def test_bulk_add_memory_does_not_grow_with_the_library(tmp_path, monkeypatch):
+    """Tripling both the vault and the import adds almost nothing to the traced peak of `add` (measured: about
+    0.5 KB a record, the report's ids; it was 4.7 KB a record with the dedup tables in memory and git's index
+    read into Python): no structure holds every record or every paper."""
+    import tracemalloc
+
+    from papervault.app.papers import add as app_add
+
+    monkeypatch.setenv("PAPERVAULT_SOURCES_COMMIT_EVERY", "128")
+    peaks = {}
+    for n in (150, 450):
+        w, _ = Workspace.init(tmp_path / f"ws{n}")
+        app_add(w, [str(_csl(tmp_path / f"lib{n}.json", n))])   # warm (imports) and a vault of n papers
+        lib = _csl(tmp_path / f"more{n}.json", n, start=n)
+        tracemalloc.start()
+        r = app_add(w, [str(lib)])
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert len(r.added) == n and len(r.commits) == -(-n // 128)
+    assert peaks[450] - peaks[150] < 750_000, peaks

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import os
 import re
 import threading
 import time
@@ -149,7 +150,9 @@ class RunLog:
         self._lock = threading.Lock()
 
     def record(self, **entry: Any) -> None:
-        entry = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "run": self.run_id, **entry}
+        # the process that asked: the writer, or a task runner's worker (the ingest flow analyses on workers)
+        entry = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "run": self.run_id,
+                 "pid": os.getpid(), **entry}
         with self._lock:
             usage = entry.get("usage")
             if isinstance(usage, dict):

@@ -71,15 +71,16 @@ def list_papers(ws: Workspace, filters: PaperFilter | None = None, **kw: Any) ->
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progress: Progress | None = None,
-        options: dict | None = None, reanalyse: bool = False, parse_fn=None):
+        options: dict | None = None, reanalyse: bool = False, parse_fn=None, analyse_fn=None):
     """Import papers (paths, .bib, CSL-JSON, arXiv ids, DOIs, URLs, Zotero); one commit. Returns the AddReport.
 
-    `parse_fn` (see `papervault.ingest.ParseFn`) parses PDFs on a task runner; this process still writes."""
+    `parse_fn` and `analyse_fn` (see `papervault.ingest.ParseFn`, `AnalyseFn`) parse PDFs and analyse papers on
+    a task runner; this process still writes."""
     from papervault.ingest import add as ingest
 
     ws.require()
     return ingest(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
-                  options=options, reanalyse=reanalyse, parse_fn=parse_fn)
+                  options=options, reanalyse=reanalyse, parse_fn=parse_fn, analyse_fn=analyse_fn)
 
 
 def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] = (), name: str | None = None,

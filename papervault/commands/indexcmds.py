@@ -25,8 +25,12 @@ def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json
     if task_runner:
         from flows.ingest import index as index_flow, run
 
-        report = run(index_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
-                     workspace=str(ws.root), rebuild=rebuild)
+        progress = Progress(quiet or as_json)
+        try:
+            report = run(index_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
+                         progress=progress, workspace=str(ws.root), rebuild=rebuild)
+        finally:
+            progress.close()
         return _print_index_report(report, t0, as_json)
     progress = Progress(quiet or as_json)
     with ws.write_lock("index"):

@@ -63,8 +63,13 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         from flows.ingest import add as add_flow, run
         from papervault.ingest import AddReport, Problem
 
-        done = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
-                   inputs=list(inputs), workspace=str(ws.root), backend=backend, reanalyse=reanalyse)
+        progress = Progress(quiet or as_json)
+        try:
+            done = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
+                       progress=progress, inputs=list(inputs), workspace=str(ws.root), backend=backend,
+                       reanalyse=reanalyse)
+        finally:
+            progress.close()
         report = AddReport(**{**done, "problems": [Problem(**p) for p in done["problems"]],
                               "warnings": [Problem(**p) for p in done["warnings"]]})
     else:
@@ -96,7 +101,9 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                    + ", ".join(report.pdfs_kept[:5]) + (" ..." if len(report.pdfs_kept) > 5 else ""))
     click.echo(f"Added {plural(len(report.added), 'paper')}, merged {len(report.merged)}, unchanged {len(report.unchanged)}"
                + (f" ({len(report.reanalysed)} re-analysed)" if report.reanalysed else "")
-               + f", problems {len(report.problems)}" + (f"; vault commit {report.commit[:8]}" if report.commit else ""))
+               + f", problems {len(report.problems)}"
+               + (f"; {len(report.commits)} vault commits, the last {report.commit[:8]}" if len(report.commits) > 1
+                  else f"; vault commit {report.commit[:8]}" if report.commit else ""))
     if failed:
         click.echo(f"error: nothing was added: {plural(len(report.problems), 'input')} failed (see above)", err=True)
         raise SystemExit(1)

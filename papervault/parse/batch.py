@@ -262,3 +262,128 @@ def _kill_pool(pool: ProcessPoolExecutor) -> None:
         proc.join(timeout=5)
         if proc.is_alive():
             proc.kill()
+
+
+# --- one file at a time in a child process, where multiprocessing may not start one ----------------------
+
+class ParseChild:
+    """A parser in a child process started with `subprocess`, kept for the next file.
+
+    A Dask worker is a daemon process: multiprocessing (and so `parse_many`'s pool) may not start children
+    there, but `subprocess` may. Each file gets `settings.timeout` seconds, counted once the child is up; one that
+    overruns, or crashes the child (MuPDF can abort), becomes that file's ParseError and the child is replaced.
+    Requests and answers are pickles over the child's stdin and stdout, framed by their length.
+    """
+
+    READY = b"papervault-parse-ready\n"
+
+    def __init__(self):
+        self.proc = None
+
+    def _start(self) -> None:
+        import subprocess
+        import sys
+
+        import papervault
+
+        env = dict(os.environ)
+        root = str(Path(papervault.__file__).resolve().parent.parent)   # the child imports this papervault
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen([sys.executable, "-m", "papervault.parse.batch", str(os.getpid())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, close_fds=True)
+        got = _read_exact(self.proc.stdout.fileno(), len(self.READY), time.monotonic() + 120)
+        if got != self.READY:
+            self.stop()
+            raise RuntimeError("the parser process did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def parse(self, path: str, settings_dict: dict, cache_dir: str | None):
+        """What `_worker` returns for `path`: a ParsedPaper or an ("error", reason, fix) tuple."""
+        timeout = float(settings_dict.get("timeout") or ParseSettings().timeout)
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            data = pickle.dumps((path, settings_dict, cache_dir), protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.write(len(data).to_bytes(8, "big") + data)
+            self.proc.stdin.flush()
+            deadline = time.monotonic() + timeout
+            size = _read_exact(self.proc.stdout.fileno(), 8, deadline)
+            answer = _read_exact(self.proc.stdout.fileno(), int.from_bytes(size, "big"), deadline + 60)
+            return pickle.loads(answer)
+        except TimeoutError:
+            self.stop()
+            return ("error", f"parsing took longer than {timeout:g} s and was abandoned",
+                    "raise [parse] timeout in papervault.toml, or split the PDF")
+        except (EOFError, OSError, RuntimeError, pickle.UnpicklingError):
+            self.stop()
+            return ("error", "the parser process crashed on this file",
+                    "repair the PDF (e.g. with qpdf) and add it again")
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    """`n` bytes from pipe `fd` by `deadline` (TimeoutError), or EOFError when the writer died first."""
+    import select
+
+    buf = bytearray()
+    while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+_children = None
+
+
+def parse_in_child(path: str, settings_dict: dict, cache_dir: str | None):
+    """`_worker` for one file in this thread's `ParseChild` (started on first use), with the parse timeout."""
+    import threading
+
+    global _children
+    if _children is None:
+        _children = threading.local()
+    child = getattr(_children, "child", None)
+    if child is None:
+        child = _children.child = ParseChild()
+    return child.parse(path, settings_dict, cache_dir)
+
+
+def _child_main(parent: int) -> None:
+    """The child's loop: read a request from stdin, parse, write the answer; exit with the parent or at EOF."""
+    import sys
+
+    _init_worker(parent)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)         # whatever a library prints goes to stderr, never into the answers
+    import papervault.parse.pdf  # noqa: F401 - loaded before the first file's clock starts
+
+    out.write(ParseChild.READY)
+    out.flush()
+    inp = sys.stdin.buffer
+    while True:
+        size = inp.read(8)
+        if len(size) < 8:
+            return
+        path, settings_dict, cache_dir = pickle.loads(inp.read(int.from_bytes(size, "big")))
+        data = pickle.dumps(_worker(path, settings_dict, cache_dir), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(len(data).to_bytes(8, "big") + data)
+        out.flush()
+
+
+if __name__ == "__main__":
+    import sys
+
+    _child_main(int(sys.argv[1]))

@@ -304,11 +304,10 @@ def _ids_of(doi: str | None, arxiv: str | None) -> tuple[str | None, str | None]
     return ndoi, ax
 
 
-class DedupIndex:
-    """Finds the paper a record already is, among the vault's papers and the records of the same batch."""
+class MemoryStore:
+    """The dedup index's tables in memory: for a survey, a test, or a small import."""
 
-    def __init__(self, metas: Iterable[PaperMeta] = (), *, threshold: float = TITLE_THRESHOLD):
-        self.threshold = threshold
+    def __init__(self):
         self.ids: set[str] = set()
         self._entries: dict[str, _Entry] = {}
         self._by_arxiv: dict[str, str] = {}
@@ -316,6 +315,67 @@ class DedupIndex:
         self._by_title: dict[str, list[str]] = defaultdict(list)
         self._by_word: dict[str, list[str]] = defaultdict(list)
         self._by_file_key: dict[tuple[str, str], str] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entry(self, paper_id: str) -> _Entry | None:
+        return self._entries.get(paper_id)
+
+    def entries(self, paper_ids: Iterable[str]) -> dict[str, _Entry]:
+        return {pid: self._entries[pid] for pid in paper_ids if pid in self._entries}
+
+    def put(self, entry: _Entry) -> None:
+        self._entries[entry.id] = entry
+        self.ids.add(entry.id)
+
+    def has_id(self, paper_id: str) -> bool:
+        return paper_id in self.ids
+
+    def by_arxiv(self, ax: str) -> str | None:
+        return self._by_arxiv.get(ax)
+
+    def set_arxiv(self, ax: str, paper_id: str) -> None:
+        self._by_arxiv.setdefault(ax, paper_id)
+
+    def by_doi(self, doi: str) -> str | None:
+        return self._by_doi.get(doi)
+
+    def set_doi(self, doi: str, paper_id: str) -> None:
+        self._by_doi.setdefault(doi, paper_id)
+
+    def by_file_key(self, file: str, key: str) -> str | None:
+        return self._by_file_key.get((file, key))
+
+    def set_file_key(self, file: str, key: str, paper_id: str) -> None:
+        self._by_file_key.setdefault((file, key), paper_id)
+
+    def by_title(self, title: str) -> list[str]:
+        return list(self._by_title.get(title, ()))
+
+    def add_title(self, title: str, words: Iterable[str], paper_id: str) -> None:
+        self._by_title[title].append(paper_id)
+        for w in words:
+            self._by_word[w].append(paper_id)
+
+    def word_counts(self, words: Iterable[str]) -> dict[str, int]:
+        return {w: len(self._by_word[w]) for w in words if w in self._by_word}
+
+    def word_ids(self, word: str, limit: int) -> list[str]:
+        """The last `limit` papers filed under `word` (the most recent)."""
+        return self._by_word.get(word, [])[-limit:]
+
+
+class DedupIndex:
+    """Finds the paper a record already is, among the vault's papers and the records of the same batch.
+
+    Its tables live in a store: in memory (`MemoryStore`, the default), or on disk
+    (`papervault.sources.catalog`), so that a bulk import's memory does not grow with the library.
+    """
+
+    def __init__(self, metas: Iterable[PaperMeta] = (), *, threshold: float = TITLE_THRESHOLD, store=None):
+        self.threshold = threshold
+        self.store = store if store is not None else MemoryStore()
         for meta in metas:
             self.add(meta, meta.id)
 
@@ -324,17 +384,20 @@ class DedupIndex:
         """Built from every note in `vault` (a `papervault.vault.store.Vault`)."""
         return cls(vault.iter_meta(), **kw)
 
+    @property
+    def ids(self):
+        """The ids in use (supports `in`), for making new unique keys."""
+        return _Ids(self.store)
+
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.store)
 
     def add(self, item: SourceRecord | PaperMeta, paper_id: str) -> None:
         """Remember `item` as (part of) paper `paper_id`: later records with its ids or title match it."""
         doi, ax = _ids_of(item.doi, item.arxiv)
-        entry = self._entries.get(paper_id)
+        entry = self.store.entry(paper_id)
         if entry is None:
             entry = _Entry(paper_id, normalize_title(item.title), _names(item.authors), item.year)
-            self._entries[paper_id] = entry
-            self.ids.add(paper_id)
             self._index_title(entry)
         else:   # a second source of a known paper may bring identifiers or a title it lacked
             if not entry.title and item.title:
@@ -344,54 +407,57 @@ class DedupIndex:
             entry.year = entry.year or item.year
         for file, key in _file_keys(item):
             entry.keys.setdefault(file, set()).add(key)
-            self._by_file_key.setdefault((file, key), paper_id)
+            self.store.set_file_key(file, key, paper_id)
         if doi:
             entry.dois.add(doi)
-            self._by_doi.setdefault(doi, paper_id)
+            self.store.set_doi(doi, paper_id)
         if ax:
             entry.arxiv = entry.arxiv or ax
-            self._by_arxiv.setdefault(ax, paper_id)
+            self.store.set_arxiv(ax, paper_id)
+        self.store.put(entry)
 
     def keeps_apart(self, paper_id: str, record: SourceRecord) -> bool:
         """True when `record` must not merge into `paper_id` whatever matches: another key from the same file."""
-        entry = self._entries.get(paper_id)
+        entry = self.store.entry(paper_id)
         return entry is not None and _other_key_same_file(entry, record)
 
     def _index_title(self, entry: _Entry) -> None:
         if not entry.title:
             return
         entry.stems = frozenset(_stem(w) for w in _content_words(entry.title))
-        self._by_title[entry.title].append(entry.id)
-        for w in set(entry.title.split()):
-            if len(w) > 2 and w not in SKIP_WORDS:
-                self._by_word[w].append(entry.id)
+        words = sorted(w for w in set(entry.title.split()) if len(w) > 2 and w not in SKIP_WORDS)
+        self.store.add_title(entry.title, words, entry.id)
 
     def find(self, record: SourceRecord | PaperMeta) -> Match | None:
         """The known paper `record` is, or None: by its citation key in the same file (the entry imported
         before), then arXiv id, then DOI, then exact title, then near-duplicate title."""
+        store = self.store
         doi, ax = _ids_of(record.doi, record.arxiv)
         names = _names(record.authors)
-        for fk in _file_keys(record) if isinstance(record, SourceRecord) else ():
-            pid = self._by_file_key.get(fk)
-            if pid and self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True):
+        for file, key in _file_keys(record) if isinstance(record, SourceRecord) else ():
+            pid = store.by_file_key(file, key)
+            if pid and self._compatible(store.entry(pid), names, record.year, doi, ax, exact=True):
                 return Match(pid, "key")
-        if ax and ax in self._by_arxiv and not _other_key_same_file(self._entries[self._by_arxiv[ax]], record):
-            return Match(self._by_arxiv[ax], "arxiv")
-        if doi and doi in self._by_doi and not _other_key_same_file(self._entries[self._by_doi[doi]], record):
-            return Match(self._by_doi[doi], "doi")
+        pid = store.by_arxiv(ax) if ax else None
+        if pid and not _other_key_same_file(store.entry(pid), record):
+            return Match(pid, "arxiv")
+        pid = store.by_doi(doi) if doi else None
+        if pid and not _other_key_same_file(store.entry(pid), record):
+            return Match(pid, "doi")
         title = normalize_title(record.title)
         if len(title) < 8:      # "Introduction", "Editorial": too generic to identify a paper
             return None
-        for pid in self._by_title.get(title, ()):
-            if self._compatible(self._entries[pid], names, record.year, doi, ax, exact=True) and \
-                    not _other_key_same_file(self._entries[pid], record):
+        for pid in store.by_title(title):
+            entry = store.entry(pid)
+            if self._compatible(entry, names, record.year, doi, ax, exact=True) and \
+                    not _other_key_same_file(entry, record):
                 return Match(pid, "title")
         best: Match | None = None
         stems = frozenset(_stem(w) for w in _content_words(title))
         # Cheap pre-filter: a near-duplicate shares all but a few of its words exactly (typos, hyphenation).
         slack = 1 + len(stems) // 8
-        for pid in self._candidates(title, slack + 1):
-            entry = self._entries[pid]
+        candidates = self._candidates(title, slack + 1)
+        for pid, entry in sorted(store.entries(candidates).items()):
             es = entry.stems
             if abs(len(es) - len(stems)) > slack or len(stems - es) > slack or len(es - stems) > slack:
                 continue
@@ -425,20 +491,21 @@ class DedupIndex:
         found by its DOI, arXiv id or exact title, only a misspelt copy of it may be missed.
         """
         words = {w for w in title.split() if len(w) > 2 and w not in SKIP_WORDS}
-        postings = sorted((self._by_word[w] for w in words if w in self._by_word), key=len)
+        counts = sorted(self.store.word_counts(words).items(), key=lambda wc: (wc[1], wc[0]))
         out: set[str] = set()
-        for n, ids in enumerate(postings[:rarest]):
-            if n and len(out) + len(ids) > budget:
+        for n, (word, count) in enumerate(counts[:rarest]):
+            if n and len(out) + count > budget:
                 break
-            out.update(ids[-budget:])
+            out.update(self.store.word_ids(word, budget))
         return out
 
     def new_id(self, record: SourceRecord | PaperMeta) -> str:
         """An id for a record that matched nothing: the user's own key if it is free, else a generated one."""
         own = sanitize_key(getattr(record, "key", None))
+        ids = self.ids
         if own:
-            return unique_key(own, self.ids)
-        return make_key(record.authors, record.year, record.title or "", self.ids)
+            return unique_key(own, ids)
+        return make_key(record.authors, record.year, record.title or "", ids)
 
     def assign(self, record: SourceRecord) -> tuple[str, Match | None]:
         """Find `record`'s paper or give it a new id, and remember it either way: (paper id, match or None)."""
@@ -446,3 +513,13 @@ class DedupIndex:
         pid = match.paper_id if match else self.new_id(record)
         self.add(record, pid)
         return pid, match
+
+
+class _Ids:
+    """`paper_id in ids` over a store's ids, without holding them."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __contains__(self, paper_id: object) -> bool:
+        return isinstance(paper_id, str) and self.store.has_id(paper_id)

@@ -78,6 +78,24 @@ class NoteTemplate:
     env: jinja2.Environment
     schema: dict[str, Any]
     version: str                        # hash of template, schema and prompts: a change means re-analysis
+    sources: dict[str, str] = field(default_factory=dict)   # the template and prompt files, by name
+
+    def portable(self) -> dict[str, Any]:
+        """The template as plain data, for an analysis in another process or on another host (`from_portable`)."""
+        return {"name": self.name, "schema": self.schema, "version": self.version, "sources": self.sources}
+
+    @classmethod
+    def from_portable(cls, data: dict[str, Any]) -> "NoteTemplate":
+        """The template `portable` described: its files first, then the built-in ones (for what they include)."""
+        from papervault.templating import builtin_dir
+
+        loader = jinja2.ChoiceLoader([jinja2.DictLoader(data["sources"]), jinja2.FileSystemLoader(str(builtin_dir()))])
+        env = jinja2.Environment(loader=loader, autoescape=False, keep_trailing_newline=True,
+                                 undefined=jinja2.ChainableUndefined)
+        env.filters["cell"] = _cell
+        env.filters["alt"] = _alt
+        return cls(name=data["name"], env=env, schema=data["schema"], version=data["version"],
+                   sources=dict(data["sources"]))
 
     @property
     def id(self) -> str:
@@ -102,10 +120,12 @@ def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path
     env.filters["cell"] = _cell
     env.filters["alt"] = _alt
     parts: list[bytes] = []
+    sources: dict[str, str] = {}
     try:
         for rel in (f"{name}.md.j2", f"prompts/{TASK_KIND}.system.md.j2", f"prompts/{TASK_KIND}.user.md.j2"):
             src, _, _ = env.loader.get_source(env, rel)  # type: ignore[union-attr]
             parts.append(src.encode("utf-8"))
+            sources[rel] = src
     except jinja2.TemplateNotFound as exc:
         raise WorkspaceError(f"template {exc.name!r} not found in {', '.join(map(str, dirs))}",
                              fix=f"add it to the workspace's templates/ folder or use the built-in {DEFAULT_TEMPLATE!r}") from None
@@ -120,7 +140,7 @@ def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path
         raise WorkspaceError(f"{schema_path}: not valid JSON ({exc})", fix="fix the schema file") from None
     parts.append(raw.encode("utf-8"))
     version = hashlib.sha256(b"\0".join(parts)).hexdigest()[:10]
-    return NoteTemplate(name=name, env=env, schema=schema, version=version)
+    return NoteTemplate(name=name, env=env, schema=schema, version=version, sources=sources)
 
 
 # --- the analysis --------------------------------------------------------------------------------
@@ -207,14 +227,19 @@ def is_current(meta: PaperMeta, backend: Backend, template: NoteTemplate, fullte
             and meta.template == template.id and extra.get("analysed_from") == _source_hash(meta, fulltext))
 
 
-def build_task(vault: Vault, meta: PaperMeta, fulltext: str, doc: PaperDoc, template: NoteTemplate) -> Task:
-    """The analysis task: prompts from templates, the schema, and the paper's files (only this paper's)."""
-    pdir = vault.paper_dir(meta.id)
-    files = {"paper.md": vault.fulltext_path(meta.id)}
+FIGURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg")
+
+
+def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDoc, template: NoteTemplate,
+               pdir: Path | None = None) -> Task:
+    """The analysis task: prompts from templates, the schema, and the paper's files (only this paper's), from
+    its vault folder or from `pdir`, a folder laid out like it (`paper.md`, `figures/`)."""
+    pdir = pdir if pdir is not None else vault.paper_dir(meta.id)
+    files = {"paper.md": pdir / "paper.md"}
     fig_dir = pdir / "figures"
     if fig_dir.is_dir():
         for f in sorted(fig_dir.iterdir()):
-            if f.is_file() and f.suffix.lower() in (".png", ".jpg", ".jpeg", ".svg") and is_safe(vault.root, f):
+            if f.is_file() and f.suffix.lower() in FIGURE_SUFFIXES and is_safe(pdir, f):
                 files[f"figures/{f.name}"] = f
     ctx = {"meta": meta, "doc": doc, "schema": template.schema}
     return Task(kind=TASK_KIND, key=meta.id,
@@ -236,16 +261,25 @@ async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, 
     if not force and is_current(meta, backend, tmpl, fulltext):
         return AnalysisOutcome(paper_id, "skipped", vault.note_path(paper_id), meta.analyser or "", tmpl.id,
                                coverage=meta.coverage, message="note is current")
+    reader = vault.paper_dir(paper_id) / "reader-notes.md"
+    meta, body, info = await compose_note(meta, fulltext, vault.paper_dir(paper_id), backend, tmpl,
+                                          reader_notes=reader.is_file())
+    return write_note(vault, meta, body, info)
+
+
+async def compose_note(meta: PaperMeta, fulltext: str, pdir: Path, backend: Backend, tmpl: NoteTemplate, *,
+                       reader_notes: bool) -> tuple[PaperMeta, str, dict[str, Any]]:
+    """The analysis itself, from a paper folder's files and nothing else of the vault: the note's metadata and
+    body, and what `write_note` reports (analyser, figures, coverage, usage)."""
     doc = read_paper(fulltext)
-    task = build_task(vault, meta, fulltext, doc, tmpl)
+    task = build_task(None, meta, fulltext, doc, tmpl, pdir=pdir)
     answer = await backend.arun(task)
     data = _clamp_pages(_fill_defaults(answer.data, tmpl.schema), doc.pages)
     coverage = compute_coverage(doc, data)
     figures = {f.number: {"caption": f.caption, "page": f.page, "src": f.src} for f in doc.figures if f.number}
     analyser = f"{answer.backend}/{answer.model}" if answer.model else answer.backend
-    reader = vault.paper_dir(paper_id) / "reader-notes.md"
     body = tmpl.render(f"{tmpl.name}.md.j2", meta=meta, a=data, figures=figures, verbatim=backend.verbatim,
-                       coverage=coverage, analyser=analyser, reader_notes=reader.is_file())
+                       coverage=coverage, analyser=analyser, reader_notes=reader_notes)
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
 
     meta.status = "analysed"
@@ -258,13 +292,23 @@ async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, 
             value = value or []
         setattr(meta, name, value)
     setattr(meta, "analysed_from", _source_hash(meta, fulltext))
+    info = {"analyser": analyser, "template": tmpl.id, "figures": len(data.get("main_figures") or []),
+            "coverage": coverage, "usage": answer.usage, "attempts": answer.attempts}
+    return meta, body, info
+
+
+def write_note(vault: Vault, meta: PaperMeta, body: str, info: dict[str, Any]) -> AnalysisOutcome:
+    """Write an analysed note (beside a note a person edited, never over it) and say what happened."""
+    paper_id = meta.id
+    analyser, tmpl_id, n_figs, coverage = info["analyser"], info["template"], info["figures"], info["coverage"]
+    usage = info["usage"] if isinstance(info["usage"], Usage) else Usage(**info["usage"])
+    attempts = info["attempts"]
     edited = vault.is_edited(paper_id)
     path = vault.write_note(meta, body)
-    n_figs = len(data.get("main_figures") or [])
     if path.name != "note.md" or edited:
-        return AnalysisOutcome(paper_id, "kept-edit", path, analyser, tmpl.id, n_figs, coverage, answer.usage,
-                               answer.attempts, f"note.md was edited by hand; the new analysis is in {path.name}")
-    return AnalysisOutcome(paper_id, "analysed", path, analyser, tmpl.id, n_figs, coverage, answer.usage, answer.attempts)
+        return AnalysisOutcome(paper_id, "kept-edit", path, analyser, tmpl_id, n_figs, coverage, usage,
+                               attempts, f"note.md was edited by hand; the new analysis is in {path.name}")
+    return AnalysisOutcome(paper_id, "analysed", path, analyser, tmpl_id, n_figs, coverage, usage, attempts)
 
 
 def analyse_paper(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
@@ -296,6 +340,86 @@ async def analyse_papers_async(vault: Vault, paper_ids: Iterable[str], backend: 
 def analyse_papers(vault: Vault, paper_ids: Iterable[str], backend: Backend, **kw) -> list[AnalysisOutcome]:
     """Synchronous `analyse_papers_async`."""
     return asyncio.run(analyse_papers_async(vault, paper_ids, backend, **kw))
+
+
+# --- the analysis elsewhere: a task on a Prefect task runner (a thread, a Dask worker, another host) ------
+
+def analysis_job(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
+                 template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> dict[str, Any] | AnalysisOutcome:
+    """Everything the analysis of `paper_id` needs, as plain data (the note's metadata, the full text, the
+    figures' bytes, the template's files), for `run_job` in another process; or the outcome when there is
+    nothing to run (the note is current). Raises what `analyse_paper` raises for a paper without full text."""
+    meta, _ = vault.read_note(paper_id)
+    fulltext = vault.read_fulltext(paper_id)
+    if not fulltext.strip():
+        raise NotFoundError(f"{paper_id} has no full text (paper.md) to analyse",
+                            fix="add its PDF (`papervault add FILE`) or parse it again")
+    tmpl = load_template(vault, template, template_dir)
+    if not force and is_current(meta, backend, tmpl, fulltext):
+        return AnalysisOutcome(paper_id, "skipped", vault.note_path(paper_id), meta.analyser or "", tmpl.id,
+                               coverage=meta.coverage, message="note is current")
+    pdir = vault.paper_dir(paper_id)
+    figures = {}
+    if (pdir / "figures").is_dir():
+        for f in sorted((pdir / "figures").iterdir()):
+            if f.is_file() and f.suffix.lower() in FIGURE_SUFFIXES and is_safe(pdir, f):
+                figures[f.name] = f.read_bytes()
+    return {"paper_id": paper_id, "meta": meta.model_dump(exclude_none=True), "fulltext": fulltext,
+            "figures": figures, "reader_notes": (pdir / "reader-notes.md").is_file(), "template": tmpl.portable()}
+
+
+def run_job(job: dict[str, Any], backend: Backend) -> dict[str, Any]:
+    """`compose_note` for a job from `analysis_job`, in a scratch folder laid out like the paper's: the note's
+    metadata and body back as plain data, or the error. Touches no vault."""
+    import tempfile
+
+    meta = PaperMeta.model_validate(job["meta"])
+    tmpl = NoteTemplate.from_portable(job["template"])
+    try:
+        with tempfile.TemporaryDirectory(prefix="papervault-analyse-") as tmp:
+            pdir = Path(tmp) / "paper"
+            (pdir / "figures").mkdir(parents=True)
+            (pdir / "paper.md").write_text(job["fulltext"], encoding="utf-8")
+            for name, data in job["figures"].items():
+                if "/" not in name and "\\" not in name and not name.startswith("."):
+                    (pdir / "figures" / name).write_bytes(data)
+            meta, body, info = asyncio.run(compose_note(meta, job["fulltext"], pdir, backend, tmpl,
+                                                        reader_notes=job["reader_notes"]))
+    except PapervaultError as exc:
+        return {"paper_id": job["paper_id"], "error": str(exc)}
+    except Exception as exc:  # one broken paper must not stop a batch; the message says which
+        return {"paper_id": job["paper_id"], "error": f"{type(exc).__name__}: {exc}"}
+    info = {**info, "usage": vars(info["usage"]).copy()}
+    return {"paper_id": job["paper_id"], "meta": meta.model_dump(exclude_none=True), "body": body, "info": info}
+
+
+def analyse_elsewhere(vault: Vault, paper_ids: Iterable[str], backend: Backend, run_jobs, *, force: bool = False,
+                      template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> list[AnalysisOutcome]:
+    """`analyse_papers` with the analyses run by `run_jobs(jobs) -> results` (a task runner's map of `run_job`):
+    this process only reads the papers and writes the notes, so the result is the one `analyse_papers` gives."""
+    ids = list(paper_ids)
+    outcomes: dict[str, AnalysisOutcome] = {}
+    jobs: list[dict[str, Any]] = []
+    for pid in ids:
+        try:
+            job = analysis_job(vault, pid, backend, force=force, template_dir=template_dir, template=template)
+        except PapervaultError as exc:
+            outcomes[pid] = AnalysisOutcome(pid, "failed", analyser=backend.label, message=str(exc))
+            continue
+        if isinstance(job, AnalysisOutcome):
+            outcomes[pid] = job
+        else:
+            jobs.append(job)
+    for job, result in zip(jobs, run_jobs(jobs) if jobs else []):
+        pid = job["paper_id"]
+        if "error" in result:
+            outcomes[pid] = AnalysisOutcome(pid, "failed", analyser=backend.label, message=result["error"])
+            continue
+        try:
+            outcomes[pid] = write_note(vault, PaperMeta.model_validate(result["meta"]), result["body"], result["info"])
+        except PapervaultError as exc:
+            outcomes[pid] = AnalysisOutcome(pid, "failed", analyser=backend.label, message=str(exc))
+    return [outcomes[pid] for pid in ids]
 
 
 def commit_message(outcomes: list[AnalysisOutcome]) -> str | None:

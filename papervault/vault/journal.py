@@ -21,9 +21,14 @@ from papervault.vault.store import ID_PATTERN
 
 
 class Journal:
-    def __init__(self, path: Path, vault):
+    """`fsync=False` (a bulk import): each line is written before its folder changes, which is all a killed
+    process needs; the caller syncs the file system once before each commit (`papervault.vault.store.sync_files`)
+    instead of an fsync per paper."""
+
+    def __init__(self, path: Path, vault, *, fsync: bool = True):
         self.path = Path(path)
         self.vault = vault
+        self.fsync = fsync
         self._seen: set[str] = set()
 
     def touch(self, paper_id: str) -> None:
@@ -34,7 +39,8 @@ class Journal:
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(paper_id + "\n")
             fh.flush()
-            os.fsync(fh.fileno())
+            if self.fsync:
+                os.fsync(fh.fileno())
         self._seen.add(paper_id)
 
     def clear(self) -> None:
