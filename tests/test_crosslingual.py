@@ -221,6 +221,11 @@ def test_multilingual_space_is_incremental(tmp_path, model_dir, monkeypatch):
     path = ws.vault.fulltext_path("paper1")
     path.write_text(path.read_text().replace("Paragraph 0 on page 2 of paper 1",
                                              "段落已改写 quasicrystal on page 2 of paper 1"))
+    # a sync of that paper alone (a survey's selection) embeds its chunks but leaves the vault-wide lexicon
+    scoped = ix.sync(paper_ids=["paper1"])
+    assert 1 <= scoped["multilingual"]["embedded"] == scoped["chunks_embedded"] <= 2
+    assert scoped["multilingual"]["terms_embedded"] == 0 and "term:quasicrystal" not in lexicon_ids(ix)
+    path.write_text(path.read_text().replace("段落已改写 quasicrystal", "段落已再改写 quasicrystal"))
     edit = ix.sync()
     assert 1 <= edit["multilingual"]["embedded"] == edit["chunks_embedded"] <= 2
     assert edit["multilingual"]["removed"] == edit["multilingual"]["embedded"]

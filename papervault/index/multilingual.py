@@ -320,10 +320,12 @@ def open_table(db, *, create: bool):
 
 
 def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
-         progress: Callable[[int, int], None] | None = None) -> dict:
+         progress: Callable[[int, int], None] | None = None, lexicon: bool = True) -> dict:
     """Bring `chunks_ml` in line with `chunks`: embed the chunk ids it lacks (levels in LEVELS), drop the ids
     `chunks` no longer has; then, when chunks changed (or the lexicon is missing), the lexicon likewise: embed
-    the new terms, drop the terms gone. Returns counts and seconds."""
+    the new terms, drop the terms gone. `lexicon=False` leaves the lexicon as it is: it is the whole vault's
+    vocabulary, so a sync of a few papers (a survey's selection) does not read every chunk for it; the next
+    full sync brings it up to date. Returns counts and seconds."""
     t0 = time.perf_counter()
     embedder = embedder or MultilingualEmbedder()
     ml = open_table(db, create=True)
@@ -352,7 +354,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     t_terms = time.perf_counter()
     new_terms: list[str] = []
     old_terms: list[str] = []
-    if stale or missing or (want and not have_terms):
+    if lexicon and (stale or missing or (want and not have_terms)):
         want_terms = {TERM_PREFIX + t for t in vocabulary(chunks)}
         old_terms = sorted(have_terms - want_terms)
         new_terms = sorted(want_terms - have_terms)

@@ -372,7 +372,8 @@ class PaperIndex:
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
             from papervault.index import multilingual as ml
 
-            done = ml.sync(self.db, chunks, progress=progress)
+            # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
+            done = ml.sync(self.db, chunks, progress=progress, lexicon=paper_ids is None)
             done["removed"] += state.get("ml_removed", 0)   # rows the re-chunked papers' rewrite dropped
             report["multilingual"] = {**done, "carried": state.get("ml_carried", 0)}
         report["chunks"] = chunks.count_rows()
