@@ -71,7 +71,8 @@ def test_page_references_point_at_the_quoted_page(analysed):
     """A quotation's page link names the page whose text holds the quotation's start."""
     import re
 
-    from papervault.agents.paperdoc import ANCHOR, normalise
+    from papervault.agents.paperdoc import normalise
+    from papervault.vault.paper import PAGE_ANCHOR as ANCHOR
 
     vault, _ = analysed
     for pid in ("vanrenesse2011paxos", "kingsbury2020elle"):

@@ -109,7 +109,9 @@ def _csl_library(path: Path, n: int) -> Path:
     """The first `n` records of the shared 20k CSL-JSON export."""
     from support_faults import ROOT
 
-    items = json.loads((ROOT.parent / "shared" / "corpus" / "conference-20k.csl.json").read_text())[:n]
+    from conftest import SHARED
+
+    items = json.loads((SHARED / "corpus" / "conference-20k.csl.json").read_text())[:n]
     path.write_text(json.dumps(items))
     return path
 

@@ -141,37 +141,3 @@ def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, m
     ids_flow, vecs_flow = _chunks(flowed)
     assert ids_flow == ids_local
     np.testing.assert_allclose(vecs_flow, vecs_local, rtol=0, atol=1e-6)
-
-
-def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
-    """A PDF whose parse overruns `[parse] timeout` on a Dask worker becomes that paper's one-line problem, the
-    batch goes on with the next file on the same worker, and the flow reports parse, analysis and add progress."""
-    import pymupdf
-
-    from flows.ingest import add as add_flow, run
-
-    src = tmp_path / "in"
-    src.mkdir()
-    doc = pymupdf.open()
-    for i in range(4000):       # a parse of minutes: it must be abandoned, not waited for
-        doc.new_page().insert_text((72, 300), f"A very long report. Page {i + 1}.")
-    doc.save(src / "a-long-report.pdf")
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 100), "Leases for Replicated Logs", fontsize=18)
-    page.insert_text((72, 160), "Abstract. We bound the recovery time of a replicated log with leases.")
-    doc.save(src / "b-short-paper.pdf")
-    monkeypatch.setenv("PAPERVAULT_PARSE_TIMEOUT", "8")
-    monkeypatch.setenv("PAPERVAULT_PARSE_MAX_PAGES", "10000")      # long, not refused for its length
-    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache"))
-    ws, _ = Workspace.init(tmp_path / "ws")
-    calls: list[tuple] = []
-    t0 = __import__("time").monotonic()
-    done = run(add_flow, task_runner_kind="dask", workers=1, progress=lambda *a: calls.append(a),
-               inputs=[str(src)], workspace=str(ws.root))
-    assert __import__("time").monotonic() - t0 < 300
-    assert len(done["added"]) == 1 and ws.vault.read_meta(done["added"][0]).title == "Leases for Replicated Logs"
-    [problem] = done["problems"]
-    assert problem["source"].endswith("a-long-report.pdf")
-    assert problem["error"] == "parsing took longer than 8 s and was abandoned", problem
-    assert ("parse", 2, 2) in calls and ("analyse", 1, 1) in calls and ("add", 2, None) in calls, calls

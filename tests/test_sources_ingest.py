@@ -176,7 +176,9 @@ def _csl(path, n: int, start: int = 0):
     import json
     from pathlib import Path
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "conference-20k.csl.json"
+    from conftest import SHARED
+
+    shared = SHARED / "corpus" / "conference-20k.csl.json"
     path.write_text(json.dumps(json.loads(shared.read_text())[start:start + n]))
     return path
 

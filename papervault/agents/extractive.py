@@ -335,11 +335,14 @@ def unfaithful(body: str, markdown: str) -> list[str]:
     markdown = without_anchors(markdown)
     paper = normalise(_clean_inline(markdown))
     paper_raw = normalise(markdown)
+    # a caption is Markdown-escaped once in paper.md and once more as the note's alt text: compared unescaped
+    paper_plain = normalise(markdown.replace("\\", ""))
     problems: list[str] = []
 
     def missing(text: str) -> bool:
         t = normalise(text)
-        return bool(t) and t not in paper and t not in paper_raw
+        return (bool(t) and t not in paper and t not in paper_raw
+                and normalise(text.replace("\\", "")) not in paper_plain)
 
     section = ""
     for line in body.splitlines():
