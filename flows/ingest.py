@@ -63,26 +63,16 @@ def embed_batch(texts: list[str], settings: dict):
     return Embedder(EmbedSettings(**settings)).embed(texts)
 
 
-_backends: dict = {}
-
-
 @task(name="analyse-paper", retries=0)
 def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None) -> dict:
     """One paper's analysis (`papervault.survey.analyse.run_job`): the note's metadata and body back, or the
-    error; the flow's process writes it. The backend is built once per worker process."""
-    from papervault.agents import get_backend
-    from papervault.config import Settings
-    from papervault.survey.analyse import run_job
+    error; the flow's process writes it. The backend is built once per worker process.
 
-    key = (backend, repr(sorted(settings.items())), state_dir)
-    if key not in _backends:
-        state = Path(state_dir) if state_dir and Path(state_dir).is_dir() else None
-        if state is None:
-            import tempfile
+    The function refers to no global of this module: a task runner may ship it by value (a Dask worker), and a
+    global holding a built backend (locks, clients) could not travel."""
+    from papervault.survey.analyse import run_job, worker_backend
 
-            state = Path(tempfile.mkdtemp(prefix="papervault-worker-"))
-        _backends[key] = get_backend(backend, Settings(settings), state_dir=state)
-    return run_job(job, _backends[key])
+    return run_job(job, worker_backend(backend, settings, state_dir))
 
 
 def _analyse_mapped(ws: Workspace, progress=None):

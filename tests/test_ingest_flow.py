@@ -141,3 +141,54 @@ def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, m
     ids_flow, vecs_flow = _chunks(flowed)
     assert ids_flow == ids_local
     np.testing.assert_allclose(vecs_flow, vecs_local, rtol=0, atol=1e-6)
+
+
+def _long_pdf(path, n: int) -> None:
+    """A real PDF of `n` pages that all draw one shared content stream, written directly (instant at any size)."""
+    stream = b"BT /F1 12 Tf 72 500 Td (A very long report.) Tj ET"
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", None, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)]
+    first = len(objs) + 1
+    objs[1] = b"<< /Type /Pages /Count %d /Kids [%s] >>" % (n, " ".join(f"{first + i} 0 R" for i in range(n)).encode())
+    objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+             b"/Contents 4 0 R >>"] * n
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (i, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+
+
+def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
+    """A PDF whose parse overruns `[parse] timeout` on a Dask worker becomes that paper's one-line problem, the
+    batch goes on with the next file on the same worker, and the flow reports parse, analysis and add progress.
+    Run after an in-process flow has built a backend in this process: the analysis task still ships to Dask."""
+    import pymupdf
+
+    from flows.ingest import add as add_flow, run
+
+    src = tmp_path / "in"
+    src.mkdir()
+    _long_pdf(src / "a-long-report.pdf", 32768)    # a parse of many seconds on any machine: abandoned, not waited for
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Leases for Replicated Logs", fontsize=18)
+    page.insert_text((72, 160), "Abstract. We bound the recovery time of a replicated log with leases.")
+    doc.save(src / "b-short-paper.pdf")
+    monkeypatch.setenv("PAPERVAULT_PARSE_TIMEOUT", "3")
+    monkeypatch.setenv("PAPERVAULT_PARSE_MAX_PAGES", "40000")      # long, not refused for its length
+    monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache"))
+    ws, _ = Workspace.init(tmp_path / "ws")
+    calls: list[tuple] = []
+    t0 = __import__("time").monotonic()
+    done = run(add_flow, task_runner_kind="dask", workers=1, progress=lambda *a: calls.append(a),
+               inputs=[str(src)], workspace=str(ws.root))
+    assert __import__("time").monotonic() - t0 < 300
+    assert len(done["added"]) == 1 and ws.vault.read_meta(done["added"][0]).title == "Leases for Replicated Logs"
+    [problem] = done["problems"]
+    assert problem["source"].endswith("a-long-report.pdf")
+    assert problem["error"] == "parsing took longer than 3 s and was abandoned", problem
+    assert ("parse", 2, 2) in calls and ("analyse", 1, 1) in calls and ("add", 2, None) in calls, calls

@@ -368,6 +368,27 @@ def analysis_job(vault: Vault, paper_id: str, backend: Backend, *, force: bool =
             "figures": figures, "reader_notes": (pdir / "reader-notes.md").is_file(), "template": tmpl.portable()}
 
 
+_WORKER_BACKENDS: dict = {}
+
+
+def worker_backend(backend: str, settings: dict, state_dir: str | None) -> Backend:
+    """The analysis backend of a worker process for `run_job`, built once per (backend, settings, state folder):
+    `settings` holds only the sections the analyser reads; a state folder this process cannot see becomes a
+    temporary one."""
+    key = (backend, repr(sorted(settings.items())), state_dir)
+    if key not in _WORKER_BACKENDS:
+        from papervault.agents import get_backend
+        from papervault.config import Settings
+
+        state = Path(state_dir) if state_dir and Path(state_dir).is_dir() else None
+        if state is None:
+            import tempfile
+
+            state = Path(tempfile.mkdtemp(prefix="papervault-worker-"))
+        _WORKER_BACKENDS[key] = get_backend(backend, Settings(settings), state_dir=state)
+    return _WORKER_BACKENDS[key]
+
+
 def run_job(job: dict[str, Any], backend: Backend) -> dict[str, Any]:
     """`compose_note` for a job from `analysis_job`, in a scratch folder laid out like the paper's: the note's
     metadata and body back as plain data, or the error. Touches no vault."""
