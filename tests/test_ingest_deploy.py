@@ -7,7 +7,6 @@ Slow (a deploy, a worker and two flow runs): one test, every step bounded by a t
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 
 from conftest import start_process, stop_process
-from test_survey_deploy import PREFECT, ROOT, _run, init_workspace, worker_env
+from test_survey_deploy import PREFECT, ROOT, _run, init_workspace, run_deployment, worker_env
 
 PDF = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
 
@@ -40,10 +39,7 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
                         tmp_path / "worker.log", ROOT)
         for deployment, params in (("add/add", {"inputs": [str(tmp_path / "in")], "workspace": str(ws.root)}),
                                    ("index/index", {"workspace": str(ws.root)})):
-            r = _run([PREFECT, "deployment", "run", deployment, "--params", json.dumps(params),
-                      "--watch", "--watch-timeout", "600"], env, 660)
-            out = r.stdout + r.stderr
-            assert "Completed" in out, out[-3000:] + (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+            run_deployment(deployment, params, env, tmp_path / "worker.log")
     finally:
         if worker is not None:
             stop_process(worker)

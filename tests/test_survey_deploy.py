@@ -45,6 +45,15 @@ def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProce
     return r
 
 
+def run_deployment(deployment: str, params: dict, env: dict, worker_log: Path) -> None:
+    """Run a deployment through the started worker and wait for it: it must complete (else the CLI's and the
+    worker's last output are shown)."""
+    r = _run([PREFECT, "deployment", "run", deployment, "--params", json.dumps(params),
+              "--watch", "--watch-timeout", "600"], env, 660)
+    out = r.stdout + r.stderr
+    assert "Completed" in out, out[-3000:] + worker_log.read_text(errors="replace")[-3000:]
+
+
 def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_dir, prefect_api):
     if not Path(PREFECT).exists():
         pytest.skip("the prefect CLI is not installed beside this Python")
@@ -60,10 +69,7 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
         worker = start_process([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
         params = {"topic": "fault tolerance", "slug": "deployed", "workspace": str(ws.root), "papers": ["all"]}
-        r = _run([PREFECT, "deployment", "run", "survey/survey", "--params", json.dumps(params),
-                  "--watch", "--watch-timeout", "600"], env, 660)
-        out = r.stdout + r.stderr
-        assert "Completed" in out, out[-3000:] + (tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+        run_deployment("survey/survey", params, env, tmp_path / "worker.log")
     finally:
         if worker is not None:
             stop_process(worker)

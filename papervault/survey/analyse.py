@@ -249,9 +249,10 @@ def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDo
                 inputs={"markdown": fulltext, "meta": meta.model_dump(exclude_none=True)})
 
 
-async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
-                              template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> AnalysisOutcome:
-    """`analyse_paper` for callers that already run an event loop (batches, the MCP server)."""
+def _analysis_inputs(vault: Vault, paper_id: str, backend: Backend, force: bool, template_dir: Path | None,
+                     template: str) -> tuple[PaperMeta, str, NoteTemplate] | AnalysisOutcome:
+    """The note's metadata, the full text and the template of an analysis, or the outcome when the note is
+    current (unless `force`); raises for a paper without full text."""
     meta, _ = vault.read_note(paper_id)
     fulltext = vault.read_fulltext(paper_id)
     if not fulltext.strip():
@@ -261,6 +262,16 @@ async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, 
     if not force and is_current(meta, backend, tmpl, fulltext):
         return AnalysisOutcome(paper_id, "skipped", vault.note_path(paper_id), meta.analyser or "", tmpl.id,
                                coverage=meta.coverage, message="note is current")
+    return meta, fulltext, tmpl
+
+
+async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, force: bool = False,
+                              template_dir: Path | None = None, template: str = DEFAULT_TEMPLATE) -> AnalysisOutcome:
+    """`analyse_paper` for callers that already run an event loop (batches, the MCP server)."""
+    got = _analysis_inputs(vault, paper_id, backend, force, template_dir, template)
+    if isinstance(got, AnalysisOutcome):
+        return got
+    meta, fulltext, tmpl = got
     reader = vault.paper_dir(paper_id) / "reader-notes.md"
     meta, body, info = await compose_note(meta, fulltext, vault.paper_dir(paper_id), backend, tmpl,
                                           reader_notes=reader.is_file())
@@ -349,15 +360,10 @@ def analysis_job(vault: Vault, paper_id: str, backend: Backend, *, force: bool =
     """Everything the analysis of `paper_id` needs, as plain data (the note's metadata, the full text, the
     figures' bytes, the template's files), for `run_job` in another process; or the outcome when there is
     nothing to run (the note is current). Raises what `analyse_paper` raises for a paper without full text."""
-    meta, _ = vault.read_note(paper_id)
-    fulltext = vault.read_fulltext(paper_id)
-    if not fulltext.strip():
-        raise NotFoundError(f"{paper_id} has no full text (paper.md) to analyse",
-                            fix="add its PDF (`papervault add FILE`) or parse it again")
-    tmpl = load_template(vault, template, template_dir)
-    if not force and is_current(meta, backend, tmpl, fulltext):
-        return AnalysisOutcome(paper_id, "skipped", vault.note_path(paper_id), meta.analyser or "", tmpl.id,
-                               coverage=meta.coverage, message="note is current")
+    got = _analysis_inputs(vault, paper_id, backend, force, template_dir, template)
+    if isinstance(got, AnalysisOutcome):
+        return got
+    meta, fulltext, tmpl = got
     pdir = vault.paper_dir(paper_id)
     figures = {}
     if (pdir / "figures").is_dir():
