@@ -481,8 +481,10 @@ def make_demo(tmp_path_factory, prefect_api, model_dir) -> dict:
         pytest.skip("make is not installed (the README's `make demo` needs it)")
     where = tmp_path_factory.mktemp("make-demo")
     venv = Path(sys.executable).parent.parent
+    # a user's `make demo` is a top-level make: the suite may itself run under `make test` (MAKELEVEL, MAKEFLAGS)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PAPERVAULT_") or k == "PAPERVAULT_PARSE_CACHE_DIR"}   # the session's parse cache
+           if (not k.startswith("PAPERVAULT_") or k == "PAPERVAULT_PARSE_CACHE_DIR")   # the session's parse cache
+           and k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     env.update(HOME=str(where), PYTHONPATH=str(ROOT))
     r = subprocess.run([make, "-f", str(ROOT / "Makefile"), "demo", f"VENV={venv}", f"SHARED={SHARED}",
                         "-o", f"{venv}/.installed"], cwd=where, env=env, capture_output=True, text=True,
