@@ -84,6 +84,11 @@ def test_topic_without_papers_selects_the_topics_papers_with_reasons(library):
     assert {re.match(r"- \[x\] @(\S+)", b).group(1) for b in blocks} == got
     for b in blocks:
         assert re.search(r"^    - matched \(.*\): “.{20,}”$", b, re.M), b
+    # a paper whose title names the topic's words says so, with the words it names
+    titled = [b for b in blocks if re.search(r"(?i)^- \[x\] @\S+ — [^\n]*\bsign\b", b)]
+    assert titled
+    for b in titled:
+        assert re.search(r"^    - its title names the topic's words: sign\b", b, re.M), b
     survey = (ws / "vault" / "surveys" / "sign" / "survey.md").read_text(encoding="utf-8")
     assert set(re.findall(r"@([A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9])", survey)) <= got
     assert out["selection"] == "topic"
@@ -208,3 +213,13 @@ def test_read_edits_undo_and_no_frontmatter():
     edits = S.read_edits(frontmatter.join(meta, body))
     assert edits.struck == ["b"] and edits.added == []                  # x was not ticked: no longer added
     assert S.read_edits("- [x] @p1\n- [ ] @p2\n") == S.Edits(added=["p1"], struck=[])
+
+
+def test_topic_words_match_their_variants_in_titles():
+    from papervault.survey.topic import _same_word
+
+    for a, b in [("privacy", "private"), ("federated", "federation"), ("splatting", "splats"), ("sign", "signs"),
+                 ("differential", "differentially"), ("replication", "replicated")]:
+        assert _same_word(a, b) and _same_word(b, a), (a, b)
+    for a, b in [("sign", "signal"), ("event", "every"), ("privacy", "prior"), ("learning", "lead")]:
+        assert not _same_word(a, b), (a, b)

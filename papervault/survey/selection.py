@@ -29,8 +29,9 @@ _MAX_PASSAGE = 280
 
 @dataclass
 class Reason:
-    """Why a paper is in the selection: a matched passage (kind "passage") or a citation link ("cited": a
-    selected paper cites it; "citing": it cites a selected paper), or a person's or a `--papers` choice ("person", "spec")."""
+    """Why a paper is in the selection: a matched passage (kind "passage"), the topic's words in its title
+    ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper), or a
+    person's or a `--papers` choice ("person", "spec")."""
 
     kind: str
     text: str = ""
@@ -89,6 +90,8 @@ def _reason_line(r: Reason) -> str:
             where.append(f"§ {_one_line(r.section, 80)}")
         loc = f" ({', '.join(where)})" if where else ""
         return f"matched{loc}: “{_one_line(r.text)}”"
+    if r.kind == "title":
+        return f"its title names the topic's words: {_one_line(r.text, 160)}"
     if r.kind == "cited":
         return f"cited by @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
     if r.kind == "citing":

@@ -2,7 +2,10 @@
 
 1. **Relevance per paper** from the hybrid index: the topic's vector against every paper's title/abstract
    vector (in memory, one product over the papers table), the nearest chunks (sections, paragraphs, notes,
-   annotations) and the full-text (BM25) hits of the chunks, grouped by paper.
+   annotations) and the full-text (BM25) hits of the chunks, grouped by paper; and the topic's own words in
+   the paper's title (a word or its variant, weighted by its rarity among the vault's titles): a title is the
+   authors' statement of what the paper is about, and it separates "Gaussian splatting" papers from general
+   3D reconstruction where the embedding does not.
 2. **Pseudo-relevance feedback**: the best-matching papers lend the topic their vocabulary: the query vector
    moves towards their vectors (Rocchio) and the full-text query gains the words they share that are rare in the
    vault; relevance is computed again with the expanded topic.
@@ -40,6 +43,7 @@ ROCCHIO = 0.7           # weight of the feedback papers' mean vector against the
 EXPANSION_TERMS = 6     # words added to the full-text query
 LEXICAL_WEIGHT = 0.12   # weight of the full-text score (normalised to about 0..1) against the cosine
 CHUNK_WEIGHT = 0.5      # how much a paper's best passage may lift its title/abstract similarity
+TITLE_WEIGHT = 0.12     # lift of a paper whose title names the topic's own words (times their rarity-weighted share)
 Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
 TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
 BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background similarity
@@ -78,9 +82,11 @@ class Candidate:
     has_fulltext: bool = False
     doi: str = ""
     arxiv: str = ""
+    title_words: list[str] = field(default_factory=list)   # the topic's words its title names
 
     def entry(self) -> Entry:
-        reasons = [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
+        named = [Reason("title", ", ".join(self.title_words))] if self.title_words else []
+        reasons = named + [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
         return Entry(self.id, self.title, self.year, round(self.score, 4), self.links + reasons)
 
 
@@ -151,6 +157,9 @@ class TopicSelector:
         self.mat = vec / np.where(norms == 0, 1, norms)
         self._df: dict[str, int] = {}
         self._lower: list[str] | None = None
+        self._title_words: list[frozenset[str]] | None = None
+        self._title_vocab: dict[str, int] | None = None
+        self._topic_forms: list[tuple[str, set[str]]] = []
 
     # --- evidence ------------------------------------------------------------------------------------
 
@@ -202,7 +211,39 @@ class TopicSelector:
         # a word in more than 5% of the vault says little about the topic
         return [w for w in scored if df[w] <= max(5, 0.05 * n)][:EXPANSION_TERMS]
 
-    def _score(self, q: np.ndarray, query: str, where: str | None, allowed: np.ndarray | None) -> tuple[np.ndarray, dict, dict]:
+    def _title_match(self, topic: str) -> np.ndarray:
+        """Per paper, the share of the topic's own words its title names (each word or a variant of it:
+        "private" for "privacy", "splats" for "splatting"), weighted by the word's rarity among the vault's
+        titles. A title is the author's own statement of what the paper is about."""
+        if self._title_words is None:
+            self._title_words = [frozenset(_words(t or "")) for t in self.titles]
+            vocab: Counter = Counter()
+            for ws in self._title_words:
+                vocab.update(ws)
+            self._title_vocab = dict(vocab)
+        vocab = self._title_vocab or {}
+        n = len(self.ids)
+        weights, variants = [], []
+        self._topic_forms = []
+        for t in dict.fromkeys(_words(topic)):
+            forms = {w for w in vocab if _same_word(t, w)} | {t}
+            df = sum(vocab.get(w, 0) for w in forms)
+            weights.append(math.log((n + 1) / (df + 1)))
+            variants.append(forms)
+            self._topic_forms.append((t, forms))
+        total = sum(weights)
+        out = np.zeros(n, dtype=np.float32)
+        if not total:
+            return out
+        for i, ws in enumerate(self._title_words):
+            if ws:
+                got = sum(w for w, forms in zip(weights, variants) if not ws.isdisjoint(forms))
+                if got:
+                    out[i] = got / total
+        return out
+
+    def _score(self, q: np.ndarray, query: str, where: str | None, allowed: np.ndarray | None,
+               title: np.ndarray | None = None) -> tuple[np.ndarray, dict, dict]:
         dense_p = _dot(self.mat, q)
         chunk_dense, lex = self._chunk_hits(query, q, where)
         score = dense_p.copy()
@@ -217,6 +258,8 @@ class TopicSelector:
                 i = self.pos.get(pid)
                 if i is not None:
                     score[i] += LEXICAL_WEIGHT * min(1.0, s / norm)
+        if title is not None:
+            score = score + TITLE_WEIGHT * title
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         return score, chunk_dense, lex
@@ -251,7 +294,8 @@ class TopicSelector:
 
                 where = f"paper_id IN ({_sql_list(sorted(keep))})"
         q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
-        s0, _, _ = self._score(q0, topic, where, allowed)
+        title = self._title_match(topic)
+        s0, _, _ = self._score(q0, topic, where, allowed, title)
         fin0 = s0[np.isfinite(s0)]
         order = [int(i) for i in np.argsort(-s0)[:FEEDBACK_DOCS] if np.isfinite(s0[i])]
         # Feedback only from papers close to the best: a topic with one or two papers in the vault must not
@@ -261,7 +305,7 @@ class TopicSelector:
         terms = self._expansion(topic, top)
         q1 = _unit(q0 + ROCCHIO * _unit(self.mat[top].mean(axis=0))) if top else q0
         query1 = " ".join([topic, *terms])
-        score, chunk_dense, lex = self._score(q1, query1, where, allowed)
+        score, chunk_dense, lex = self._score(q1, query1, where, allowed, title)
 
         finite = score[np.isfinite(score)]
         # The background is the whole vault's title/abstract similarity, not the candidates': a tag: or
@@ -287,6 +331,8 @@ class TopicSelector:
             c = Candidate(pid, self.titles[i] or pid, self.years[i], float(_dot(self.mat[i:i + 1], q1)[0]),
                           0.0, float(score[i]), float((score[i] - median) / spread), has_fulltext=bool(self.fulltext[i]),
                           doi=self.dois[i], arxiv=self.arxivs[i])
+            if title[i] > 0 and self._title_words is not None:
+                c.title_words = [t for t, forms in self._topic_forms if not self._title_words[i].isdisjoint(forms)]
             rows = []
             if pid in chunk_dense:
                 rows.append(chunk_dense[pid][1])
@@ -367,6 +413,21 @@ class TopicSelector:
             if c.links:
                 out.append(c)
         return out
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Two spellings of one word: equal, or sharing all but a short ending ("privacy"/"private",
+    "federated"/"federation", "splatting"/"splats"); words under five letters only take a plural "s"."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 5:
+        return a + "s" == b or b + "s" == a
+    k = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        k += 1
+    return k >= max(5, min(len(a), len(b)) - 3)
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
