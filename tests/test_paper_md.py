@@ -210,6 +210,41 @@ def test_page_links_are_built_in_one_place():
     assert paper_md.without_page_citations(note_line) == "- “a quoted claim”  and "
 
 
+# A template that writes a page fragment itself (`paper.md#page-{{ n }}`, `{{ url }}#page-{{ n }}`).
+HAND_BUILT_PAGE_LINK = re.compile(r"#page-|paper\.md#")
+
+
+def _hand_built_page_links(text: str) -> list[str]:
+    return [line for line in text.splitlines() if HAND_BUILT_PAGE_LINK.search(line)]
+
+
+def test_no_template_builds_a_page_link_by_hand():
+    """Templates link to a page of paper.md through the vault's builder (the Jinja global `page_link`)."""
+    files = [p for p in sorted((ROOT / "templates").rglob("*")) if p.is_file()]
+    assert len(files) > 20 and any(p.name == "note.md.j2" for p in files)
+    found = [f"{p.relative_to(ROOT).as_posix()}: {line.strip()[:90]}"
+             for p in files for line in _hand_built_page_links(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not found, "page links built by hand in templates:\n" + "\n".join(found)
+    # the rule is not vacuous: the forms the templates used to write are caught
+    assert _hand_built_page_links("[p. {{ page }}](paper.md#page-{{ page }})")
+    assert _hand_built_page_links("[p. {{ f.page }}]({{ p.fulltext_url }}#page-{{ f.page }})")
+
+
+def test_templates_call_the_vaults_page_link_builder():
+    from papervault import templating
+
+    env = templating.environment("", sources={"t.j2": "{{ page_link(page=n) }} {{ page_link('doe2020', n) }}"})
+    assert env.get_template("t.j2").render(n=3) == \
+        f"{paper_md.page_link(page=3)} {paper_md.page_link('doe2020', 3)}" == \
+        "paper.md#page-3 papers/doe2020/paper.md#page-3"
+    assert paper_md.page_link(page=3) == paper_md.page_link("x", 3, relative_to="papers/x/note.md")
+    # every loader of templates has it: the site's pages and the survey's documents too
+    from papervault.site.stage import template_env
+    from papervault.survey.export import environment as survey_environment
+
+    assert template_env().globals["page_link"] is survey_environment().globals["page_link"] is paper_md.page_link
+
+
 def test_anchors_are_rewritten_and_removed_by_the_vault_module():
     text = "a\n\n" + paper_md.page_anchor(2) + "\n\nb " + paper_md.page_anchor(3) + " c"
     assert paper_md.without_anchors(text) == "a\n\n\n\nb  c"

@@ -74,11 +74,16 @@ def table_caption(number: str | None, caption: str) -> str:
     return " ".join(f"Table {number}: {caption}".split())
 
 
-def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/", relative_to: str | None = None) -> str:
+def page_link(paper_id: str | None = None, page: int | None = None, *, prefix: str = "papers/",
+              relative_to: str | None = None) -> str:
     """`papers/<id>/paper.md#page-N` (no fragment without a page); `prefix` places it relative to the reader
     (a survey in `surveys/<slug>/` links with `../../papers/`). With `relative_to` (a page's path from the
     vault's or site's root, `papers/x/note.md`), the link is relative to that page (`../<id>/paper.md#page-N`,
-    `paper.md#page-N` from the paper's own page)."""
+    `paper.md#page-N` from the paper's own page). Without `paper_id` the link is from a page in the paper's
+    own folder (its note, in the vault and on the site): `paper.md#page-N`. Templates call it as the Jinja
+    global `page_link` (`papervault.templating`)."""
+    if paper_id is None:
+        return "paper.md" + (f"#page-{int(page)}" if page else "")
     target = f"{prefix}{paper_id}/paper.md"
     if relative_to is not None:
         target = posixpath.relpath(target, posixpath.dirname(relative_to) or ".")
