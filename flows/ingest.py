@@ -179,6 +179,7 @@ def add(inputs: list[str], workspace: str | None = None, backend: str | None = N
 @flow(name="index", task_runner=_default_runner(), log_prints=True)
 def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]:
     """Bring the index in step with the vault like `papervault index`, embedding the batches on the task runner."""
+    from papervault.app.papers import rechunk_code
     from papervault.index.store import PaperIndex
 
     ws = Workspace.resolve(workspace).require()
@@ -186,7 +187,11 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
     with ws.write_lock("index"):
         idx = PaperIndex(ws, embed_batches=_embed_mapped(ws.settings.embed))
         step = lambda done, total: progress("embed", done, total)   # noqa: E731
-        return idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
+        report = idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
+        code = rechunk_code(ws, embedder=idx.embedder)   # code is embedded here: repositories are few
+        if code:
+            report["code"] = code
+        return report
 
 
 # --- running them from the CLI ----------------------------------------------------------------------------

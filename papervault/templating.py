@@ -16,8 +16,13 @@ from typing import Any, Iterable
 import jinja2
 
 from papervault.errors import WorkspaceError
+from papervault.vault import paper as paper_md
 
 PACKAGE = "papervault.templates"
+
+# Functions every template may call. `page_link(page=N)` is the link to page N of the paper's full text from
+# its note (`paper.md#page-N`); templates never write that fragment by hand (tests/test_paper_md.py checks).
+GLOBALS: dict[str, Any] = {"page_link": paper_md.page_link}
 
 
 def builtin_dir() -> Path:
@@ -57,12 +62,18 @@ def search_path(sub: str = "", workspace_root: Path | None = None, *, extra: Ite
 
 
 def environment(sub: str = "", workspace_root: Path | None = None, *, extra: Iterable[Path | None] = (),
-                **options: Any) -> jinja2.Environment:
-    """A Jinja2 environment over `search_path(sub, workspace_root)`; `options` are Jinja2's."""
+                sources: dict[str, str] | None = None, **options: Any) -> jinja2.Environment:
+    """A Jinja2 environment over `search_path(sub, workspace_root)`, `sources` (template texts by name) before
+    them; `options` are Jinja2's. Every template sees the globals of `GLOBALS`."""
     dirs = search_path(sub, workspace_root, extra=extra)
     options.setdefault("autoescape", False)
     options.setdefault("keep_trailing_newline", True)
-    return jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]), **options)
+    loader: jinja2.BaseLoader = jinja2.FileSystemLoader([str(d) for d in dirs])
+    if sources is not None:
+        loader = jinja2.ChoiceLoader([jinja2.DictLoader(dict(sources)), loader])
+    env = jinja2.Environment(loader=loader, **options)
+    env.globals.update(GLOBALS)
+    return env
 
 
 def find(rel: str, sub: str = "", workspace_root: Path | None = None, *, extra: Iterable[Path | None] = ()) -> Path | None:

@@ -322,3 +322,135 @@ def test_repository_indexed_before_remotes_were_recorded_is_not_linked(tmp_path,
     again = add_repo(ws, str(tmp_path / "tinyrepo"), embedder=embedder)
     assert [(p["paper_id"], p["how"]) for p in again.papers] == [(report.added[0], "fulltext")]
     assert CodeIndex(ws).known_remotes() == {"tinyrepo": {"github.com/example/tinyrepo"}}
+
+
+# --- a chunker or token-limit change re-chunks, reusing vectors -------------------------------------------------
+
+NEXT_CHUNKER = " # (as the next chunker renders it)"
+
+
+def _next_chunker():
+    """A chunker whose output differs from today's as a next version's would: test chunks get other text (new
+    embeddings), and functions start a line earlier (new ids, the same embedded text)."""
+    from papervault.chunking.code import chunk_file
+
+    def chunker(*args, **kwargs):
+        chunks = chunk_file(*args, **kwargs)
+        for c in chunks:
+            if c.kind == "test":
+                c.text += NEXT_CHUNKER
+            elif c.kind == "function" and c.start_line > 1:
+                c.start_line -= 1
+        return chunks
+
+    return chunker
+
+
+def _two_repos(tmp_path, embedder):
+    """A workspace with a folder repository and a cloned one (file:// URL: a real clone, no network)."""
+    make_repo(tmp_path / "sample", remote=REMOTE)
+    origin = make_repo(tmp_path / "origin", {"lib.py": "def alpha():\n    return 1\n\n\ndef test_alpha():\n"
+                                                       "    assert alpha() == 1\n"})
+    ws, _ = Workspace.init(tmp_path / "ws")
+    add_repo(ws, str(tmp_path / "sample"), embedder=embedder)
+    add_repo(ws, (tmp_path / "origin").as_uri(), embedder=embedder)
+    return ws, origin
+
+
+def _table(ws, embedder) -> dict[str, dict]:
+    index = CodeIndex(ws, embedder)
+    return {r["id"]: r for repo in index.repos() for r in index.rows(repo, with_vectors=True)}
+
+
+def _assert_same_rows(got: dict[str, dict], fresh: dict[str, dict]) -> None:
+    import numpy as np
+
+    assert set(got) == set(fresh)
+    for i, row in fresh.items():
+        assert {k: v for k, v in got[i].items() if k != "vector"} == {k: v for k, v in row.items() if k != "vector"}
+        assert np.allclose(got[i]["vector"], row["vector"], atol=1e-5)
+
+
+def test_a_chunker_change_rechunks_every_repository_and_reuses_vectors(tmp_path, embedder, monkeypatch):
+    """Another chunker is no rebuild: search keeps working, the next `papervault index` re-chunks every
+    repository from its checkout in one line, embeds only the texts the chunker changed, and equals a fresh
+    build; the version is recorded, so the run after does nothing."""
+    import numpy as np
+
+    import papervault.index.code as code_index
+    import papervault.sources.repo as repo_source
+    from papervault.cli import cli
+
+    ws, origin = _two_repos(tmp_path, embedder)
+    before = _table(ws, embedder)
+    (tmp_path / "origin/lib.py").write_text("def gamma():\n    return 3\n")
+    commit_all(origin, "not fetched by a re-chunk")      # re-chunking reads the clone as indexed
+
+    monkeypatch.setattr(code_index, "CHUNKER_VERSION", "code-999")
+    monkeypatch.setattr(repo_source, "chunk_file", _next_chunker())
+    index = CodeIndex(ws, embedder)
+    why = index.rechunk_needed()
+    assert why and "code-999" in why
+    assert search_code(ws, "saxpy", kind="function", limit=1)[0]["symbol"] == "saxpy"   # searched as built
+
+    monkeypatch.setenv("PAPERVAULT_WORKSPACE", str(ws.root))
+    result = CliRunner().invoke(cli, ["index"])
+    assert result.exit_code == 0, result.output
+    lines = [l for l in result.output.splitlines() if l.startswith("code index:")]
+    assert len(lines) == 1 and "re-chunked 2 repositories" in lines[0] and "chunker code-1" in lines[0]
+    after = _table(ws, embedder)
+    old_vectors = {r["embed_hash"]: r["vector"] for r in before.values()}
+    new_texts = [r for r in after.values() if r["embed_hash"] not in old_vectors]
+    tests = [r for r in after.values() if r["kind"] == "test"]
+    assert tests and all(r["text"].endswith(NEXT_CHUNKER) for r in tests)
+    assert {r["id"] for r in tests} <= {r["id"] for r in new_texts}
+    assert f"{len(new_texts)} chunks embedded, {len(after) - len(new_texts)} reused" in lines[0]
+    moved = [r for r in after.values() if r["kind"] == "function" and r["id"] not in before]
+    assert moved, "the next chunker gave functions new ids"
+    for r in after.values():                             # a reused vector is the stored one, bit for bit
+        if r["embed_hash"] in old_vectors:
+            assert np.array_equal(r["vector"], old_vectors[r["embed_hash"]])
+    assert not any(r["symbol"] == "gamma" for r in after.values())
+    assert CodeIndex(ws, embedder).rechunk_needed() is None
+
+    fresh_ws, _ = Workspace.init(tmp_path / "fresh")
+    add_repo(fresh_ws, str(tmp_path / "sample"), embedder=embedder)
+    add_repo(fresh_ws, str(tmp_path / "ws/.papervault/repos/origin"), name="origin", embedder=embedder)
+    fresh = _table(fresh_ws, embedder)
+    _assert_same_rows({i: r for i, r in after.items() if r["repo"] == "sample"},
+                      {i: r for i, r in fresh.items() if r["repo"] == "sample"})
+
+    again = CliRunner().invoke(cli, ["index"])
+    assert again.exit_code == 0 and "code index:" not in again.output
+    report = add_repo(ws, str(tmp_path / "sample"), embedder=embedder)
+    assert report.rechunked is None and report.embedded == 0
+
+
+def test_a_token_limit_change_re_embeds_only_the_texts_it_cuts(tmp_path, embedder, monkeypatch):
+    """`[embed] max_tokens` changes what a long text's vector is: `add-repo` re-chunks every repository first,
+    re-embeds exactly the texts either limit cuts, keeps the others' vectors, and equals a fresh build."""
+    import numpy as np
+
+    ws, _ = _two_repos(tmp_path, embedder)
+    before = _table(ws, embedder)
+    monkeypatch.setenv("PAPERVAULT_EMBED_MAX_TOKENS", "48")
+    short = Embedder(Workspace(tmp_path / "ws").settings.embed)
+    assert short.settings.max_tokens == 48
+    assert "[embed] max_tokens 256" in CodeIndex(ws, short).rechunk_needed()
+
+    report = add_repo(ws, str(tmp_path / "sample"), embedder=short)
+    assert report.rechunked and "re-chunked 1 repository" in report.rechunked    # origin; sample below
+    after = _table(ws, short)
+    assert set(after) == set(before)
+    kept = [i for i in after if np.array_equal(after[i]["vector"], before[i]["vector"])]
+    assert 0 < len(kept) < len(after)
+    # what was re-embedded is what the shorter limit cuts: each of those vectors did change
+    cut = [i for i in after if i not in kept]
+    assert all(not np.allclose(after[i]["vector"], before[i]["vector"], atol=1e-4) for i in cut)
+    assert CodeIndex(ws, short).rechunk_needed() is None
+
+    fresh_ws, _ = Workspace.init(tmp_path / "fresh")
+    add_repo(fresh_ws, str(tmp_path / "sample"), embedder=short)
+    add_repo(fresh_ws, str(tmp_path / "ws/.papervault/repos/origin"), name="origin", embedder=short)
+    _assert_same_rows({i: r for i, r in after.items() if r["repo"] == "sample"},
+                      {i: r for i, r in _table(fresh_ws, short).items() if r["repo"] == "sample"})

@@ -210,10 +210,124 @@ def test_page_links_are_built_in_one_place():
     assert paper_md.without_page_citations(note_line) == "- “a quoted claim”  and "
 
 
+# A template that writes a page fragment itself (`paper.md#page-{{ n }}`, `{{ url }}#page-{{ n }}`).
+HAND_BUILT_PAGE_LINK = re.compile(r"#page-|paper\.md#")
+
+
+def _hand_built_page_links(text: str) -> list[str]:
+    return [line for line in text.splitlines() if HAND_BUILT_PAGE_LINK.search(line)]
+
+
+def test_no_template_builds_a_page_link_by_hand():
+    """Templates link to a page of paper.md through the vault's builder (the Jinja global `page_link`)."""
+    files = [p for p in sorted((ROOT / "templates").rglob("*")) if p.is_file()]
+    assert len(files) > 20 and any(p.name == "note.md.j2" for p in files)
+    found = [f"{p.relative_to(ROOT).as_posix()}: {line.strip()[:90]}"
+             for p in files for line in _hand_built_page_links(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not found, "page links built by hand in templates:\n" + "\n".join(found)
+    # the rule is not vacuous: the forms the templates used to write are caught
+    assert _hand_built_page_links("[p. {{ page }}](paper.md#page-{{ page }})")
+    assert _hand_built_page_links("[p. {{ f.page }}]({{ p.fulltext_url }}#page-{{ f.page }})")
+
+
+def test_templates_call_the_vaults_page_link_builder():
+    from papervault import templating
+
+    env = templating.environment("", sources={"t.j2": "{{ page_link(page=n) }} {{ page_link('doe2020', n) }}"})
+    assert env.get_template("t.j2").render(n=3) == \
+        f"{paper_md.page_link(page=3)} {paper_md.page_link('doe2020', 3)}" == \
+        "paper.md#page-3 papers/doe2020/paper.md#page-3"
+    assert paper_md.page_link(page=3) == paper_md.page_link("x", 3, relative_to="papers/x/note.md")
+    # every loader of templates has it: the site's pages and the survey's documents too
+    from papervault.site.stage import template_env
+    from papervault.survey.export import environment as survey_environment
+
+    assert template_env().globals["page_link"] is survey_environment().globals["page_link"] is paper_md.page_link
+
+
 def test_anchors_are_rewritten_and_removed_by_the_vault_module():
-    text = "a\n\n" + paper_md.page_anchor(2) + "\n\nb " + paper_md.page_anchor(3) + " c"
-    assert paper_md.without_anchors(text) == "a\n\n\n\nb  c"
-    assert paper_md.mark_pages(text, lambda n: f"[{n}]") == "a\n\n[2]\n\nb [3] c"
+    text = "a\n\n" + paper_md.page_anchor(2) + "\n\nb " + paper_md.page_anchor(3) + " c\n\n" + paper_md.page_anchor(4)
+    # an anchor inside a line is not the writer's: it stays text
+    assert paper_md.without_anchors(text) == "a\n\n\n\nb " + paper_md.page_anchor(3) + " c\n\n"
+    assert paper_md.mark_pages(text, lambda n: f"[{n}]") == "a\n\n[2]\n\nb " + paper_md.page_anchor(3) + " c\n\n[4]"
     assert re.fullmatch(paper_md.ANCHOR_HTML, paper_md.page_anchor(7))
     assert paper_md.mentions("Fig. 2b, see Figure B.1 and Table IV; Table 1shows") == \
         [("figure", "2b"), ("figure", "B.1"), ("table", "IV")]
+
+
+# --- page anchors cannot be forged by a paper's text ------------------------------------------------------
+
+FORGED = ['<a id="page-3"></a>', "<a id='page-3'>", '<A ID="PAGE-3"></A>', '<a  id = "page-3" ></a>']
+PAGE_TWO = "The zebra protocol commits every ballot within two message delays."
+
+
+def _forging_pdf(path: Path) -> Path:
+    """Three pages made with PyMuPDF; page 1 spells out page anchors, alone on a line and inside prose."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    texts = [["Forged Anchors in Practice", "1 Introduction",
+              *FORGED, f'We quote {FORGED[0]} inside a sentence and {FORGED[1]} too.',
+              "An ordinary closing sentence of the first page."],
+             ["2 Design", PAGE_TWO, "Nothing else of note happens on this page."],
+             ["3 Evaluation", "The third page holds the results of the evaluation."]]
+    for lines in texts:
+        page = doc.new_page()
+        y = 90
+        for k, line in enumerate(lines):
+            page.insert_text((72, y), line, fontsize=16 if k == 0 and page.number == 0 else 10)
+            y += 40
+    doc.set_metadata({"title": "Forged Anchors in Practice", "author": "Ada Tester"})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_pdf_cannot_forge_a_page_anchor(tmp_path):
+    """Anchors a PDF's text spells out (any quoting, spacing, case; alone on a line or in prose) are written
+    as text, and the reader, the site's full text and `locate` put a passage of page 2 on page 2."""
+    from papervault.app.locate import locate
+    from papervault.models import PaperMeta
+    from papervault.parse import parse_pdf
+    from papervault.site.stage import plan_site, read_vault
+    from papervault.workspace import Workspace
+
+    parsed = parse_pdf(_forging_pdf(tmp_path / "forged.pdf"))
+    md = parsed.markdown
+    assert "&lt;a id=\"page-3\">&lt;/a>" in md and "&lt;A ID=\"PAGE-3\">" in md      # kept, as text
+    assert [ln for ln in md.splitlines() if "<a " in ln.lower()] == [paper_md.page_anchor(p) for p in (1, 2, 3)]
+    doc = paper_md.read(md)
+    assert doc.pages == [1, 2, 3]
+    assert doc.page_at(md.index(PAGE_TWO)) == 2 and doc.page_at(md.index("An ordinary closing")) == 1
+    first = next(b for b in doc.blocks if "inside a sentence" in b.text)
+    assert first.pages == [1] and "&lt;a id=\"page-3\">" in first.text
+
+    ws, _ = Workspace.init(tmp_path / "ws")
+    ws.vault.write_note(PaperMeta(id="tester2026forged", title="Forged Anchors in Practice"), "# Forged\n")
+    ws.vault.write_fulltext("tester2026forged", parsed)
+    ws.vault.commit("add tester2026forged")
+    found = locate(ws, PAGE_TWO)
+    assert (found[0].page, found[0].anchor) == (2, "papers/tester2026forged/paper.md#page-2") and found[0].exact
+
+    site = plan_site(read_vault(ws.vault.root)).pages["papers/tester2026forged/paper.md"]
+    assert [site.count(f'<a id="page-{p}"') for p in (1, 2, 3)] == [1, 1, 1]
+    assert site.lower().count("<a id") == 3
+    assert site.index('<a id="page-2"') < site.index(PAGE_TWO) < site.index('<a id="page-3"')
+
+
+def test_the_reader_takes_only_the_writers_anchor_line():
+    """Anything but the exact anchor line, as a paragraph of its own, is text: inline, indented, in a list, a
+    quote, a heading, a code block or an HTML block, in another case or quoting."""
+    decoys = ["Prose <a id=\"page-7\"></a> with an anchor inside.", "  <a id=\"page-7\"></a>",
+              "- <a id=\"page-7\"></a>", "> <a id=\"page-7\"></a>", "## <a id=\"page-7\"></a>",
+              "```\n<a id=\"page-7\"></a>\n```", "<div>\n<a id=\"page-7\"></a>\n</div>",
+              "<a id='page-7'></a>", "<A ID=\"page-7\"></A>", "<a id=\"page-07\"></a>",
+              "a line of prose\n<a id=\"page-7\"></a>"]
+    text = paper_md.page_anchor(1) + "\n\n" + "\n\n".join(decoys) + "\n\n" + paper_md.page_anchor(2) + "\n\nEnd.\n"
+    doc = paper_md.read(text)
+    assert doc.pages == [1, 2] and doc.page_at(text.index("End.")) == 2
+    end = next(b for b in doc.blocks if b.text == "End.")
+    assert end.pages == [2] and all(set(b.pages) <= {1} for b in doc.blocks if b.start < end.start)
+    assert paper_md.without_anchors(text) == text.replace(paper_md.page_anchor(1), "").replace(paper_md.page_anchor(2), "")
+    assert paper_md.escape_html('<a id="page-3"></a> a < b, <https://x.org> <!-- c --> <?p?> <br/>') == \
+        '&lt;a id="page-3">&lt;/a> a < b, <https://x.org> &lt;!-- c --> &lt;?p?> &lt;br/>'

@@ -100,6 +100,31 @@ def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] 
     return run_add_repo(ws.require(), source, papers=list(papers), name=name, rebuild=rebuild, progress=progress)
 
 
+def rechunk_code(ws: Workspace, *, embedder=None, progress: Progress | None = None) -> dict[str, Any] | None:
+    """What `papervault index` does for code: when the chunker or `[embed] max_tokens` changed since the
+    repositories were chunked, re-chunk them (reusing the vectors of unchanged texts) and commit their rewritten
+    code notes. Returns the report with its one `line`, or None when nothing was to do (no code indexed, or
+    chunked as now). A table built with another embedding model is not touched: its `line` names the rebuild.
+    The caller holds the write lock."""
+    if not _has_local_tables(ws) or not any(ws.vault.code_dir.glob("*.md")):
+        return None                     # no repository was ever added: the code index is not even opened
+    from papervault.errors import IndexMismatchError
+    from papervault.index.code import CodeIndex
+    from papervault.sources.repo import rechunk_code as run
+
+    try:
+        report = run(ws, index=CodeIndex(ws, embedder), progress=progress)
+    except IndexMismatchError as exc:
+        return {"line": f"code index: not re-chunked: {exc}"}
+    if report is None:
+        return None
+    out = report.as_dict()
+    out["vault_commit"] = ws.vault.commit(f"index: re-chunked the code of {', '.join(report.repos)}",
+                                          report.changed) if report.changed else None
+    out["line"] = report.line()
+    return out
+
+
 def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: Progress | None = None) -> dict[str, Any]:
     """Delete papers: their folders (one vault commit), their index rows and their links to code repositories.
 

@@ -32,14 +32,19 @@ def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json
         finally:
             progress.close()
         return _print_index_report(report, t0, as_json)
+    from papervault.app.papers import rechunk_code
+
     progress = Progress(quiet or as_json)
     with ws.write_lock("index"):
         idx = PaperIndex(ws)
         try:
             report = idx.rebuild(progress=lambda d, t: progress("embed", d, t)) if rebuild else \
                 idx.sync(progress=lambda d, t: progress("embed", d, t))
+            code = rechunk_code(ws, embedder=idx.embedder, progress=progress)
         finally:
             progress.close()
+    if code:
+        report["code"] = code
     _print_index_report(report, t0, as_json)
 
 
@@ -53,6 +58,8 @@ def _print_index_report(report, t0: float, as_json: bool) -> None:
             click.echo(f"warning: skipped {pid}: {err}", err=True)
         parts = ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, (int, float)) and k != "seconds")
         click.echo(f"Indexed in {report['seconds']} s ({parts})")
+        if report.get("code"):
+            click.echo(report["code"]["line"])
 
 
 @click.command()

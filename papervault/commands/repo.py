@@ -18,7 +18,7 @@ from papervault.wording import plural
                    "GitHub/GitLab URL are linked without it.")
 @click.option("--name", help="Name in the vault (default: the folder or URL's last part).")
 @click.option("--rebuild", is_flag=True,
-              help="Drop the repository's rows and index all its files again (after a model or chunker change).")
+              help="Drop the repository's rows and index all its files again (after an embedding model change).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @workspace_option
 @json_option
@@ -39,6 +39,8 @@ def add_repo(target, papers, name, rebuild, quiet, workspace, as_json):
     if as_json:
         emit_json(data)
         return
+    if report.rechunked:
+        click.echo(report.rechunked)
     at = f" @ {report.commit[:10]}" if report.commit else ""
     click.echo(f"{report.repo}{at}: {plural(report.files, 'file')} ({len(report.added)} added, {len(report.changed)} changed, "
                f"{len(report.removed)} removed, {report.unchanged} unchanged), {plural(report.chunks, 'chunk')}, "

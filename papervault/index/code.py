@@ -44,8 +44,15 @@ class CodeSearchError(PapervaultError):
 
 
 def code_meta(embedder: Embedder) -> dict[str, str]:
-    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), "chunker_version": CHUNKER_VERSION,
-            "embed_max_tokens": str(embedder.settings.max_tokens)}
+    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), **chunking_meta(embedder)}
+
+
+def chunking_meta(embedder: Embedder) -> dict[str, str]:
+    """What the rows depend on besides the model: the chunker, and the word pieces each text is cut to before
+    it is embedded. Another value is no rebuild: the next `papervault index` or `add-repo` re-chunks every
+    repository (`sources.repo.rechunk_code`), keeps the vector of every text embedded as it would be now, and
+    records the new values."""
+    return {"chunker_version": CHUNKER_VERSION, "embed_max_tokens": str(embedder.settings.max_tokens)}
 
 
 def code_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
@@ -120,6 +127,7 @@ class CodeIndexReport:
     repo: str
     chunks: int = 0
     embedded: int = 0
+    reused: int = 0             # chunks that kept a stored vector (`chunks` less `embedded`)
     written: int = 0
     deleted: int = 0
     dropped_repos: list[str] = field(default_factory=list)
@@ -142,13 +150,8 @@ class CodeIndex:
             self._db = open_db(self.workspace)
         return self._db
 
-    def _cheap_meta(self) -> dict[str, str]:
-        # model, chunker and token limit are known without loading the model; the dimension needs one embedding
-        return {"embedding_model": self.embedder.model_name, "chunker_version": CHUNKER_VERSION,
-                "embed_max_tokens": str(self.embedder.settings.max_tokens)}
-
     def table(self, *, create: bool = False, check: bool = True):
-        """The `code` table (None when absent and not `create`); raises when its model or chunker differ."""
+        """The `code` table (None when absent and not `create`); raises when its embedding model differs."""
         if CODE in table_names(self.db):
             tbl = self.db.open_table(CODE)
             if check:
@@ -160,11 +163,43 @@ class CodeIndex:
         return self.db.create_table(CODE, schema=code_schema(int(meta["dim"]), meta))
 
     def check(self, tbl) -> None:
-        found = {k.decode(): v.decode() for k, v in (tbl.schema.metadata or {}).items()}
-        for key, want in self._cheap_meta().items():
-            if found.get(key) != want:
-                raise IndexMismatchError(f"the code index was built with {key} {found.get(key)!r}, "
-                                         f"the settings now give {want!r}", fix=REBUILD_FIX)
+        """Raise IndexMismatchError when the table was built with another embedding model (known without
+        loading the model): its vectors are useless, only `--rebuild` helps. A chunker or token limit that
+        differs is `rechunk_needed`, not an error."""
+        have, want = recorded(tbl).get("embedding_model"), self.embedder.model_name
+        if have != want:
+            raise IndexMismatchError(f"the code index was built with the embedding model {have!r}, "
+                                     f"the settings now give {want!r}", fix=REBUILD_FIX)
+
+    def rechunk_needed(self, tbl=None) -> str | None:
+        """Why the repositories must be re-chunked (the chunker or `[embed] max_tokens` changed since they
+        were last all chunked), or None; None too when there is no `code` table."""
+        tbl = tbl if tbl is not None else self.table(check=False)
+        if tbl is None:
+            return None
+        found, want = recorded(tbl), chunking_meta(self.embedder)
+        have = found.get("chunker_version")
+        if have != want["chunker_version"]:
+            return (f"the code was chunked by chunker {have or 'of an older papervault'}, "
+                    f"this papervault's is {want['chunker_version']}")
+        have = found.get("embed_max_tokens")
+        if have != want["embed_max_tokens"]:
+            return (f"the code was embedded with [embed] max_tokens {have or 'unrecorded'}, "
+                    f"the settings now give {want['embed_max_tokens']}")
+        return None
+
+    def recorded_max_tokens(self, tbl=None) -> int | None:
+        """The `[embed] max_tokens` the stored vectors were made with (None when not recorded)."""
+        tbl = tbl if tbl is not None else self.table(check=False)
+        value = recorded(tbl).get("embed_max_tokens") if tbl is not None else None
+        return int(value) if value and value.isdigit() else None
+
+    def record_chunking(self) -> None:
+        """Record the current chunker and token limit: every repository's rows are now made with them."""
+        tbl = self.table(check=False)
+        if tbl is not None and self.rechunk_needed(tbl):
+            tbl.to_lance().update_schema_metadata(chunking_meta(self.embedder))
+            tbl.checkout_latest()
 
     def repos(self) -> list[str]:
         tbl = self.table(check=False)
@@ -204,7 +239,7 @@ class CodeIndex:
         return n
 
     def reset_if_mismatched(self) -> list[str]:
-        """Drop the whole `code` table when it was built with another model/chunker; returns the repos lost."""
+        """Drop the whole `code` table when it was built with another embedding model; returns the repos lost."""
         tbl = self.table(check=False)
         if tbl is None:
             return []
@@ -217,19 +252,32 @@ class CodeIndex:
             return lost
 
     def write_repo(self, repo: str, chunks: list[CodeChunk], *, commit: str,
-                   changed_paths: set[str] | None = None,
+                   changed_paths: set[str] | None = None, vectors_max_tokens: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> CodeIndexReport:
         """Make the repository's rows equal `chunks`: embed what is new, rewrite what changed, delete the rest.
+
+        A stored vector is kept for every chunk whose embedded text is stored already (under its id or, after
+        a chunker change, under another), so re-chunking embeds only the texts the chunker changed.
 
         Args:
             changed_paths: files whose content changed in this run; their rows get `commit`. Rows of unchanged
                 files keep the commit they were indexed at (their content is the same at `commit`).
+            vectors_max_tokens: the `[embed] max_tokens` the stored vectors were made with, when it is not the
+                current one: a stored vector is then kept only for a text neither limit cuts.
         """
         report = CodeIndexReport(repo, chunks=len(chunks))
         tbl = self.table(create=True)
         old = {r["id"]: r for r in self.rows(repo, with_vectors=True)}
+        by_hash = {r["embed_hash"]: r["vector"] for r in old.values()}
         model = self.embedder.model_name
         changed_paths = changed_paths or set()
+        if vectors_max_tokens == self.embedder.settings.max_tokens:
+            vectors_max_tokens = None
+        whole: dict[str, bool] = {}
+        if vectors_max_tokens is not None:
+            texts = {_embed_hash(c, model): c.embed_text() for c in chunks}
+            texts = {h: t for h, t in texts.items() if h in by_hash}
+            whole = dict(zip(texts, self.embedder.embedded_whole(list(texts.values()), vectors_max_tokens)))
 
         new_rows: list[dict] = []
         to_embed: list[tuple[dict, CodeChunk]] = []
@@ -248,9 +296,10 @@ class CodeIndex:
                 "commit": commit if (c.path in changed_paths or c.kind == "repository" or prev is None)
                 else prev["commit"],
             }
-            if prev is not None and prev["embed_hash"] == row["embed_hash"]:
-                row["vector"] = prev["vector"]
-                if all(_same(prev.get(k), v) for k, v in row.items()):
+            h = row["embed_hash"]
+            if h in by_hash and (vectors_max_tokens is None or whole.get(h)):
+                row["vector"] = by_hash[h]
+                if prev is not None and all(_same(prev.get(k), v) for k, v in row.items()):
                     continue            # nothing about this row changed
             else:
                 to_embed.append((row, c))
@@ -265,6 +314,7 @@ class CodeIndex:
             if progress:
                 progress(report.embedded, len(to_embed))
 
+        report.reused = len(seen) - report.embedded
         gone = [i for i in old if i not in seen]
         stale = gone + [r["id"] for r in new_rows if r["id"] in old]
         if stale:
@@ -352,6 +402,11 @@ class CodeIndex:
             return {}
         rows = self.db.open_table(REPOS).search().select(["repo", "remotes"]).limit(1_000_000).to_list()
         return {r["repo"]: set(r["remotes"]) for r in rows if r["repo"] in indexed and r["remotes"]}
+
+
+def recorded(tbl) -> dict[str, str]:
+    """The facts a `code` table's schema metadata records (model, dimension, chunker, token limit)."""
+    return {k.decode(): v.decode() for k, v in (tbl.schema.metadata or {}).items()}
 
 
 def _same(a: Any, b: Any) -> bool:

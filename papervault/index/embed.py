@@ -220,6 +220,17 @@ class Embedder:
         self._dim = vecs.shape[1]
         return _normalise(vecs)
 
+    def embedded_whole(self, texts: Sequence[str], max_tokens: int) -> list[bool]:
+        """Whether each text is embedded whole both now and under a limit of `max_tokens` word pieces, so that
+        its vector made under that limit is the one it gets now (a text cut by either limit is not). False
+        for every text when the model's tokenizer cannot be asked."""
+        tok = getattr(getattr(self.model, "model", None), "tokenizer", None)
+        if tok is None or not texts:
+            return [False] * len(texts)
+        # the tokenizer truncates at the current limit (`_limit_tokens`): a cut text has overflowing parts
+        return [not enc.overflowing and sum(enc.attention_mask) <= max_tokens
+                for enc in tok.encode_batch(list(texts))]
+
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector (models such as BGE embed queries differently from passages)."""
         vec = np.asarray(next(iter(self.model.query_embed(text))), dtype=np.float32)

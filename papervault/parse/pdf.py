@@ -10,7 +10,7 @@ import pymupdf
 from papervault import pages as pages_mod
 from papervault.config import ParseSettings
 from papervault.models import Figure, Heading, ParsedPaper, Reference, Table
-from papervault.vault.paper import alt_text, figure_line, page_anchor, table_caption
+from papervault.vault.paper import alt_text, escape_html, figure_line, page_anchor, table_caption
 from papervault.parse import equations, figures, tables
 from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf, structure_error
@@ -574,6 +574,8 @@ def _clip(text: str, n: int) -> str:
 
 
 def _para(text: str) -> str:
+    """A paragraph of the paper's text: HTML in it escaped (`escape_html`: no PDF writes a page anchor)."""
+    text = escape_html(text)
     # A paragraph that starts like Markdown syntax (a heading, a list, a quote) must stay a paragraph.
     if re.match(r"^(#|>|[-+*]\s|\d+[.)]\s|={3,}|-{3,})", text):
         text = "\\" + text
@@ -581,7 +583,7 @@ def _para(text: str) -> str:
 
 
 def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs, tabs) -> str:
-    out: list[str] = [f"# {alt_text(title) if title else 'Untitled'}"]
+    out: list[str] = [f"# {escape_html(alt_text(title)) if title else 'Untitled'}"]
     refs_written = False
     # Each entry is written under the anchor of the page where it starts, so "p. N" holds for it too:
     # the entries of the heading's page under the heading, the others where their page's entries begin.
@@ -591,7 +593,7 @@ def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs,
         nonlocal pending
         now = [r for r in pending if (r.page or 0) <= upto]
         if now:
-            out.append("\n".join(f"- {' '.join(r.raw.split())}" for r in now))
+            out.append("\n".join(f"- {escape_html(' '.join(r.raw.split()))}" for r in now))
             pending = [r for r in pending if (r.page or 0) > upto]
 
     for pno, blocks in enumerate(pages, start=1):
@@ -603,7 +605,7 @@ def _markdown(title: str, pages: list[list[Block]], refs: list[Reference], figs,
             if k == "heading":
                 hashes = "#" * min(6, b.level + 1)
                 label = f"{b.number} {b.data['title']}" if b.number else b.data["title"]
-                out.append(f"{hashes} {label}")
+                out.append(f"{hashes} {escape_html(label)}")
                 if b.data["title"] == "References" and refs and not refs_written:
                     refs_written = True
                     write_refs(pno)

@@ -418,8 +418,10 @@ def _cell(c) -> str | None:
 
 
 def _markdown(rows: list[list[str]]) -> str:
+    from papervault.vault.paper import escape_html
+
     def esc(c: str) -> str:
-        return c.replace("|", "\\|")
+        return escape_html(c).replace("|", "\\|")
 
     head, body = rows[0], rows[1:]
     out = ["| " + " | ".join(esc(c) for c in head) + " |", "|" + "|".join("---" for _ in head) + "|"]

@@ -374,6 +374,8 @@ class AddRepoReport:
     vault_commit: str | None = None
     dropped_repos: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    reused: int = 0                 # chunks that kept a stored vector
+    rechunked: str | None = None    # the line saying the repositories were re-chunked first (rechunk_code)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -386,14 +388,16 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
 
     Only files whose content hash changed since the last run are chunked and embedded again. With `rebuild`,
     the repository's rows are dropped first (and the whole `code` table, when it was built with another
-    embedding model or chunker: the report then names the other repositories to add again).
+    embedding model: the report then names the other repositories to add again). When the chunker or
+    `[embed] max_tokens` changed since the code was chunked, every repository is re-chunked first
+    (`rechunk_code`; the report's `rechunked` says so), this one with all its files.
     """
     workspace.require()
     if lock:
         with workspace.write_lock("add-repo"):
             return add_repo(workspace, target, papers=papers, name=name, rebuild=rebuild, lock=False,
                             embedder=embedder, progress=progress)
-    from papervault.index.code import CodeIndex, chunk_from_row
+    from papervault.index.code import CodeIndex
 
     vault = workspace.vault
     for pid in papers:
@@ -406,39 +410,15 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
     if rebuild:
         report.dropped_repos = [r for r in index.reset_if_mismatched() if r != src.name]
         index.drop_repo(src.name)
-
-    paths = list_files(src)
-    files = read_files(src, paths, report.warnings)
-    code_files = [f for f in files if f.language]
-    old_hashes = index.file_hashes(src.name)
-    current = {f.path: f.sha256 for f in code_files}
-    todo = [f for f in code_files if old_hashes.get(f.path) != f.sha256]
-    report.added = sorted(f.path for f in todo if f.path not in old_hashes)
-    report.changed = sorted(f.path for f in todo if f.path in old_hashes)
-    report.removed = sorted(p for p in old_hashes if p not in current)
-    report.files, report.unchanged = len(code_files), len(code_files) - len(todo)
-
-    # Unchanged files come back from the table as chunks (no parse); changed ones are chunked again.
-    redo = {f.path for f in todo} | set(report.removed)
-    chunks: list[CodeChunk] = [chunk_from_row(r) for r in index.rows(src.name)
-                               if r["kind"] != "repository" and r["path"] not in redo]
-    for i, f in enumerate(todo, 1):
-        try:
-            chunks.extend(chunk_file(src.name, f.path, f.text, language=f.language, file_hash=f.sha256))
-        except Exception as exc:  # noqa: BLE001 - one file that breaks a grammar must not stop the repository
-            report.warnings.append(f"{f.path}: not chunked ({exc.__class__.__name__}: {exc})")
-            log.warning("chunking %s failed", f.path, exc_info=True)
-        if progress:
-            progress("chunk", i, len(todo))
-
-    texts = {f.path: f.text for f in files if _is_readme(f.path) or PurePosixPath(f.path).name.lower() in BUILD_FILES
-             or PurePosixPath(f.path).name.lower().startswith(("requirements", "dockerfile"))}
-    summary = summarize_repo(src.name, paths, chunks, texts)
-    chunks.append(repository_chunk(summary, src.commit))
-    link_calls(chunks)
-    idx = index.write_repo(src.name, chunks, commit=src.commit, changed_paths=redo,
-                           progress=(lambda d, t: progress("embed", d, t)) if progress else None)
-    report.chunks, report.embedded, report.rows_written = idx.chunks, idx.embedded, idx.written
+    rechunk = None
+    if index.rechunk_needed():
+        # the others first, from their checkouts; this one below, every file chunked again
+        rechunk = rechunk_code(workspace, index=index, progress=progress, record=False, exclude=src.name)
+        report.rechunked = rechunk.line()
+    summary, chunks = _index_files(index, src, report, every_file=rechunk is not None, progress=progress,
+                                   vectors_max_tokens=rechunk.vectors_max_tokens if rechunk else None)
+    if rechunk is not None and not rechunk.skipped:
+        index.record_chunking()
 
     links = [{"paper_id": p, "repo": src.name, "how": "explicit", "evidence": f"add-repo --paper {p}"}
              for p in papers]
@@ -456,8 +436,148 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
            f"{plural(report.chunks, 'chunk')})")
     if note_papers:
         msg += f"; papers: {', '.join(p['id'] for p in note_papers)}"
-    report.vault_commit = vault.commit(msg, [note, *touched])
+    changed = [note, *touched] + (rechunk.changed if rechunk else [])
+    report.vault_commit = vault.commit(msg, changed)
     return report
+
+
+def _index_files(index, src: RepoSource, report: AddRepoReport, *, every_file: bool = False,
+                 vectors_max_tokens: int | None = None,
+                 progress: Progress | None = None) -> tuple[RepoSummary, list[CodeChunk]]:
+    """Chunk the repository's changed files (all of them with `every_file`) and bring its rows in line;
+    returns its summary and all its chunks. Fills the report's file lists and counts."""
+    from papervault.index.code import chunk_from_row
+
+    paths = list_files(src)
+    files = read_files(src, paths, report.warnings)
+    code_files = [f for f in files if f.language]
+    old_hashes = index.file_hashes(src.name)
+    current = {f.path: f.sha256 for f in code_files}
+    todo = [f for f in code_files if every_file or old_hashes.get(f.path) != f.sha256]
+    report.added = sorted(f.path for f in todo if f.path not in old_hashes)
+    report.changed = sorted(f.path for f in todo if f.path in old_hashes and old_hashes[f.path] != f.sha256)
+    report.removed = sorted(p for p in old_hashes if p not in current)
+    report.files = len(code_files)
+    report.unchanged = len(code_files) - len(report.added) - len(report.changed)
+
+    # Unchanged files come back from the table as chunks (no parse); changed ones are chunked again.
+    redo = {f.path for f in todo} | set(report.removed)
+    chunks: list[CodeChunk] = [chunk_from_row(r) for r in index.rows(src.name)
+                               if r["kind"] != "repository" and r["path"] not in redo]
+    for i, f in enumerate(todo, 1):
+        try:
+            chunks.extend(chunk_file(src.name, f.path, f.text, language=f.language, file_hash=f.sha256))
+        except Exception as exc:  # noqa: BLE001 - one file that breaks a grammar must not stop the repository
+            report.warnings.append(f"{f.path}: not chunked ({exc.__class__.__name__}: {exc})")
+            log.warning("chunking %s failed", f.path, exc_info=True)
+        if progress:
+            progress("chunk", i, len(todo))
+
+    # One order whichever way the chunks came (stored rows come in table order, which a rewrite changes), so
+    # the summary and the repository chunk are the same for the same files.
+    chunks.sort(key=lambda c: (c.path, c.start_line, -c.end_line, c.kind, c.symbol))
+    texts = {f.path: f.text for f in files if _is_readme(f.path) or PurePosixPath(f.path).name.lower() in BUILD_FILES
+             or PurePosixPath(f.path).name.lower().startswith(("requirements", "dockerfile"))}
+    summary = summarize_repo(src.name, paths, chunks, texts)
+    chunks.append(repository_chunk(summary, src.commit))
+    link_calls(chunks)
+    # a file re-chunked only because the chunker changed keeps the commit its rows were indexed at
+    changed_paths = {f.path for f in todo if old_hashes.get(f.path) != f.sha256} | set(report.removed)
+    idx = index.write_repo(src.name, chunks, commit=src.commit, changed_paths=changed_paths,
+                           vectors_max_tokens=vectors_max_tokens,
+                           progress=(lambda d, t: progress("embed", d, t)) if progress else None)
+    report.chunks, report.embedded, report.rows_written = idx.chunks, idx.embedded, idx.written
+    report.reused = idx.reused
+    return summary, chunks
+
+
+# --- re-chunking after a chunker or token-limit change ---------------------------------------------------------
+
+
+@dataclass
+class RechunkReport:
+    """What re-chunking the indexed repositories did."""
+
+    reason: str                     # why they were re-chunked (rechunk_needed)
+    repos: list[str] = field(default_factory=list)             # re-chunked
+    skipped: dict[str, str] = field(default_factory=dict)      # repository -> why it could not be, with the fix
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    vectors_max_tokens: int | None = None      # the token limit the stored vectors were made with
+    changed: list[Path] = field(default_factory=list)         # vault files rewritten (code notes)
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """The one line a command prints."""
+        done = (f"code index: re-chunked {plural(len(self.repos), 'repository', 'repositories')} "
+                f"({self.reason}): {self.embedded} chunks embedded, {self.reused} reused")
+        if self.skipped:
+            done += "; not re-chunked: " + "; ".join(f"{r} ({why})" for r, why in sorted(self.skipped.items()))
+        return done
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("changed", "vectors_max_tokens")}
+
+
+def _checkout(workspace, repo: str, record: dict | None) -> RepoSource | str:
+    """The repository's files as `add-repo` last read them (a URL's clone is not fetched), or why they are
+    not there, with the fix."""
+    source = (record or {}).get("source")
+    if not source:
+        return "its source was never recorded: run `papervault add-repo PATH --name " + repo + "`"
+    if is_url(source):
+        dest = workspace.state_dir / "repos" / repo
+        if not (dest / ".git").is_dir():
+            return f"its clone {dest} is gone: run `papervault add-repo {source}`"
+        return _describe(git.Repo(dest), repo, dest, source)
+    try:
+        return open_repo(workspace, source, name=repo)
+    except SourceError:
+        return f"{source} is gone: run `papervault add-repo PATH --name {repo}` with its new place"
+
+
+def rechunk_code(workspace, *, index=None, embedder=None, progress: Progress | None = None, record: bool = True,
+                 exclude: str | None = None) -> RechunkReport | None:
+    """Re-chunk every indexed repository when the chunker or `[embed] max_tokens` changed since the code was
+    chunked (None when nothing changed): each from its checkout, all files, reusing the vector of every
+    text embedded as it would be now; then rewrite the code notes and (with `record`, when none was
+    skipped) record the current chunker and limit. The caller holds the write lock and commits `changed`.
+
+    A repository whose checkout is gone keeps its rows as they are and is named in `skipped`; the next run
+    tries again."""
+    from papervault.index.code import CodeIndex
+
+    index = index or CodeIndex(workspace, embedder)
+    tbl = index.table()                 # another embedding model raises: that one needs `--rebuild`
+    why = index.rechunk_needed(tbl)
+    if why is None:
+        return None
+    # a limit the table never recorded keeps no vector (0: every text counts as cut)
+    out = RechunkReport(reason=why, vectors_max_tokens=index.recorded_max_tokens(tbl) or 0)
+    for repo in index.repos():
+        if repo == exclude:
+            continue
+        record_row = index.repo_record(repo)
+        src = _checkout(workspace, repo, record_row)
+        if isinstance(src, str):
+            out.skipped[repo] = src
+            continue
+        part = AddRepoReport(repo=repo, source=src.source, commit=src.commit)
+        summary, chunks = _index_files(index, src, part, every_file=True, progress=progress,
+                                       vectors_max_tokens=out.vectors_max_tokens)
+        out.repos.append(repo)
+        out.chunks, out.embedded, out.reused = out.chunks + part.chunks, out.embedded + part.embedded, \
+            out.reused + part.reused
+        out.warnings += [f"{repo}: {w}" for w in part.warnings]
+        inputs = note_inputs(src, summary, chunks)
+        index.put_repo(repo, source=src.source, remotes=normalised_remotes(src.remotes), note=inputs)
+        note, touched, _ = refresh_code_note(workspace, index, repo, inputs)
+        out.changed += ([note] if note else []) + touched
+    if record and not out.skipped:
+        index.record_chunking()
+    log.info("%s", out.line())
+    return out
 
 
 def refresh_code_note(workspace, index, repo: str,

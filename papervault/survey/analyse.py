@@ -87,11 +87,10 @@ class NoteTemplate:
     @classmethod
     def from_portable(cls, data: dict[str, Any]) -> "NoteTemplate":
         """The template `portable` described: its files first, then the built-in ones (for what they include)."""
-        from papervault.templating import builtin_dir
+        from papervault.templating import environment
 
-        loader = jinja2.ChoiceLoader([jinja2.DictLoader(data["sources"]), jinja2.FileSystemLoader(str(builtin_dir()))])
-        env = jinja2.Environment(loader=loader, autoescape=False, keep_trailing_newline=True,
-                                 undefined=jinja2.ChainableUndefined)
+        env = environment("", sources=data["sources"], autoescape=False, keep_trailing_newline=True,
+                          undefined=jinja2.ChainableUndefined)
         env.filters["cell"] = _cell
         env.filters["alt"] = _alt
         return cls(name=data["name"], env=env, schema=data["schema"], version=data["version"],

@@ -6,8 +6,10 @@ The writer's conventions: every page opens with an anchor line `<a id="page-N"><
 table. A page is cited as `papers/<id>/paper.md#page-N` (`page_link`).
 
 The reader walks markdown-it-py's token stream (not regular expressions over lines): headings are heading
-tokens, figures are image tokens, tables are table tokens, pages are the anchor's HTML tokens. So a `#` or a
-`![...]` inside a code block, or an anchor quoted in prose, is never mistaken for structure.
+tokens, figures are image tokens, tables are table tokens. A page anchor is only the exact line the writer
+emits, as a paragraph of its own; the writer escapes every `<` of a paper's text that would open HTML
+(`escape_html`). So a `#` or a `![...]` inside a code block, or an anchor a PDF's text spells out, in any
+spacing or case, is never mistaken for structure.
 
 This module is the only one that parses `paper.md` (tests/test_paper_md.py enforces it). Everything else asks
 `read(text)` for the title, pages and their spans, sections, figures, tables, the reference list
@@ -35,11 +37,13 @@ FIGURE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Figure|Fig\.?)\s*" + _NUMBER + r"(
 TABLE_LABEL = re.compile(r"^\s*(?:\*\*|_)?(?:Table\s+|Tab\.\s*)" + _NUMBER + r"(?:\*\*|_)?\s*[:.](?:\*\*|_)?\s*", re.I)
 # A mention of a figure or table in prose ("see Figure 3", "Fig. 2b", "Table IV"), with the labels' numbers.
 MENTION = re.compile(r"\b(?P<kind>Fig(?:ure|\.)?|Tab(?:le|\.)?)\s*~?\s*" + _NUMBER, re.I)
-# A page anchor anywhere in a line, for code that rewrites paper.md text (the site) rather than reading it.
-PAGE_ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')
+# A page anchor: a whole line, exactly as `page_anchor` writes it (the reader also wants it a paragraph).
+PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$')
 # The anchor as the site marks it (`data-page`), for the sanitiser's list of the HTML papervault writes.
 ANCHOR_HTML = r'<a id="page-\d+"(?: data-page="\d+")?></a>'
-_ANCHOR_TAG = re.compile(r'^<a id="page-(\d+)">')
+# What CommonMark reads as the start of raw HTML: a tag (`<a `, `</a>`, `<br/>`), a comment or declaration
+# (`<!`), a processing instruction (`<?`). An autolink (`<https://...>`) or a comparison (`a < b`) is not.
+_HTML_START = re.compile(r"<(?=[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|/[A-Za-z]|[!?])")
 # The heading of a paper's reference list ("References", "7 Bibliography", "Works Cited").
 REFERENCES_TITLE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works cited|literature cited)\b", re.I)
 # A line that is only "References" (parsers that do not mark headings write it as a paragraph).
@@ -55,6 +59,13 @@ _ANCHOR_TEXT = '<a id="page-{}"></a>'
 def page_anchor(page: int) -> str:
     """The anchor line that opens page `page` in `paper.md`; links cite it as `paper.md#page-N`."""
     return _ANCHOR_TEXT.format(int(page))
+
+
+def escape_html(text: str) -> str:
+    """A paper's text made safe as Markdown body text: each `<` that would open HTML is written `&lt;`
+    (which every Markdown renders as `<`), so no text of a PDF can write a page anchor or any other markup;
+    everything else, Markdown included, is left as it is."""
+    return _HTML_START.sub("&lt;", text)
 
 
 def alt_text(text: str) -> str:
@@ -74,11 +85,16 @@ def table_caption(number: str | None, caption: str) -> str:
     return " ".join(f"Table {number}: {caption}".split())
 
 
-def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/", relative_to: str | None = None) -> str:
+def page_link(paper_id: str | None = None, page: int | None = None, *, prefix: str = "papers/",
+              relative_to: str | None = None) -> str:
     """`papers/<id>/paper.md#page-N` (no fragment without a page); `prefix` places it relative to the reader
     (a survey in `surveys/<slug>/` links with `../../papers/`). With `relative_to` (a page's path from the
     vault's or site's root, `papers/x/note.md`), the link is relative to that page (`../<id>/paper.md#page-N`,
-    `paper.md#page-N` from the paper's own page)."""
+    `paper.md#page-N` from the paper's own page). Without `paper_id` the link is from a page in the paper's
+    own folder (its note, in the vault and on the site): `paper.md#page-N`. Templates call it as the Jinja
+    global `page_link` (`papervault.templating`)."""
+    if paper_id is None:
+        return "paper.md" + (f"#page-{int(page)}" if page else "")
     target = f"{prefix}{paper_id}/paper.md"
     if relative_to is not None:
         target = posixpath.relpath(target, posixpath.dirname(relative_to) or ".")
@@ -88,13 +104,18 @@ def page_link(paper_id: str, page: int | None = None, *, prefix: str = "papers/"
 # --- rewriting ---------------------------------------------------------------------------------------
 
 def without_anchors(text: str) -> str:
-    """`text` with its page anchors taken out (a quotation may run across a page break)."""
-    return PAGE_ANCHOR.sub("", text)
+    """`paper.md` with its page anchors taken out (a quotation may run across a page break)."""
+    return mark_pages(text, lambda page: "")
 
 
 def mark_pages(text: str, marker) -> str:
-    """`text` with each page anchor replaced by `marker(page)` (the site adds a link to the PDF's page)."""
-    return PAGE_ANCHOR.sub(lambda m: marker(int(m.group(1))), text)
+    """`paper.md` with each page anchor (as the reader finds them) replaced by `marker(page)` (the site adds a
+    link to the PDF's page)."""
+    out, at = [], 0
+    for page, start in read(text).anchors:
+        out += [text[at:start], marker(page)]
+        at = start + len(page_anchor(page))
+    return "".join(out) + text[at:]
 
 
 def without_page_citations(text: str) -> str:
@@ -325,7 +346,8 @@ def _read(text: str) -> PaperMd:
     pending_table_caption: tuple[str, str] | None = None
     headings: dict[int, tuple[int, str, Section | None]] = {}   # line -> (level, title, section; None: the title)
     content: dict[int, list] = {}           # line of a paragraph -> what it holds (a figure line holds one image)
-    in_paragraph = False
+    in_paragraph = in_anchor = False
+    anchor_lines: set[int] = set()
 
     def table_caption_of(i: int) -> tuple[tuple[str, str] | None, int | None]:
         # the caption is the paragraph right before the table (only the close of that paragraph between)
@@ -341,15 +363,8 @@ def _read(text: str) -> PaperMd:
             for c in t.children or []:
                 if c.type in ("softbreak", "hardbreak"):
                     line += 1
-                elif c.type == "html_inline":
-                    m = _ANCHOR_TAG.match(c.content)
-                    if m:
-                        page = int(m.group(1))
-                        src = lines[line] if line < len(lines) else ""
-                        col = max(0, src.find(c.content))
-                        doc.anchors.append((page, (line_starts[line] if line < len(line_starts) else len(text)) + col))
-                    elif c.content.strip() != "</a>" and in_paragraph:
-                        content.setdefault(line, []).append(None)
+                elif in_anchor:
+                    continue
                 elif c.type == "image":
                     src = str(c.attrGet("src") or "")
                     plain = c.content.strip()
@@ -369,13 +384,6 @@ def _read(text: str) -> PaperMd:
             doc.tables.append(TableRef(number=cap[0] if cap else "", caption=cap[1] if cap else "", page=page,
                                        rows=rows, line=t.map[0] if t.map else 0, end=t.map[1] if t.map else 0,
                                        caption_line=cap_line, html=True))
-        if t.type == "html_block" and t.map is not None:
-            for k, src in enumerate(t.content.split("\n")):
-                m = _ANCHOR_TAG.match(src.strip())
-                if m:
-                    page = int(m.group(1))
-                    ln = t.map[0] + k
-                    doc.anchors.append((page, line_starts[ln] + max(0, lines[ln].find("<a "))))
         if t.type == "heading_open" and t.markup.startswith("#") and t.map is not None:
             level = int(t.tag[1])
             name = _plain(tokens[i + 1]).strip().strip("*").strip()
@@ -389,13 +397,20 @@ def _read(text: str) -> PaperMd:
                 doc.sections.append(Section(name, level, " > ".join(n for _, n in stack), page, t.map[0], len(lines)))
                 headings[t.map[0]] = (level, name, doc.sections[-1])
         if t.type == "paragraph_open":
+            # a page anchor is a paragraph of one line that is exactly the anchor, at the start of the line
+            m = PAGE_ANCHOR.match(lines[t.map[0]]) if t.map and t.map[1] == t.map[0] + 1 else None
+            if m:
+                page = int(m.group(1))
+                doc.anchors.append((page, line_starts[t.map[0]]))
+                anchor_lines.add(t.map[0])
+            in_anchor = bool(m)
             para = _plain(tokens[i + 1]).strip()
             last_para = (para, i, t.map or [0, 0])
             m = TABLE_LABEL.match(para)
             pending_table_caption = (m.group("num"), para[m.end():].strip()) if m else None
             in_paragraph = True
         if t.type == "paragraph_close":
-            in_paragraph = False
+            in_paragraph = in_anchor = False
         if t.type == "table_open":
             rows: list[list[str]] = []
             j = i + 1
@@ -417,12 +432,13 @@ def _read(text: str) -> PaperMd:
             if nxt.level <= s.level:
                 s.end = nxt.start
                 break
-    _blocks(doc, lines, line_starts, headings, content)
+    _blocks(doc, lines, line_starts, headings, content, anchor_lines)
     return doc
 
 
 def _blocks(doc: PaperMd, lines: list[str], line_starts: list[int],
-            headings: dict[int, tuple[int, str, Section | None]], content: dict[int, list]) -> None:
+            headings: dict[int, tuple[int, str, Section | None]], content: dict[int, list],
+            anchor_lines: set[int]) -> None:
     """The document as blocks, and where its reference list starts."""
     page_of_line: list[int | None] = []
     anchors = sorted((bisect_right(line_starts, off) - 1, p) for p, off in doc.anchors)
@@ -432,7 +448,7 @@ def _blocks(doc: PaperMd, lines: list[str], line_starts: list[int],
             page = anchors[k][1]
             k += 1
         page_of_line.append(page)
-    clean = [PAGE_ANCHOR.sub("", ln).strip() for ln in lines]
+    clean = ["" if n in anchor_lines else ln.strip() for n, ln in enumerate(lines)]
     tables = {(t.caption_line if t.caption_line is not None else t.line): t for t in doc.tables if t.end > t.line}
     figures = {n: held[0] for n, held in content.items() if len(held) == 1 and held[0] is not None}
     run: list[int] = []
