@@ -39,8 +39,11 @@ install-test: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	$(BIN)/papervault demo $(if $(PAPERS),--papers $(PAPERS))
 
+# The whole suite, in parallel test processes (pytest-xdist): many tests wait on subprocesses, servers and git, so
+# more processes than cores pays. A test file stays on one process (its module fixtures are built once).
+TEST_WORKERS ?= 4
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
