@@ -87,6 +87,20 @@ def workspace_env(tmp_path, monkeypatch) -> Path:
     return ws
 
 
+# The test files that take longest (a minute or more on two cores), longest first. They are collected first so
+# that the parallel run (`--dist loadfile`: a file stays on one process) starts them first, rather than finding
+# one of them left at the end while the other processes have nothing more to do.
+SLOW_FILES = ["test_e2e.py", "test_faults.py", "test_survey_select.py", "test_ingest_flow.py", "test_everyday.py",
+              "test_survey_flow.py", "test_crosslingual.py", "test_ingest_deploy.py", "test_survey_deploy.py",
+              "test_agents_corpus.py", "test_index_windows.py", "test_pdfstore.py", "test_mcp.py",
+              "test_site_hostile.py", "test_agents_claude.py"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))   # stable: file order otherwise kept
+
+
 def pytest_sessionstart(session):
     if hasattr(session.config, "workerinput"):   # an xdist worker: the controller cleared the tally already
         return
