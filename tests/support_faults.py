@@ -151,4 +151,6 @@ def record(entry: dict) -> None:
     with FileLock(str(TALLY.with_suffix(".lock"))):   # parallel test processes append to one tally
         data = json.loads(TALLY.read_text()) if TALLY.exists() else []
         data.append(entry)
-        TALLY.write_text(json.dumps(data, indent=1))
+        tmp = TALLY.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(TALLY)   # a run stopped mid-write leaves the previous tally, never half of one
