@@ -39,8 +39,12 @@ install-test: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	$(BIN)/papervault demo $(if $(PAPERS),--papers $(PAPERS))
 
+# The whole suite, in parallel test processes (pytest-xdist): many tests wait on subprocesses, servers and git, so
+# more processes than cores pays. A test file stays on one process (its module fixtures are built once), and
+# files are handed out in collection order, where tests/conftest.py puts the slowest first.
+TEST_WORKERS ?= 4
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py

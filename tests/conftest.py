@@ -2,6 +2,9 @@
 
 Fixtures built once per session, for every test module to reuse (the suite runs in minutes because of them):
 
+The suite runs in parallel (pytest-xdist, `make test`): what is built once is built once for ALL workers, under
+a file lock in the run's common temporary folder (`shared_tmp`), and then only read.
+
 - `corpus_dir`, `model_dir`: the shared corpus PDFs and the local embedding model (skip when absent).
 - `shared_parse_cache` (autouse): one parse cache for the run; CLI subprocesses inherit it through
   PAPERVAULT_PARSE_CACHE_DIR, so each corpus PDF is parsed once, whichever test asks first. `parse_once(pdf)`
@@ -9,7 +12,8 @@ Fixtures built once per session, for every test module to reuse (the suite runs 
 - `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once. Read-only: its vault
   must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
   `corpus_workspace_copy`, a private copy made in a second.
-- `prefect_api`: one Prefect API server for the session, on 127.0.0.1. It sets PREFECT_API_URL, so flows run
+- `prefect_api`: one Prefect API server per test process (worker), started by the first test that needs it, on
+  127.0.0.1. It sets PREFECT_API_URL, so flows run
   in this process and in CLI subprocesses all use it instead of starting a temporary server each.
 - `cli_run(args)`: the CLI in this process (click's CliRunner), for tests that check what a command prints
   rather than how its process behaves; it saves a Python start and a model load per call.
@@ -42,8 +46,10 @@ def pytest_configure(config):
         os.environ.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    # Prefect keeps its database in one per-session home, so tests never touch ~/.prefect.
-    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".pytest_cache" / "prefect-home"))
+    # Prefect keeps its database in one home per test process (xdist worker), so tests never touch ~/.prefect
+    # and parallel workers never share one SQLite file.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".pytest_cache" / f"prefect-home-{worker}"))
     # Prefect creates its home without parents; on a fresh clone .pytest_cache does not exist yet.
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
@@ -81,10 +87,50 @@ def workspace_env(tmp_path, monkeypatch) -> Path:
     return ws
 
 
+# The test files that take longest (a minute or more on two cores), longest first. They are collected first so
+# that the parallel run (`--dist loadfile`: a file stays on one process) starts them first, rather than finding
+# one of them left at the end while the other processes have nothing more to do.
+SLOW_FILES = ["test_e2e.py", "test_faults.py", "test_survey_select.py", "test_ingest_flow.py", "test_everyday.py",
+              "test_survey_flow.py", "test_crosslingual.py", "test_ingest_deploy.py", "test_survey_deploy.py",
+              "test_agents_corpus.py", "test_pdfstore.py", "test_index.py", "test_parse.py", "test_index_windows.py",
+              "test_mcp.py",
+              "test_site_hostile.py", "test_agents_claude.py"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))   # stable: file order otherwise kept
+
+
 def pytest_sessionstart(session):
+    if hasattr(session.config, "workerinput"):   # an xdist worker: the controller cleared the tally already
+        return
     tally = ROOT / "test-artifacts" / "fault-tally.json"
     if tally.exists():
         tally.unlink()
+
+
+def shared_tmp(tmp_path_factory) -> Path:
+    """The run's temporary folder common to every xdist worker (the worker's own basetemp when not parallel):
+    where what is built once for the whole run lives, each under a `locked` build."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def build_once(target: Path, build) -> Path:
+    """Run `build(target)` once for the whole run, whichever worker asks first; the others wait for it and
+    reuse the result. A build that raised is retried by the next caller (nothing is marked done)."""
+    from filelock import FileLock
+
+    done = target.with_name(target.name + ".done")
+    with FileLock(str(target.with_name(target.name + ".lock"))):
+        if not done.exists():
+            if target.exists():
+                shutil.rmtree(target)   # a half-built leftover of a failed attempt
+            target.parent.mkdir(parents=True, exist_ok=True)
+            build(target)
+            done.write_text("ok")
+    return target
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -107,11 +153,13 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture(autouse=True, scope="session")
 def shared_parse_cache(tmp_path_factory):
-    """One parse cache for the whole run: each corpus PDF is parsed once, however many workspaces import it.
+    """One parse cache for the whole run, shared by every worker: each corpus PDF is parsed about once, however
+    many workspaces import it (entries are written atomically, so workers may fill it side by side).
 
     Tests of the parser itself call parse_pdf directly and never read this cache.
     """
-    path = tmp_path_factory.mktemp("parse-cache")
+    path = shared_tmp(tmp_path_factory) / "parse-cache"
+    path.mkdir(parents=True, exist_ok=True)
     old = os.environ.get("PAPERVAULT_PARSE_CACHE_DIR")
     os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = str(path)
     yield path
@@ -156,15 +204,17 @@ def _vault_head(ws: Path) -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def corpus_workspace(tmp_path_factory, corpus_dir, model_dir) -> Path:
     """The 16 shared papers added (`papervault add DIR`) and indexed (`papervault index`) through the CLI,
-    once per session. Read-only: tests that write use `corpus_workspace_copy`; the session ends with an error
-    when its vault changed."""
+    once per run (all workers share it). Read-only: tests that write use `corpus_workspace_copy`; the session
+    ends with an error when its vault changed."""
     import json
 
-    ws = tmp_path_factory.mktemp("corpus-ws") / "ws"
-    pv("init", str(ws), ws=ws)
-    out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
-    assert len(out["added"]) == 16 and out["problems"] == [], out
-    pv("index", ws=ws)
+    def build(ws: Path) -> None:
+        pv("init", str(ws), ws=ws)
+        out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
+        assert len(out["added"]) == 16 and out["problems"] == [], out
+        pv("index", ws=ws)
+
+    ws = build_once(shared_tmp(tmp_path_factory) / "corpus-ws" / "ws", build)
     before = _vault_head(ws)
     yield ws
     assert _vault_head(ws) == before, "a test changed the read-only corpus workspace: use corpus_workspace_copy"

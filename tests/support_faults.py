@@ -145,7 +145,12 @@ def vault_problems(ws: Path) -> list[str]:
 
 def record(entry: dict) -> None:
     """Append one fault's outcome to the tally printed at the end of the test run."""
+    from filelock import FileLock
+
     TALLY.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(TALLY.read_text()) if TALLY.exists() else []
-    data.append(entry)
-    TALLY.write_text(json.dumps(data, indent=1))
+    with FileLock(str(TALLY.with_suffix(".lock"))):   # parallel test processes append to one tally
+        data = json.loads(TALLY.read_text()) if TALLY.exists() else []
+        data.append(entry)
+        tmp = TALLY.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(TALLY)   # a run stopped mid-write leaves the previous tally, never half of one

@@ -18,15 +18,23 @@ PAPERS = {
 
 
 def build_workspace(root: Path, corpus: Path) -> Path:
-    """Parse the PAPERS with the project's parser, write them through the Vault, commit, index. Idempotent."""
+    """Parse the PAPERS with the project's parser, write them through the Vault, commit, index. Idempotent, and
+    safe across parallel test processes: the first builds it (under a file lock), the others reuse it."""
+    from filelock import FileLock
+
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root.with_name(root.name + ".lock"))):
+        if not (root / ".built").exists():
+            _build(root, corpus)
+    return root
+
+
+def _build(root: Path, corpus: Path) -> None:
     from papervault.index.store import PaperIndex
     from papervault.models import PaperMeta
-    from papervault.parse.pdf import parse_pdf
     from papervault.workspace import Workspace
 
     done = root / ".built"
-    if done.exists():
-        return root
     ws, _ = Workspace.init(root)
     years = {"vanrenesse2015paxos": 2015, "fox1999harvest": 1999}
     for pid, name in PAPERS.items():
@@ -42,7 +50,6 @@ def build_workspace(root: Path, corpus: Path) -> Path:
     ws.vault.commit("add: test papers")
     PaperIndex(ws).sync()
     done.write_text("ok")
-    return root
 
 
 def server_env(**extra: str) -> dict[str, str]:

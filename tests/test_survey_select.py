@@ -39,7 +39,9 @@ def pv(*args: str, ws: Path, timeout: int = 900) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory, corpus_dir, model_dir):
+def library(tmp_path_factory, corpus_dir, model_dir, prefect_api):
+    # prefect_api: the surveys' flows report to the test process's Prefect server (PREFECT_API_URL, inherited by
+    # the CLI processes) instead of each starting a temporary one.
     if not CSL.is_file():
         pytest.skip(f"the 20,000-record library is not at {CSL}")
     records = json.loads(CSL.read_text(encoding="utf-8"))
