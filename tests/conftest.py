@@ -9,6 +9,8 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
 - `shared_parse_cache` (autouse): one parse cache for the run; CLI subprocesses inherit it through
   PAPERVAULT_PARSE_CACHE_DIR, so each corpus PDF is parsed once, whichever test asks first. `parse_once(pdf)`
   parses through it (the project's parser; an error fails the test).
+- `shared_vector_cache` (autouse): one vector cache for the run (`[embed] vector_cache`), so a text is embedded
+  once whichever workspace indexes it first.
 - `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once. Read-only: its vault
   must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
   `corpus_workspace_copy`, a private copy made in a second.
@@ -167,6 +169,21 @@ def shared_parse_cache(tmp_path_factory):
         os.environ.pop("PAPERVAULT_PARSE_CACHE_DIR", None)
     else:
         os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def shared_vector_cache(tmp_path_factory):
+    """One vector cache ([embed] vector_cache) for the whole run, shared by every worker and CLI subprocess: a
+    corpus text is embedded about once, however many workspaces index it. Runs that are killed on purpose turn
+    it off (support_faults.OWN_CACHE) so that their kill lands in real work; tests of the cache give their own."""
+    path = shared_tmp(tmp_path_factory) / "vectors"
+    old = os.environ.get("PAPERVAULT_EMBED_VECTOR_CACHE")
+    os.environ["PAPERVAULT_EMBED_VECTOR_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("PAPERVAULT_EMBED_VECTOR_CACHE", None)
+    else:
+        os.environ["PAPERVAULT_EMBED_VECTOR_CACHE"] = old
 
 
 def parse_once(pdf: Path):

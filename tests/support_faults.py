@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TALLY = ROOT / "test-artifacts" / "fault-tally.json"
 
 
-# Only the runs that are killed parse for real, in the workspace's own cache (`.papervault/cache/parse`): the
-# kill points are read from that cache, and land in real work. Every other run (references, reruns) uses the
-# session's shared parse cache, so the same PDFs are not parsed again and again.
-OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": ""}
+# Only the runs that are killed (or watched) parse and embed for real, the parse in the workspace's own cache
+# (`.papervault/cache/parse`): the kill points are read from that cache and from the work's measured length, and
+# land in real work. Every other run (references' adds, reruns) uses the session's shared parse and vector caches,
+# so the same PDFs are not parsed and embedded again and again.
+OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": "", "PAPERVAULT_EMBED_VECTOR_CACHE": ""}
 
 
 def cli(args: list[str], ws: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

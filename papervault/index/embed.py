@@ -187,6 +187,7 @@ class Embedder:
         self.model_name = self.settings.model
         self.batch_size = self.settings.batch_size
         self._dim: int | None = None
+        self._cache = None
 
     @property
     def model(self):
@@ -210,6 +211,28 @@ class Embedder:
         """Document vectors, float32, shape (len(texts), dim), L2-normalised."""
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
+        cache = self.vector_cache()
+        if cache is not None:
+            vecs = cache.embed(list(texts), self._embed)
+            self._dim = vecs.shape[1]
+            return vecs
+        return self._embed(texts)
+
+    def vector_cache(self):
+        """The shared vector cache of `[embed] vector_cache` for this model, or None when it is off."""
+        folder = self.settings.vector_cache
+        if not folder:
+            return None
+        from papervault.index.vector_cache import VectorCache
+
+        if getattr(self, "_cache", None) is None:
+            path = self.settings.model_path
+            if path and path != "packaged":
+                path = str(Path(path).expanduser().resolve())
+            self._cache = VectorCache(folder, {"embedder": "fastembed", **self.settings.vector_key(), "model_path": path})
+        return self._cache
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         # Batches are padded to their longest text, so embedding in order of length (then restoring the
         # order) wastes far less work on padding than embedding chunks as they come.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

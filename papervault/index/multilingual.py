@@ -117,9 +117,22 @@ class MultilingualEmbedder:
     model_name = MODEL_NAME
     dim = DIM
 
+    def __init__(self, vector_cache: str | None = None):
+        """`vector_cache`: the folder of `[embed] vector_cache` (index/vector_cache.py), or None."""
+        self._cache = None
+        if vector_cache:
+            from papervault.index.vector_cache import VectorCache
+
+            self._cache = VectorCache(vector_cache, {"embedder": MODEL_NAME, "dim": DIM, "max_chars": MAX_CHARS})
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
+        if self._cache is not None:
+            return self._cache.embed(list(texts), self._embed)
+        return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         enc = _encoder()
         out = np.empty((len(texts), DIM), dtype=np.float32)
         # Sorted by length so each encoder call holds texts of similar size (its micro-batches stay full).

@@ -373,7 +373,8 @@ class PaperIndex:
             from papervault.index import multilingual as ml
 
             # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
-            done = ml.sync(self.db, chunks, progress=progress, lexicon=paper_ids is None)
+            done = ml.sync(self.db, chunks, ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
+                           progress=progress, lexicon=paper_ids is None)
             done["removed"] += state.get("ml_removed", 0)   # rows the re-chunked papers' rewrite dropped
             report["multilingual"] = {**done, "carried": state.get("ml_carried", 0)}
         report["chunks"] = chunks.count_rows()
