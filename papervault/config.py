@@ -277,6 +277,7 @@ DEFAULT_TOML = """\
 # model = "BAAI/bge-small-en-v1.5"   # fastembed model; downloaded on first use
 # model_path = "/path/to/onnx-folder" # load a local ONNX model folder offline instead ("packaged": from PyPI)
 # multilingual = true                 # second vector space for questions in Chinese and 15 other languages
+# vector_cache = "~/.cache/papervault/vectors"  # share embeddings between workspaces on this machine
 # (`init --embed-model`, or the first `index`, records the model used here, so no environment is needed later)
 
 [agents]

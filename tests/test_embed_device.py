@@ -15,9 +15,10 @@ from papervault.index.embed import CPU, CUDA, Embedder, execution_providers
 TEXTS = ["Paxos replicas agree on a sequence of commands.", "Harvest and yield trade consistency for availability."]
 
 
-def test_cuda_falls_back_to_cpu_in_one_line(model_dir, caplog):
+def test_cuda_falls_back_to_cpu_in_one_line(model_dir, caplog, monkeypatch):
     if CUDA in onnxruntime.get_available_providers():
         pytest.skip("this machine has a CUDA provider: nothing falls back")
+    monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")    # both embedders compute their vectors
     cpu = Embedder(EmbedSettings(device="cpu"))
     with caplog.at_level(logging.WARNING, logger="papervault.index.embed"):
         cuda = Embedder(EmbedSettings(device="cuda"))

@@ -38,6 +38,8 @@ def _rows(ws: Workspace):
 def test_windows_give_the_one_window_index(tmp_path, model_dir, monkeypatch):
     from papervault.index import store
 
+    monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")    # each index computes its own vectors
+
     one = _abstract_vault(tmp_path / "one", 60)
     whole = _sync(one)
     monkeypatch.setattr(store, "WINDOW_CHUNKS", 16)

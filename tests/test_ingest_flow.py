@@ -86,8 +86,9 @@ def test_dask_add_and_index_equal_in_process(tmp_path, corpus_dir, model_dir, mo
 
     # Through the flows, on a local Dask cluster of two worker processes, from the real CLI.
     dist, _ = Workspace.init(tmp_path / "dist")
+    # the workers embed for real (no shared vector cache), so the vectors compared below are theirs
     env = dict(os.environ, PYTHONPATH=str(ROOT), PAPERVAULT_PARSE_CACHE_DIR=str(tmp_path / "cache-dist"),
-               PREFECT_HOME=str(tmp_path / "prefect-home"))
+               PREFECT_HOME=str(tmp_path / "prefect-home"), PAPERVAULT_EMBED_VECTOR_CACHE="")
     env.pop("PREFECT_API_URL", None)
     writer: list[int] = []
     added = _cli(["add", str(src), "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], env, pid=writer)
@@ -129,6 +130,7 @@ def test_thread_runner_flows_equal_in_process(tmp_path, corpus_dir, model_dir, m
         PaperIndex(local).sync()
 
     monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-flow"))
+    monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")     # the flow's tasks embed for real
     flowed, _ = Workspace.init(tmp_path / "flowed")
     done = run(add_flow, task_runner_kind="thread", workers=2, inputs=[str(src)], workspace=str(flowed.root))
     assert len(done["added"]) == 1 and not done["problems"], done
