@@ -88,7 +88,7 @@ FIX = "run `papervault doctor --fix`"
 def _interrupted(ws: Workspace, repo) -> list[Check]:
     """What a killed command leaves in the vault: a journal, temp files, a git index.lock, staged changes."""
     from papervault.errors import LockedError
-    from papervault.vault.journal import Journal, temp_files
+    from papervault.vault.journal import Journal, git_locks, temp_files
 
     try:
         with ws.write_lock("doctor"):
@@ -96,9 +96,10 @@ def _interrupted(ws: Workspace, repo) -> list[Check]:
     except LockedError as exc:   # a writer at work has a journal, temp files and git's lock by right
         return [Check("interrupted commands", True, f"not checked: {exc}", level="info")]
     out: list[Check] = []
-    lock = ws.vault_dir / ".git" / "index.lock"
-    if lock.exists():
-        out.append(Check("vault git lock", False, "vault/.git/index.lock exists: a git command in the vault is "
+    locks = git_locks(ws.vault_dir)
+    if locks:
+        names = ", ".join(f"vault/{p.relative_to(ws.vault_dir)}" for p in locks)
+        out.append(Check("vault git lock", False, f"{names} exists: a git command in the vault is "
                          "running, or was killed and left it", f"if no git command is running in vault/, {FIX} "
                          "(it deletes the file)"))
     pending = Journal(_journal_path(ws), ws.vault).pending()
@@ -110,7 +111,7 @@ def _interrupted(ws: Workspace, repo) -> list[Check]:
     if temp:
         out.append(Check("vault temp files", False, f"{plural(len(temp), 'unfinished write')} from an interrupted command: "
                          f"{', '.join(temp[:3])}", f"{FIX} (deletes them; the files they were replacing are intact)"))
-    if not lock.exists() and repo.head.is_valid():
+    if not locks and repo.head.is_valid():
         staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
         if staged and not pending:
             out.append(Check("vault git staged", False, f"{plural(len(staged), 'change')} staged but never committed "
@@ -126,14 +127,13 @@ def _journal_path(ws: Workspace) -> Path:
 
 def fix(ws: Workspace) -> list[str]:
     """Repair what `_interrupted` reports, under the write lock; returns what was done, one line each."""
-    from papervault.vault.journal import Journal, remove_temp_files
+    from papervault.vault.journal import Journal, git_locks, remove_temp_files
 
     done: list[str] = []
     with ws.write_lock("doctor --fix"):     # no papervault command is writing: a lock or journal left is stale
-        lock = ws.vault_dir / ".git" / "index.lock"
-        if lock.exists():
+        for lock in git_locks(ws.vault_dir):
             lock.unlink(missing_ok=True)
-            done.append("deleted vault/.git/index.lock")
+            done.append(f"deleted vault/{lock.relative_to(ws.vault_dir)}")
         journal = Journal(_journal_path(ws), ws.vault)
         if journal.pending():
             rolled = journal.recover()

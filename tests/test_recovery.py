@@ -54,11 +54,13 @@ def bibs(tmp_path) -> dict[str, Path]:
     return {"a": a, "b": b, "merge": merge}
 
 
-def killing_git(tmp_path: Path, *, leave_lock: bool) -> dict:
-    """Environment for a `papervault` whose git kills it (SIGKILL) on `git commit`, after `git add` ran."""
+def killing_git(tmp_path: Path, *, leave_lock: bool | tuple[str, ...]) -> dict:
+    """Environment for a `papervault` whose git kills it (SIGKILL) on `git commit`, after `git add` ran, leaving
+    the lock files named (`leave_lock=True`: the index's), as a git killed in the middle of its commit does."""
     real = shutil.which("git")
     script = tmp_path / "git-killer"
-    lock = 'touch "$(pwd)/.git/index.lock"\n' if leave_lock else ""
+    names = ("index.lock",) if leave_lock is True else (leave_lock or ())
+    lock = "".join(f'mkdir -p "$(dirname "$(pwd)/.git/{n}")"; touch "$(pwd)/.git/{n}"\n    ' for n in names)
     script.write_text("#!/bin/sh\n"
                       "for a in \"$@\"; do\n"
                       "  if [ \"$a\" = commit ]; then\n"
@@ -118,6 +120,22 @@ def test_kill_that_leaves_index_lock_is_recovered_by_the_next_add(ws, tmp_path, 
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "Added 1 paper" in res.stdout
     assert_clean(ws)
+
+
+def test_kill_in_the_middle_of_a_commit_leaves_head_and_branch_locks_that_the_next_add_clears(ws, tmp_path, bibs):
+    assert cli(["add", str(bibs["a"])]).returncode == 0
+    branch = git.Repo(ws / "vault").active_branch.name
+    left = ("index.lock", "HEAD.lock", f"refs/heads/{branch}.lock")
+    interrupt_add(ws, tmp_path, [bibs["b"]], leave_lock=left)
+    assert all((ws / "vault" / ".git" / n).exists() for n in left)
+    doc = cli(["doctor"])
+    assert "[FAIL] vault git lock: vault/.git/index.lock, vault/.git/HEAD.lock" in doc.stdout, doc.stdout
+    res = cli(["add", str(bibs["b"])])
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "Added 1 paper" in res.stdout
+    assert_clean(ws)
+    assert not any((ws / "vault" / ".git" / n).exists() for n in left)
+    assert cli(["doctor"]).returncode == 0
 
 
 def test_stale_index_lock_is_one_line_and_doctor_fixes_it(ws, bibs):

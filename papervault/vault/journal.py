@@ -66,13 +66,14 @@ class Journal:
         """
         done: list[str] = []
         ids = [pid for pid in dict.fromkeys(self.pending()) if ID_PATTERN.match(pid) and ".." not in pid]
-        lock = self.vault.root / ".git" / "index.lock"
-        if lock.exists():
+        locks = git_locks(self.vault.root)
+        if locks:
             if not self.path.exists():
-                raise WorkspaceError(f"{lock} exists: a git command in the vault is running, or was killed",
+                raise WorkspaceError(f"{locks[0]} exists: a git command in the vault is running, or was killed",
                                      fix="if none is running, run `papervault doctor --fix` (or delete the file)")
-            lock.unlink(missing_ok=True)
-            done.append(".git/index.lock")
+            for lock in locks:
+                lock.unlink(missing_ok=True)
+                done.append(str(lock.relative_to(self.vault.root)))
         done += remove_temp_files(self.vault.root)
         if not ids:
             self.clear()
@@ -111,6 +112,17 @@ class Journal:
                     done.append(f)
         self.clear()
         return done
+
+
+def git_locks(root: Path) -> list[Path]:
+    """The lock files a git command killed in the vault leaves: the index's, HEAD's and a branch's (a commit
+    killed while it moves the branch leaves `HEAD.lock` or `refs/heads/<branch>.lock`)."""
+    git_dir = root / ".git"
+    found = [p for p in (git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "ORIG_HEAD.lock") if p.exists()]
+    refs = git_dir / "refs"
+    if refs.is_dir():
+        found += sorted(p for p in refs.rglob("*.lock") if p.is_file())
+    return found
 
 
 def remove_temp_files(root: Path) -> list[str]:

@@ -170,7 +170,7 @@ class Vault:
         except git.GitCommandError as exc:
             said = " ".join(str(exc.stderr or exc).split())[:200]
             fix = ("if no git command is running in vault/, run `papervault doctor --fix`"
-                   if "index.lock" in said else "run `papervault doctor` and follow its fix")
+                   if ".lock" in said else "run `papervault doctor` and follow its fix")
             raise WorkspaceError(f"git could not commit in the vault ({said})", fix=fix) from None
         return repo.head.commit.hexsha
 
