@@ -11,7 +11,7 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
   parses through it (the project's parser; an error fails the test).
 - `shared_vector_cache` (autouse): one vector cache for the run (`[embed] vector_cache`), so a text is embedded
   once whichever workspace indexes it first.
-- `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once. Read-only: its vault
+- `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once (English vectors only). Read-only: its vault
   must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
   `corpus_workspace_copy`, a private copy made in a second.
 - `prefect_api`: one Prefect API server per test process (worker), started by the first test that needs it, on
@@ -211,6 +211,15 @@ def pv(*args: str, ws: Path, timeout: float = 1800, check: bool = True) -> subpr
     return proc
 
 
+def without_multilingual(ws: Path) -> None:
+    """Turn the multilingual vector space off in a workspace's papervault.toml (it and its copies keep it off):
+    for workspaces whose tests ask nothing in Chinese. tests/test_crosslingual.py builds the ones that do."""
+    toml = ws / "papervault.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert "\n[embed]\n" in text, text
+    toml.write_text(text.replace("\n[embed]\n", "\n[embed]\nmultilingual = false\n", 1), encoding="utf-8")
+
+
 def _vault_head(ws: Path) -> tuple[str, str]:
     import git
 
@@ -227,6 +236,7 @@ def corpus_workspace(tmp_path_factory, corpus_dir, model_dir) -> Path:
 
     def build(ws: Path) -> None:
         pv("init", str(ws), ws=ws)
+        without_multilingual(ws)
         out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
         assert len(out["added"]) == 16 and out["problems"] == [], out
         pv("index", ws=ws)

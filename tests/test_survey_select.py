@@ -20,6 +20,7 @@ import yaml
 
 from papervault.survey import selection as S
 from papervault.vault import frontmatter
+from conftest import without_multilingual
 
 ROOT = Path(__file__).resolve().parent.parent
 CSL = Path(os.environ.get("PAPERVAULT_SHARED", ROOT.parent / "shared")).resolve() / "corpus" / "conference-20k.csl.json"
@@ -57,6 +58,7 @@ def library(tmp_path_factory, corpus_dir, model_dir, prefect_api):
     csl.write_text(json.dumps(chosen), encoding="utf-8")
     ws = base / "ws"
     pv("init", str(ws), ws=ws)
+    without_multilingual(ws)      # the topics are English: no second vector space to build
     pv("add", "-q", str(csl), *[str(corpus_dir / p) for p in PDFS], ws=ws)
     pv("index", "-q", ws=ws)
     return {"ws": ws, "ids": {r["id"] for r in chosen}, "robotics": {r["id"] for r in chosen if r.get("keyword")}}
