@@ -116,12 +116,22 @@ def _csl_library(path: Path, n: int) -> Path:
     return path
 
 
-def _vault_commits(ws: Path) -> int:
-    """Commits in the vault's reflog (read as a file: cheap enough to poll while git writes)."""
+def _branch_tip(ws: Path) -> str:
+    """The commit the vault's branch points at, read from the ref file (cheap enough to poll while git writes).
+    git renames the ref file into place as the last step of a commit, so a changed tip is a finished commit; the
+    reflog is written before that step, and a kill between the two would leave the commit unfinished."""
+    git_dir = ws / "vault" / ".git"
     try:
-        return (ws / "vault" / ".git" / "logs" / "HEAD").read_text().count("\n")
+        head = (git_dir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head
+        ref = git_dir / head[5:]
+        if ref.exists():
+            return ref.read_text().strip()
+        packed = (git_dir / "packed-refs").read_text() if (git_dir / "packed-refs").exists() else ""
+        return next((ln.split()[0] for ln in packed.splitlines() if ln.endswith(" " + head[5:])), "")
     except OSError:
-        return 0
+        return ""
 
 
 def test_bulk_add_killed_between_its_commits_then_rerun_matches(tmp_path):
@@ -137,8 +147,10 @@ def test_bulk_add_killed_between_its_commits_then_rerun_matches(tmp_path):
     assert len(json.loads(p.stdout)["commits"]) == 3          # 256 + 256 + 188 records
     ws = tmp_path / "ws"
     assert cli(["init", str(ws)], ws).returncode == 0
+    initial = _branch_tip(ws)
     proc = start(["add", str(lib)], ws, env=env)
-    killed = kill_when(proc, lambda: _vault_commits(ws) >= 2 and journal_lines(ws) >= 10)
+    # the first part's commit is finished (the branch moved) and the second part is being written
+    killed = kill_when(proc, lambda: _branch_tip(ws) not in ("", initial) and journal_lines(ws) >= 10)
     assert killed, "the add finished before the kill point"
     assert add_commits(ws) == 1
     rerun = cli(["add", str(lib), "--json"], ws, env=env)
