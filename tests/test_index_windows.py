@@ -66,6 +66,7 @@ def test_sync_memory_stays_flat_as_the_vault_grows(tmp_path, model_dir, monkeypa
     from papervault.index import store
 
     monkeypatch.setattr(store, "WINDOW_CHUNKS", 64)
+    monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")   # the measured sync really embeds
     peaks = {}
     for n in (150, 450):
         ws = _abstract_vault(tmp_path / f"v{n}", n)
