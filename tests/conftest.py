@@ -14,8 +14,8 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
 - `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once (English vectors only). Read-only: its vault
   must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
   `corpus_workspace_copy`, a private copy made in a second.
-- `prefect_api`: one Prefect API server per test process (worker), started by the first test that needs it, on
-  127.0.0.1. It sets PREFECT_API_URL, so flows run
+- `prefect_api`: one Prefect API server for the run, shared by the test processes (workers), started by the
+  first test that needs it, on 127.0.0.1. It sets PREFECT_API_URL, so flows run
   in this process and in CLI subprocesses all use it instead of starting a temporary server each.
 - `cli_run(args)`: the CLI in this process (click's CliRunner), for tests that check what a command prints
   rather than how its process behaves; it saves a Python start and a model load per call.
@@ -280,52 +280,113 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def prefect_api(tmp_path_factory):
-    """One Prefect API server (`prefect server start`) on 127.0.0.1 for the whole session; yields its URL.
+# The server's loop services that no test needs (schedules, late and paused runs, cancellations, worker health,
+# concurrency leases): each wakes every few seconds, and the server idles for the whole run.
+_QUIET_SERVICES = ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP", "FOREMAN", "REPOSSESSOR")
 
-    PREFECT_API_URL is set in this process's environment (CLI subprocesses and Dask workers inherit it) and in
-    Prefect's settings context (flows run in this process), so no flow starts a temporary server of its own.
-    """
+
+def _start_prefect_server(home: Path) -> tuple[subprocess.Popen, str]:
+    """`prefect server start` on a free port of 127.0.0.1, once healthy: (process, API URL)."""
     import httpx
 
     prefect = Path(sys.executable).with_name("prefect")
     if not prefect.exists():
         pytest.skip("the prefect CLI is not installed beside this Python")
-    home = tmp_path_factory.mktemp("prefect-server-home")
+    home.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     url = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false",
+               **{f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in _QUIET_SERVICES})
     log = home / "server.log"
     server = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                               env=env, cwd=home, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                               start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, log.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the Prefect server did not become healthy within 240 s"
-            time.sleep(0.5)
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        previous = os.environ.get("PREFECT_API_URL")
-        os.environ["PREFECT_API_URL"] = url
+    deadline = time.monotonic() + 240
+    while True:
         try:
-            with temporary_settings({PREFECT_API_URL: url}):
-                yield url
-        finally:
-            if previous is None:
-                os.environ.pop("PREFECT_API_URL", None)
-            else:
-                os.environ["PREFECT_API_URL"] = previous
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise AssertionError(log.read_text(errors="replace")[-3000:])
+        if time.monotonic() > deadline:
+            stop_process(server)
+            raise AssertionError("the Prefect server did not become healthy within 240 s")
+        time.sleep(0.5)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _stop_group(pid: int) -> None:
+    """SIGTERM a server's process group (it leads one), SIGKILL it after 20 s."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _running(pid):
+            time.sleep(0.2)
+        if not _running(pid):
+            return
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """One Prefect API server (`prefect server start`) on 127.0.0.1 for the whole run; yields its URL.
+
+    In a parallel run the test processes share it: the first that needs it starts it, each one using it is
+    counted in a state file under a file lock, and the last to finish stops it (one that starts later, after it
+    stopped, starts another). PREFECT_API_URL is set in this process's environment (CLI subprocesses and Dask
+    workers inherit it) and in Prefect's settings context (flows run in this process), so no flow starts a
+    temporary server of its own.
+    """
+    import json
+
+    from filelock import FileLock
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    base = shared_tmp(tmp_path_factory)
+    state_path = base / "prefect-server.json"
+    lock = FileLock(str(base / "prefect-server.lock"))
+    mine: subprocess.Popen | None = None
+    with lock:
+        state = json.loads(state_path.read_text()) if state_path.exists() else None
+        if state and _running(state["pid"]):
+            state["users"] += 1
+        else:
+            mine, url = _start_prefect_server(base / f"prefect-server-home-{os.getpid()}")
+            state = {"pid": mine.pid, "url": url, "users": 1}
+        state_path.write_text(json.dumps(state))
+    url = state["url"]
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield url
     finally:
-        stop_process(server)
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+        with lock:
+            state = json.loads(state_path.read_text())
+            state["users"] -= 1
+            if state["users"] <= 0:
+                _stop_group(state["pid"])
+                state_path.unlink()
+            else:
+                state_path.write_text(json.dumps(state))
+        if mine is not None:
+            mine.poll()    # reap it if it has stopped; a server others still use runs on without this process
 
 
 def start_process(cmd: list, env: dict, log: Path, cwd: Path) -> subprocess.Popen:

@@ -31,11 +31,13 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
     env = worker_env(ws, prefect_api)
     worker = None
     try:
-        # the pool may exist already: the survey deployment's test uses the same session server
-        _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)
+        # prefect.yaml's deployments on a pool of this test's own: the survey deployment's test may run beside it
+        # on the run's shared server, with its own worker polling
+        pool = "papervault-ingest-test"
+        _run([PREFECT, "work-pool", "create", pool, "--type", "process", "--overwrite"], env, 120)
         for name in ("add", "index"):
-            _run([PREFECT, "--no-prompt", "deploy", "--name", name], env, 300)
-        worker = start_process([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
+            _run([PREFECT, "--no-prompt", "deploy", "--name", name, "--pool", pool], env, 300)
+        worker = start_process([PREFECT, "worker", "start", "--pool", pool, "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
         for deployment, params in (("add/add", {"inputs": [str(tmp_path / "in")], "workspace": str(ws.root)}),
                                    ("index/index", {"workspace": str(ws.root)})):

@@ -22,6 +22,7 @@ from support_survey import build_corpus_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFECT = str(Path(sys.executable).with_name("prefect"))
+POOL = "papervault-survey-test"
 
 
 def worker_env(ws: Workspace, prefect_api: str) -> dict[str, str]:
@@ -64,9 +65,11 @@ def test_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_d
     env = worker_env(ws, prefect_api)
     worker = None
     try:
-        _run([PREFECT, "work-pool", "create", "papervault", "--type", "process", "--overwrite"], env, 120)
-        _run([PREFECT, "--no-prompt", "deploy", "--name", "survey"], env, 300)
-        worker = start_process([PREFECT, "worker", "start", "--pool", "papervault", "--limit", "1"], env,
+        # prefect.yaml's deployment, on a pool of this test's own: the run's server is shared by the parallel
+        # test processes, and the ingest deployments' test may have its worker polling at the same time
+        _run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"], env, 120)
+        _run([PREFECT, "--no-prompt", "deploy", "--name", "survey", "--pool", POOL], env, 300)
+        worker = start_process([PREFECT, "worker", "start", "--pool", POOL, "--limit", "1"], env,
                         tmp_path / "worker.log", ROOT)
         params = {"topic": "fault tolerance", "slug": "deployed", "workspace": str(ws.root), "papers": ["all"]}
         run_deployment("survey/survey", params, env, tmp_path / "worker.log")
