@@ -243,7 +243,9 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         page = browser.new_page()
         page.on("request", lambda r: requests.append(r.url))
         failed: list[str] = []
-        page.on("requestfailed", lambda r: failed.append(r.url))
+        # a request the next navigation cancels (the search worker still loading when the test moves on) is
+        # aborted, not failed; anything else that fails is a fault of the site
+        page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "") else failed.append(r.url))
 
         page.goto(server.url)
         assert "papervault" in page.title()
