@@ -23,6 +23,7 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -153,6 +154,20 @@ def pytest_terminal_summary(terminalreporter):
                                 f"items lost: {lost}, items duplicated: {dup}")
 
 
+@contextlib.contextmanager
+def environ(name: str, value: str):
+    """`os.environ[name] = value` for the block (this process and the subprocesses it starts), then as before."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
 @pytest.fixture(autouse=True, scope="session")
 def shared_parse_cache(tmp_path_factory):
     """One parse cache for the whole run, shared by every worker: each corpus PDF is parsed about once, however
@@ -162,13 +177,8 @@ def shared_parse_cache(tmp_path_factory):
     """
     path = shared_tmp(tmp_path_factory) / "parse-cache"
     path.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get("PAPERVAULT_PARSE_CACHE_DIR")
-    os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("PAPERVAULT_PARSE_CACHE_DIR", None)
-    else:
-        os.environ["PAPERVAULT_PARSE_CACHE_DIR"] = old
+    with environ("PAPERVAULT_PARSE_CACHE_DIR", str(path)):
+        yield path
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -177,13 +187,8 @@ def shared_vector_cache(tmp_path_factory):
     corpus text is embedded about once, however many workspaces index it. Runs that are killed on purpose turn
     it off (support_faults.OWN_CACHE) so that their kill lands in real work; tests of the cache give their own."""
     path = shared_tmp(tmp_path_factory) / "vectors"
-    old = os.environ.get("PAPERVAULT_EMBED_VECTOR_CACHE")
-    os.environ["PAPERVAULT_EMBED_VECTOR_CACHE"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("PAPERVAULT_EMBED_VECTOR_CACHE", None)
-    else:
-        os.environ["PAPERVAULT_EMBED_VECTOR_CACHE"] = old
+    with environ("PAPERVAULT_EMBED_VECTOR_CACHE", str(path)):
+        yield path
 
 
 def parse_once(pdf: Path):
@@ -367,16 +372,10 @@ def prefect_api(tmp_path_factory):
             state = {"pid": mine.pid, "url": url, "users": 1}
         state_path.write_text(json.dumps(state))
     url = state["url"]
-    previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url
     try:
-        with temporary_settings({PREFECT_API_URL: url}):
+        with environ("PREFECT_API_URL", url), temporary_settings({PREFECT_API_URL: url}):
             yield url
     finally:
-        if previous is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = previous
         with lock:
             state = json.loads(state_path.read_text())
             state["users"] -= 1

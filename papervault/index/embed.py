@@ -175,6 +175,15 @@ def workspace_embed_settings(workspace) -> EmbedSettings:
     return s.model_copy(update=update)
 
 
+def resolved_model_path(settings: EmbedSettings) -> str | None:
+    """`[embed] model_path` as an absolute path ("packaged" and None as they are): a relative path from the
+    environment means nothing in another shell or process."""
+    path = settings.model_path
+    if path and path != "packaged":
+        return str(Path(path).expanduser().resolve())
+    return path
+
+
 class Embedder:
     """Embeds texts with the configured model; cheap to construct, the model loads on first use."""
 
@@ -225,11 +234,9 @@ class Embedder:
             return None
         from papervault.index.vector_cache import VectorCache
 
-        if getattr(self, "_cache", None) is None:
-            path = self.settings.model_path
-            if path and path != "packaged":
-                path = str(Path(path).expanduser().resolve())
-            self._cache = VectorCache(folder, {"embedder": "fastembed", **self.settings.vector_key(), "model_path": path})
+        if self._cache is None:
+            self._cache = VectorCache(folder, {"embedder": "fastembed", **self.settings.vector_key(),
+                                               "model_path": resolved_model_path(self.settings)})
         return self._cache
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -10,7 +10,6 @@ import hashlib
 import json
 import logging
 import time
-from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -19,7 +18,7 @@ import pyarrow as pa
 from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text, text_key
 from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
-from papervault.index.embed import Embedder
+from papervault.index.embed import Embedder, resolved_model_path
 from papervault.models import Chunk, PaperMeta
 from papervault.wording import plural
 
@@ -260,11 +259,8 @@ class PaperIndex:
         """First index: papervault.toml records the model (and its path) and the multilingual setting, so later
         shells, the MCP server and Prefect workers need no environment variables to use this index."""
         es = self.embedder.settings
-        path = es.model_path
-        if path and path != "packaged":   # a relative path from the environment means nothing in another shell
-            path = str(Path(path).expanduser().resolve())
         try:
-            written = self.workspace.record_embed(model=es.model, model_path=path,
+            written = self.workspace.record_embed(model=es.model, model_path=resolved_model_path(es),
                                                   multilingual=self.multilingual)
         except Exception as exc:  # noqa: BLE001 - a read-only or odd config file must not stop indexing
             log.warning("index: could not record the embedding settings in %s: %s", self.workspace.config_path, exc)

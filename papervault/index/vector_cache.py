@@ -85,21 +85,14 @@ class VectorCache:
             log.warning("vector cache %s not read: %s", self.folder, exc)
             found = {}
         todo = [i for i, k in enumerate(keys) if k not in found]
-        fresh = compute([texts[i] for i in todo]) if todo else None
-        dim = fresh.shape[1] if fresh is not None and len(todo) else next(iter(found.values())).shape[0]
-        out = np.empty((len(texts), dim), dtype=np.float32)
+        if not todo:
+            return np.stack([found[k] for k in keys])
+        fresh = compute([texts[i] for i in todo])
+        out = np.empty((len(texts), fresh.shape[1]), dtype=np.float32)
+        out[todo] = fresh
         for i, k in enumerate(keys):
             if k in found:
                 out[i] = found[k]
-        if todo:
-            out[todo] = fresh
-            new = {}
-            for i in todo:    # a text given twice is stored once
-                new.setdefault(keys[i], out[i])
-            self.put(list(new), np.stack(list(new.values())))
+        new = {keys[i]: out[i] for i in reversed(todo)}    # a text given twice is stored once
+        self.put(list(new), np.stack(list(new.values())))
         return out
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None

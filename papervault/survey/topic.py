@@ -158,8 +158,7 @@ class TopicSelector:
         self._df: dict[str, int] = {}
         self._lower: list[str] | None = None
         self._title_words: list[frozenset[str]] | None = None
-        self._title_vocab: dict[str, int] | None = None
-        self._topic_forms: list[tuple[str, set[str]]] = []
+        self._title_vocab: Counter = Counter()
 
     # --- evidence ------------------------------------------------------------------------------------
 
@@ -211,36 +210,32 @@ class TopicSelector:
         # a word in more than 5% of the vault says little about the topic
         return [w for w in scored if df[w] <= max(5, 0.05 * n)][:EXPANSION_TERMS]
 
-    def _title_match(self, topic: str) -> np.ndarray:
+    def _title_match(self, topic: str) -> tuple[np.ndarray, list[tuple[str, set[str]]]]:
         """Per paper, the share of the topic's own words its title names (each word or a variant of it:
         "private" for "privacy", "splats" for "splatting"), weighted by the word's rarity among the vault's
-        titles. A title is the author's own statement of what the paper is about."""
+        titles. A title is the author's own statement of what the paper is about. Also returns each topic word
+        with the spellings of it that the vault's titles use."""
         if self._title_words is None:
             self._title_words = [frozenset(_words(t or "")) for t in self.titles]
-            vocab: Counter = Counter()
-            for ws in self._title_words:
-                vocab.update(ws)
-            self._title_vocab = dict(vocab)
-        vocab = self._title_vocab or {}
+            self._title_vocab = Counter(w for ws in self._title_words for w in ws)
+        vocab = self._title_vocab
         n = len(self.ids)
         weights, variants = [], []
-        self._topic_forms = []
         for t in dict.fromkeys(_words(topic)):
             forms = {w for w in vocab if _same_word(t, w)} | {t}
             df = sum(vocab.get(w, 0) for w in forms)
             weights.append(math.log((n + 1) / (df + 1)))
-            variants.append(forms)
-            self._topic_forms.append((t, forms))
+            variants.append((t, forms))
         total = sum(weights)
         out = np.zeros(n, dtype=np.float32)
         if not total:
-            return out
+            return out, variants
         for i, ws in enumerate(self._title_words):
             if ws:
-                got = sum(w for w, forms in zip(weights, variants) if not ws.isdisjoint(forms))
+                got = sum(w for w, (_, forms) in zip(weights, variants) if not ws.isdisjoint(forms))
                 if got:
                     out[i] = got / total
-        return out
+        return out, variants
 
     def _score(self, q: np.ndarray, query: str, where: str | None, allowed: np.ndarray | None,
                title: np.ndarray | None = None) -> tuple[np.ndarray, dict, dict]:
@@ -294,7 +289,7 @@ class TopicSelector:
 
                 where = f"paper_id IN ({_sql_list(sorted(keep))})"
         q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
-        title = self._title_match(topic)
+        title, topic_forms = self._title_match(topic)
         s0, _, _ = self._score(q0, topic, where, allowed, title)
         fin0 = s0[np.isfinite(s0)]
         order = [int(i) for i in np.argsort(-s0)[:FEEDBACK_DOCS] if np.isfinite(s0[i])]
@@ -331,8 +326,8 @@ class TopicSelector:
             c = Candidate(pid, self.titles[i] or pid, self.years[i], float(_dot(self.mat[i:i + 1], q1)[0]),
                           0.0, float(score[i]), float((score[i] - median) / spread), has_fulltext=bool(self.fulltext[i]),
                           doi=self.dois[i], arxiv=self.arxivs[i])
-            if title[i] > 0 and self._title_words is not None:
-                c.title_words = [t for t, forms in self._topic_forms if not self._title_words[i].isdisjoint(forms)]
+            if title[i] > 0:
+                c.title_words = [t for t, forms in topic_forms if not self._title_words[i].isdisjoint(forms)]
             rows = []
             if pid in chunk_dense:
                 rows.append(chunk_dense[pid][1])
