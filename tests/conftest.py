@@ -98,7 +98,7 @@ def workspace_env(tmp_path, monkeypatch) -> Path:
 # that the parallel run (`--dist loadfile`: a file stays on one process) starts them first, rather than finding
 # one of them left at the end while the other processes have nothing more to do.
 SLOW_FILES = ["test_e2e.py", "test_faults.py", "test_survey_select.py", "test_ingest_flow.py", "test_everyday.py",
-              "test_survey_flow.py", "test_crosslingual.py", "test_ingest_deploy.py", "test_survey_deploy.py",
+              "test_survey_flow.py", "test_crosslingual.py", "test_deploy.py",
               "test_agents_corpus.py", "test_pdfstore.py", "test_index.py", "test_parse.py", "test_index_windows.py",
               "test_mcp.py",
               "test_site_hostile.py", "test_agents_claude.py"]

@@ -1,0 +1,110 @@
+"""The deployments of prefect.yaml run for real: `survey`, `add` and `index`, deployed as its header says
+(`prefect work-pool create papervault --type process`, `prefect deploy --all`) on the session's Prefect server on
+127.0.0.1 (conftest `prefect_api`), one process worker polling the pool, one run of each through it.
+
+Slow (a deploy, a worker and three flow runs, each in a process of its own): the pool, the deployments and the
+worker are made once for the module; every step is bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from papervault.workspace import Workspace
+
+from conftest import start_process, stop_process, without_multilingual
+from support_survey import build_corpus_vault
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+POOL = "papervault"          # prefect.yaml's work pool: no other test of the run deploys to the session's server
+PDF = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
+
+
+def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"{' '.join(cmd[:4])} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory, prefect_api) -> Path:
+    """prefect.yaml's deployments on its pool and a process worker polling it; yields the worker's log.
+
+    The worker's environment is the test run's less every PAPERVAULT_EMBED_* variable and the workspace, as a
+    worker started in a fresh shell has it: each run names its workspace, whose papervault.toml names the model
+    (issue 18, trap 1)."""
+    if not Path(PREFECT).exists():
+        pytest.skip("the prefect CLI is not installed beside this Python")
+    base = tmp_path_factory.mktemp("deploy")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERVAULT_EMBED_")}
+    env.pop("PAPERVAULT_WORKSPACE", None)
+    env.update(PREFECT_API_URL=prefect_api, HOME=str(base / "home"))
+    (base / "home").mkdir()
+    _run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"], env, 120)
+    _run([PREFECT, "--no-prompt", "deploy", "--all"], env, 300)
+    log = base / "worker.log"
+    proc = start_process([PREFECT, "worker", "start", "--pool", POOL, "--limit", "1"], env, log, ROOT)
+    try:
+        yield log
+    finally:
+        stop_process(proc)
+
+
+def run_deployment(deployment: str, params: dict, worker_log: Path) -> None:
+    """Run a deployment through the module's worker and wait for it: it must complete (else its state and the
+    worker's last output are shown)."""
+    from prefect.deployments import run_deployment as run
+
+    flow_run = run(deployment, parameters=params, timeout=600, poll_interval=1)
+    assert flow_run.state is not None and flow_run.state.is_completed(), (
+        f"{deployment}: {flow_run.state!r}\n" + worker_log.read_text(errors="replace")[-3000:])
+
+
+def init_workspace(root: Path, model_dir: Path) -> Workspace:
+    """A workspace that records its embedding model in papervault.toml, as `init --embed-model` does (its English
+    space only: no test here asks in another language)."""
+    ws, _ = Workspace.init(root, embed_model=os.environ["PAPERVAULT_EMBED_MODEL"], embed_model_path=str(model_dir))
+    recorded = tomllib.loads((ws.config_path).read_text())["embed"]
+    assert recorded["model_path"] == str(model_dir.resolve()), recorded
+    without_multilingual(ws.root)
+    return Workspace(ws.root)
+
+
+def test_survey_deployment_runs_through_server_and_worker(tmp_path, corpus_dir, model_dir, worker):
+    ws = init_workspace(tmp_path / "deploy-ws", model_dir)
+    ids = build_corpus_vault(ws, corpus_dir, max_pages=2, only=["harvest", "paxos"])
+    params = {"topic": "fault tolerance", "slug": "deployed", "workspace": str(ws.root), "papers": ["all"]}
+    run_deployment("survey/survey", params, worker)
+    sdir = ws.vault.survey_dir("deployed")
+    for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
+        assert (sdir / name).is_file(), name
+    survey_md = (sdir / "survey.md").read_text()
+    assert all(f"[@{pid}" in survey_md for pid in ids)
+    assert any(c.message.startswith("survey deployed: polish") for c in ws.vault.repo.iter_commits(max_count=10))
+
+
+def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, model_dir, worker):
+    import pymupdf
+
+    from papervault.index.store import PaperIndex
+
+    ws = init_workspace(tmp_path / "deploy-ws", model_dir)
+    (tmp_path / "in").mkdir()
+    with pymupdf.open(corpus_dir / PDF) as doc:      # its first two pages: a paper's length is not the point
+        doc.select(range(2))
+        doc.save(tmp_path / "in" / PDF)
+    run_deployment("add/add", {"inputs": [str(tmp_path / "in")], "workspace": str(ws.root)}, worker)
+    # no PAPERVAULT_EMBED_* variable for the worker: the index flow reads the model from papervault.toml
+    run_deployment("index/index", {"workspace": str(ws.root)}, worker)
+    ids = ws.vault.paper_ids()
+    assert len(ids) == 1 and ws.vault.read_meta(ids[0]).status != "metadata"
+    assert next(ws.vault.repo.iter_commits(max_count=1)).message.startswith("add: 1 new")
+    stats = PaperIndex(ws).stats()
+    assert stats["papers"] == 1 and stats["chunks"] > 5 and stats["health"] == "ok"
