@@ -100,9 +100,9 @@ def test_status_reports_counts(corpus_added, corpus_ws, cli_run):
     assert st["embedding_model"] == os.environ["PAPERVAULT_EMBED_MODEL"]
 
 
-def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
+def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir, cli_run):
     ws = tmp_path / "bad"
-    pv("init", str(ws), ws=ws)
+    cli_run(["init", ws])
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "empty.pdf").write_bytes(b"")
@@ -110,7 +110,7 @@ def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
     good = corpus_dir / "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
     (folder / "corrupt.pdf").write_bytes(good.read_bytes()[:20000])
     (folder / "good.pdf").write_bytes(good.read_bytes())
-    proc = pv("add", str(folder), ws=ws)
+    proc = cli_run(["add", folder, "--workspace", ws])     # what it prints: in this process
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("skipped")]
     assert len(lines) >= 2, proc.stderr
     assert any("empty.pdf" in ln for ln in lines) and any("notapdf.pdf" in ln for ln in lines)
@@ -118,14 +118,16 @@ def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
     assert "Added 1" in proc.stdout or "Added 2" in proc.stdout
 
 
-def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_copy, prefect_api):
+def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_copy, prefect_api, cli_run):
     import git
 
+    # in this process (the model the searches loaded serves it); the survey as its own process is checked by
+    # tests/test_survey_select.py and by the README's commands in tests/test_everyday.py
     corpus_ws = corpus_workspace_copy
     repo = git.Repo(corpus_ws / "vault")
     before = repo.head.commit.hexsha
-    out = json.loads(pv("survey", "replication and consistency in distributed storage", "--slug", "replication",
-                        "--json", ws=corpus_ws).stdout)
+    out = json.loads(cli_run(["survey", "replication and consistency in distributed storage", "--slug",
+                              "replication", "--json", "--workspace", corpus_ws]).stdout)
     sdir = corpus_ws / "vault" / "surveys" / "replication"
     for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
         assert (sdir / name).is_file() and (sdir / name).stat().st_size > 0, name
