@@ -1,4 +1,5 @@
-"""The walking skeleton through the user's entry points: the CLI (as a subprocess) and MCP, on the real corpus."""
+"""The walking skeleton through the user's entry points on the real corpus: the CLI (the add of all 16 papers and
+the first search in their own processes, the other commands in this one) and MCP over stdio."""
 
 from __future__ import annotations
 
