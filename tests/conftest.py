@@ -50,7 +50,7 @@ def pytest_configure(config):
         os.environ.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # One ONNX thread per process: the parallel run has more test processes than cores, and a second thread
-    # mostly spins waiting for the first (~16% more CPU for the same vectors; threads never change a vector).
+    # mostly spins waiting for the first (two took ~20% more CPU here for bit-identical vectors).
     os.environ.setdefault("PAPERVAULT_EMBED_THREADS", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Prefect keeps its database in one home per test process (xdist worker), so tests never touch ~/.prefect
