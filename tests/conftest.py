@@ -11,9 +11,10 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
   parses through it (the project's parser; an error fails the test).
 - `shared_vector_cache` (autouse): one vector cache for the run (`[embed] vector_cache`), so a text is embedded
   once whichever workspace indexes it first.
-- `corpus_workspace`: the 16 corpus papers added and indexed through the CLI, once (English vectors only). Read-only: its vault
-  must be unchanged at the end of the session. A test that writes (a survey, a site build) takes
-  `corpus_workspace_copy`, a private copy made in a second.
+- `corpus_added`: the 16 corpus papers (the scanned one included) added through the CLI, once; not indexed.
+  `corpus_workspace`: a copy of it indexed over the papers the searches ask about (CORPUS_INDEXED), once
+  (English vectors only). Both are read-only: their vaults must be unchanged at the end of the session. A test
+  that writes (a survey, a site build) takes `corpus_added_copy` or `corpus_workspace_copy`, a private copy.
 - `prefect_api`: one Prefect API server for the run, shared by the test processes (workers), started by the
   first test that needs it, on 127.0.0.1. It sets PREFECT_API_URL, so flows run
   in this process and in CLI subprocesses all use it instead of starting a temporary server each.
@@ -48,9 +49,9 @@ def pytest_configure(config):
         os.environ.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(MODEL_DIR))
         os.environ.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    # One ONNX Runtime thread per embedding process: the parallel run keeps both cores busy with 4 test processes,
-    # and a second thread per model only spins on a core another process needs (measured: 40% more CPU for the
-    # same vectors under that load). CLI subprocesses and Dask workers inherit it.
+    # One ONNX Runtime thread per embedding process: the parallel run has more test processes than cores, and a
+    # second thread per model mostly spins on a core another process needs (measured: 20-40% more CPU for
+    # bit-identical vectors under that load). CLI subprocesses and Dask workers inherit it.
     os.environ.setdefault("PAPERVAULT_EMBED_THREADS", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Prefect keeps its database in one home per test process (xdist worker), so tests never touch ~/.prefect
@@ -236,11 +237,35 @@ def _vault_head(ws: Path) -> tuple[str, str]:
     return repo.head.commit.hexsha, repo.git.status("--porcelain")
 
 
+# The corpus papers the searches on `corpus_workspace` ask about (tests/test_e2e.py), by the id `add` gives them:
+# only these are indexed, as embedding all 16 would cost the run minutes of CPU that no check needs. The other
+# six (the scanned LISP II paper among them) are added, and `corpus_added` keeps them.
+CORPUS_INDEXED = ["baker2011megastore", "cervone2014pointwise", "foxharvest", "kingsbury2021elle", "ritchie1974unix",
+                  "rondon2008liquid", "rong2017asap", "szekeressok", "tao2017significantly", "vanrenesse2011paxos"]
+
+
+def _cli(*args) -> str:
+    """The CLI in this process (click's CliRunner), for building shared state; a non-zero exit raises."""
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _read_only(ws: Path):
+    """Yield `ws`; then fail the session if its vault changed meanwhile."""
+    before = _vault_head(ws)
+    yield ws
+    assert _vault_head(ws) == before, f"a test changed the read-only workspace {ws}: use its _copy fixture"
+
+
 @pytest.fixture(scope="session")
-def corpus_workspace(tmp_path_factory, corpus_dir, model_dir) -> Path:
-    """The 16 shared papers added (`papervault add DIR`) and indexed (`papervault index`) through the CLI,
-    once per run (all workers share it). Read-only: tests that write use `corpus_workspace_copy`; the session
-    ends with an error when its vault changed."""
+def corpus_added(tmp_path_factory, corpus_dir) -> Path:
+    """The 16 shared papers added through the CLI (`papervault add DIR`, in its own process), once per run
+    (all workers share it); not indexed. Read-only: tests that write use `corpus_added_copy`."""
     import json
 
     def build(ws: Path) -> None:
@@ -248,12 +273,34 @@ def corpus_workspace(tmp_path_factory, corpus_dir, model_dir) -> Path:
         without_multilingual(ws)
         out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
         assert len(out["added"]) == 16 and out["problems"] == [], out
-        pv("index", ws=ws)
 
-    ws = build_once(shared_tmp(tmp_path_factory) / "corpus-ws" / "ws", build)
-    before = _vault_head(ws)
-    yield ws
-    assert _vault_head(ws) == before, "a test changed the read-only corpus workspace: use corpus_workspace_copy"
+    yield from _read_only(build_once(shared_tmp(tmp_path_factory) / "corpus-added" / "ws", build))
+
+
+@pytest.fixture(scope="session")
+def corpus_workspace(tmp_path_factory, corpus_added, model_dir) -> Path:
+    """A copy of `corpus_added` without the papers no search asks about (`papervault delete`), indexed
+    (`papervault index`), once per run: the CORPUS_INDEXED papers. Both commands run in this process (the
+    add is the one tested as a process). Read-only: tests that write use `corpus_workspace_copy`."""
+    import json
+
+    def build(ws: Path) -> None:
+        shutil.copytree(corpus_added, ws, symlinks=True)
+        ids = sorted(p.name for p in (ws / "vault" / "papers").iterdir() if p.is_dir())
+        assert set(CORPUS_INDEXED) < set(ids), ids
+        _cli("delete", *sorted(set(ids) - set(CORPUS_INDEXED)), "--workspace", ws)
+        out = json.loads(_cli("index", "--json", "--workspace", ws))
+        assert sorted(out["added"]) == CORPUS_INDEXED and not out["errors"], out
+
+    yield from _read_only(build_once(shared_tmp(tmp_path_factory) / "corpus-indexed" / "ws", build))
+
+
+@pytest.fixture
+def corpus_added_copy(corpus_added, tmp_path) -> Path:
+    """A private copy of `corpus_added` (vault, kept PDFs, state) that the test may change."""
+    dst = tmp_path / "corpus-added" / "ws"
+    shutil.copytree(corpus_added, dst, symlinks=True)
+    return dst
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The walking skeleton through the user's entry points: the CLI (as a subprocess) and MCP, on the real corpus."""
+"""The walking skeleton through the user's entry points on the real corpus: the CLI (the add of all 16 papers and
+the first search in their own processes, the other commands in this one) and MCP over stdio."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import pv
+from conftest import CORPUS_INDEXED, pv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,13 +31,28 @@ KNOWN_FACTS = [
 
 @pytest.fixture
 def corpus_ws(corpus_workspace) -> Path:
-    """The session's corpus workspace (conftest): the 16 shared papers added and indexed through the CLI."""
+    """The session's corpus workspace (conftest): the shared papers the searches ask about (CORPUS_INDEXED),
+    added through the CLI with the other six, indexed through it."""
     return corpus_workspace
 
 
-def test_add_writes_notes_fulltext_and_one_commit(corpus_ws):
+def test_every_paper_a_search_asks_about_is_indexed(corpus_ws):
+    """The index holds the papers the known facts and the MCP search ask about, and only them (conftest's
+    CORPUS_INDEXED): a fact's paper left out would make its search fail for want of it, not of the search."""
+    from papervault.workspace import Workspace
+
+    vault = Workspace(corpus_ws).vault
+    names = {pid: [Path(f).name for f in [*vault.read_meta(pid).files, *vault.read_meta(pid).sources]]
+             for pid in vault.paper_ids()}
+    assert sorted(names) == CORPUS_INDEXED
+    for prefix in {prefix for _, prefix in KNOWN_FACTS} | {"datastores_megastore"}:
+        assert sum(any(n.startswith(prefix) for n in found) for found in names.values()) == 1, (prefix, names)
+
+
+def test_add_writes_notes_fulltext_and_one_commit(corpus_added):
     import git
 
+    corpus_ws = corpus_added
     papers = sorted((corpus_ws / "vault" / "papers").iterdir())
     papers = [p for p in papers if p.is_dir()]
     assert len(papers) == 16
@@ -75,16 +91,19 @@ def test_search_finds_known_facts(corpus_ws, cli_run):
     assert len(misses) <= 1, misses
 
 
-def test_status_reports_counts(corpus_ws, cli_run):
+def test_status_reports_counts(corpus_added, corpus_ws, cli_run):
+    added = json.loads(cli_run(["status", "--json", "--workspace", corpus_added]).stdout)
+    assert added["papers"] == added["papers_with_text"] == 16 and added["chunks"] == 0
+    assert added["index_health"] != "ok", added["index_health"]          # 16 papers, none of them indexed
     st = json.loads(cli_run(["status", "--json", "--workspace", corpus_ws]).stdout)
-    assert st["papers"] == 16
-    assert st["chunks"] > 16 * 5
+    assert st["papers"] == st["indexed_papers"] == len(CORPUS_INDEXED) and st["index_health"] == "ok"
+    assert st["chunks"] > len(CORPUS_INDEXED) * 5
     assert st["embedding_model"] == os.environ["PAPERVAULT_EMBED_MODEL"]
 
 
-def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
+def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir, cli_run):
     ws = tmp_path / "bad"
-    pv("init", str(ws), ws=ws)
+    cli_run(["init", ws])
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "empty.pdf").write_bytes(b"")
@@ -92,7 +111,7 @@ def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
     good = corpus_dir / "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
     (folder / "corrupt.pdf").write_bytes(good.read_bytes()[:20000])
     (folder / "good.pdf").write_bytes(good.read_bytes())
-    proc = pv("add", str(folder), ws=ws)
+    proc = cli_run(["add", folder, "--workspace", ws])     # what it prints: in this process
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("skipped")]
     assert len(lines) >= 2, proc.stderr
     assert any("empty.pdf" in ln for ln in lines) and any("notapdf.pdf" in ln for ln in lines)
@@ -100,14 +119,16 @@ def test_bad_inputs_are_reported_and_the_batch_goes_on(tmp_path, corpus_dir):
     assert "Added 1" in proc.stdout or "Added 2" in proc.stdout
 
 
-def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_copy, prefect_api):
+def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_copy, prefect_api, cli_run):
     import git
 
+    # in this process (the model the searches loaded serves it); the survey as its own process is checked by
+    # tests/test_survey_select.py and by the README's commands in tests/test_everyday.py
     corpus_ws = corpus_workspace_copy
     repo = git.Repo(corpus_ws / "vault")
     before = repo.head.commit.hexsha
-    out = json.loads(pv("survey", "replication and consistency in distributed storage", "--slug", "replication",
-                        "--json", ws=corpus_ws).stdout)
+    out = json.loads(cli_run(["survey", "replication and consistency in distributed storage", "--slug",
+                              "replication", "--json", "--workspace", corpus_ws]).stdout)
     sdir = corpus_ws / "vault" / "surveys" / "replication"
     for name in ("correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):
         assert (sdir / name).is_file() and (sdir / name).stat().st_size > 0, name
@@ -124,8 +145,8 @@ def test_survey_writes_every_artefact_and_commits_each_stage(corpus_workspace_co
     assert not repo.is_dirty(untracked_files=True)
 
 
-def test_site_build_has_a_page_per_paper(corpus_workspace_copy, cli_run):
-    corpus_ws = corpus_workspace_copy
+def test_site_build_has_a_page_per_paper(corpus_added_copy, cli_run):
+    corpus_ws = corpus_added_copy
     out = json.loads(cli_run(["site", "build", "--json", "--workspace", corpus_ws]).stdout)
     site = corpus_ws / "site"
     assert (site / "index.html").is_file()
