@@ -538,7 +538,7 @@ def test_the_readme_everyday_commands_work_in_a_fresh_shell_on_the_make_demo_wor
     home.mkdir()
     venv = Path(sys.executable).parent.parent
     # the session's Prefect server, as a user who runs `prefect server start` has it (without it every survey
-    # starts Prefect's temporary server, which tests/test_survey_deploy.py covers)
+    # starts Prefect's temporary server, which the Dask add of tests/test_ingest_flow.py covers)
     env = fresh_env(home, PREFECT_API_URL=os.environ["PREFECT_API_URL"])
     steps = dict(zip((typed for _, typed, _ in DEMO),
                      type_into_bash(DEMO, env, tmp_path, venv=str(venv), ws=str(ws), slug=make_demo["slug"])))
