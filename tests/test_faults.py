@@ -53,16 +53,15 @@ def reference(tmp_path_factory, papers_dir) -> dict:
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, papers_dir, model_dir) -> dict:
-    """An uninterrupted index of four of the papers (the short real one and the three synthetic ones, ~110
-    chunks): the index every interrupted one must reach. It is watched, to place the kill points inside its
-    work: the CPU seconds it spends once its tables exist. It embeds for real (an empty vector cache of its
-    own, which the reruns then read, so they do not embed the same texts again)."""
+    """An uninterrupted index of the three synthetic papers (~70 chunks, a figure and a table each): the index
+    every interrupted one must reach. It is watched, to place the kill points inside its work: the CPU seconds
+    it spends once its tables exist. It embeds for real (an empty vector cache of its own, which the reruns
+    then read, so they do not embed the same texts again)."""
     base = tmp_path_factory.mktemp("indexed")
     some = base / "papers"
     some.mkdir()
-    for pdf in papers_dir.glob("*.pdf"):
-        if pdf.name != SMALL[1]:
-            shutil.copy(pdf, some / pdf.name)
+    for pdf in papers_dir.glob("synthetic-*.pdf"):
+        shutil.copy(pdf, some / pdf.name)
     ws = base / "ws"
     assert run(["init", str(ws)], ws).returncode == 0
     p = run(["add", str(some)], ws)
@@ -229,7 +228,7 @@ def test_second_writer_is_refused_while_readers_work(indexed, papers_dir, tmp_pa
     shutil.copytree(indexed["ws"], ws)
     more = tmp_path / "more"
     more.mkdir()
-    shutil.copy(papers_dir / SMALL[1], more)        # a paper the workspace lacks
+    shutil.copy(papers_dir / SMALL[0], more)        # a paper the workspace lacks
     lock = ws / ".papervault" / "write.lock"
 
     def holds_lock() -> bool:
