@@ -237,7 +237,7 @@ def test_second_writer_is_refused_while_readers_work(indexed, papers_dir, tmp_pa
         except OSError:
             return False
 
-    writer = start(["add", str(more)], ws, own_cache=False)
+    writer = start(["add", str(more)], ws)     # parses for real once it holds the lock: seen in time
     stopped = False
     try:
         wait_for(writer, holds_lock)
