@@ -24,14 +24,6 @@ TALLY = ROOT / "test-artifacts" / "fault-tally.json"
 OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": "", "PAPERVAULT_EMBED_VECTOR_CACHE": ""}
 
 
-def cli(args: list[str], ws: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`python -m papervault ARGS` in its own process, for a run whose process is the point (its exit status seen
-    from outside, a run beside another one)."""
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
-                          env=e, timeout=timeout)
-
-
 def run(args: list[str], ws: Path, *, env: dict | None = None) -> subprocess.CompletedProcess:
     """The command in this process, as the console script runs it (`papervault.cli.main`: a typed error is one
     line on stderr and an exit status), with `env` set for the call: for the runs that are neither killed nor

@@ -134,8 +134,6 @@ def test_add_killed_then_rerun_matches_uninterrupted(point, reference, papers_di
 
 def _csl_library(path: Path, n: int) -> Path:
     """The first `n` records of the shared 20k CSL-JSON export."""
-    from support_faults import ROOT
-
     from conftest import SHARED
 
     items = json.loads((SHARED / "corpus" / "conference-20k.csl.json").read_text())[:n]
