@@ -24,17 +24,38 @@ TALLY = ROOT / "test-artifacts" / "fault-tally.json"
 OWN_CACHE = {"PAPERVAULT_PARSE_CACHE_DIR": "", "PAPERVAULT_EMBED_VECTOR_CACHE": ""}
 
 
-def cli(args: list[str], ws: Path, *, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True,
-                          env=e, timeout=timeout)
+def run(args: list[str], ws: Path, *, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command in this process, as the console script runs it (`papervault.cli.main`: a typed error is one
+    line on stderr and an exit status), with `env` set for the call: for the runs that are neither killed nor
+    watched (references, reruns, what a command prints or writes). Saves a Python start and a model load each."""
+    from click.testing import CliRunner
+
+    from papervault.cli import main
+
+    argv = [str(a) for a in args]
+    with CliRunner().isolation(env={"PAPERVAULT_WORKSPACE": str(ws), **(env or {})}) as (out, err, _):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return subprocess.CompletedProcess(argv, code, out.getvalue().decode("utf-8", "replace"),
+                                           err.getvalue().decode("utf-8", "replace"))
 
 
-def start(args: list[str], ws: Path, env: dict | None = None) -> subprocess.Popen:
-    """A run that will be killed (or watched while it works): its own parse cache, its own process group."""
-    e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **OWN_CACHE, **(env or {}))
+def start(args: list[str], ws: Path, env: dict | None = None, *, own_cache: bool = True) -> subprocess.Popen:
+    """A run that will be killed (or watched while it works), in its own process group; with `own_cache` its own
+    parse cache and no vector cache, so that it does the work for real."""
+    e = {**os.environ, "PAPERVAULT_WORKSPACE": str(ws), **(OWN_CACHE if own_cache else {}), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "papervault", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) process `pid` has used so far, from /proc: the length of its work
+    whatever else the machine runs at the same time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kill(proc: subprocess.Popen) -> bool:
@@ -44,16 +65,6 @@ def kill(proc: subprocess.Popen) -> bool:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     return True
-
-
-def kill_after(proc: subprocess.Popen, seconds: float) -> bool:
-    """SIGKILL the process (and its children) after `seconds`; False if it had already finished."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return kill(proc)
 
 
 def kill_when(proc: subprocess.Popen, ready, *, timeout: float = 600) -> bool:
@@ -70,11 +81,11 @@ def kill_when(proc: subprocess.Popen, ready, *, timeout: float = 600) -> bool:
 
 
 def wait_for(proc: subprocess.Popen, ready, *, timeout: float = 600) -> float:
-    """Wait until `ready()` (the process still running), and return the monotonic time it became true."""
+    """Wait until `ready()` (the process still running), and return the CPU seconds the process had used then."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready():
-            return time.monotonic()
+            return cpu_seconds(proc.pid)
         if proc.poll() is not None:
             raise AssertionError("the process finished before the awaited point")
         time.sleep(0.005)

@@ -3,20 +3,26 @@
 Also concurrency (a second writer is refused with a clear message while readers keep working) and hostile
 inputs (odd file names, a 1,000-page PDF, a paper that tries to instruct the model, secrets in the environment).
 Each fault's outcome is added to test-artifacts/fault-tally.json and summarised at the end of the run.
+
+Every SIGKILL hits a real `python -m papervault` process in the middle of its work (each test asserts that it
+did). The runs around the kills (references, reruns, checks of what a command prints) run in this process
+(support_faults.run) with the session's parse and vector caches: they show the end state, not a process.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
-import time
+import signal
 from pathlib import Path
 
 import lancedb
 import pytest
 
-from support_faults import (add_commits, cli, journal_lines, kill_after, kill_when, parsed_count, record, start,
-                            vault_problems, vault_state, wait_for)
+from support_faults import (add_commits, cpu_seconds, journal_lines, kill_when, parsed_count, record, run,
+                            start, vault_problems, vault_state, wait_for)
 
 SMALL = ["distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
          "operating_systems_unix-time-sharing-system.pdf"]
@@ -35,19 +41,40 @@ def papers_dir(tmp_path_factory, corpus_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, papers_dir, model_dir) -> dict:
-    """An uninterrupted add + index: the state every interrupted run must reach. The add uses the session's
-    parse cache; the index is watched, to place the index kill points inside its work."""
+def reference(tmp_path_factory, papers_dir) -> dict:
+    """An uninterrupted add of the five papers: the state every interrupted add must reach (the session's
+    parse cache)."""
     ws = tmp_path_factory.mktemp("ref") / "ws"
-    assert cli(["init", str(ws)], ws).returncode == 0
-    p = cli(["add", str(papers_dir)], ws)
+    assert run(["init", str(ws)], ws).returncode == 0
+    p = run(["add", str(papers_dir)], ws)
     assert p.returncode == 0, p.stderr
-    proc = start(["index"], ws)
-    t_tables = wait_for(proc, lambda: _tables_exist(ws))
-    _, err = proc.communicate(timeout=600)
+    return {"ws": ws, "state": vault_state(ws)}
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, papers_dir, model_dir) -> dict:
+    """An uninterrupted index of the three synthetic papers (~70 chunks, a figure and a table each): the index
+    every interrupted one must reach. It is watched, to place the kill points inside its work: the CPU seconds
+    it spends once its tables exist. It embeds for real (an empty vector cache of its own, which the reruns
+    then read, so they do not embed the same texts again)."""
+    base = tmp_path_factory.mktemp("indexed")
+    some = base / "papers"
+    some.mkdir()
+    for pdf in papers_dir.glob("synthetic-*.pdf"):
+        shutil.copy(pdf, some / pdf.name)
+    ws = base / "ws"
+    assert run(["init", str(ws)], ws).returncode == 0
+    p = run(["add", str(some)], ws)
+    assert p.returncode == 0, p.stderr
+    vectors = {"PAPERVAULT_EMBED_VECTOR_CACHE": str(base / "vectors")}
+    proc = start(["index"], ws, env=vectors)
+    at_tables = wait_for(proc, lambda: _tables_exist(ws))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _, err = proc.communicate(timeout=600)      # reaps it: its CPU joins this process's children's
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert proc.returncode == 0, err
-    work = time.monotonic() - t_tables
-    return {"ws": ws, "state": vault_state(ws), "chunks": _chunk_ids(ws), "index_work_s": work}
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"ws": ws, "chunks": _chunk_ids(ws), "index_work_cpu": total - at_tables, "env": vectors}
 
 
 def _tables_exist(ws: Path) -> bool:
@@ -83,13 +110,13 @@ ADD_KILL_POINTS = {
 @pytest.mark.parametrize("point", list(ADD_KILL_POINTS))
 def test_add_killed_then_rerun_matches_uninterrupted(point, reference, papers_dir, tmp_path):
     ws = tmp_path / "ws"
-    assert cli(["init", str(ws)], ws).returncode == 0
+    assert run(["init", str(ws)], ws).returncode == 0
     proc = start(["add", str(papers_dir)], ws)     # parses for real, in its own cache
     killed = kill_when(proc, lambda: ADD_KILL_POINTS[point](ws))
     # the kill landed in the middle of the work: the process was running and the add had not committed
     assert killed, f"the add finished before the kill point {point!r}"
     assert add_commits(ws) == 0, f"the kill at {point!r} came after the add committed"
-    rerun = cli(["add", str(papers_dir)], ws)
+    rerun = run(["add", str(papers_dir)], ws)
     assert rerun.returncode == 0, rerun.stderr
     state = vault_state(ws)
     ref = reference["state"]
@@ -107,8 +134,6 @@ def test_add_killed_then_rerun_matches_uninterrupted(point, reference, papers_di
 
 def _csl_library(path: Path, n: int) -> Path:
     """The first `n` records of the shared 20k CSL-JSON export."""
-    from support_faults import ROOT
-
     from conftest import SHARED
 
     items = json.loads((SHARED / "corpus" / "conference-20k.csl.json").read_text())[:n]
@@ -137,30 +162,31 @@ def _branch_tip(ws: Path) -> str:
 def test_bulk_add_killed_between_its_commits_then_rerun_matches(tmp_path):
     """A big CSL import commits every `[sources] commit_every` records, with no fsync per paper. Killed after its
     first commit, in the middle of the next part: the rerun rolls the uncommitted part back, finds the committed
-    papers unchanged and adds the rest. Nothing lost, nothing twice, the same vault as an uninterrupted run."""
-    lib = _csl_library(tmp_path / "lib.json", 700)
-    env = {"PAPERVAULT_SOURCES_COMMIT_EVERY": "256"}
+    papers unchanged and adds the rest. Nothing lost, nothing twice, the same vault as an uninterrupted run.
+    (Three parts of a 300-record import: the size of a part is a setting; 128 is the import's batch.)"""
+    lib = _csl_library(tmp_path / "lib.json", 300)
+    env = {"PAPERVAULT_SOURCES_COMMIT_EVERY": "128"}
     ref = tmp_path / "ref"
-    assert cli(["init", str(ref)], ref).returncode == 0
-    p = cli(["add", str(lib), "--json"], ref, env=env)
+    assert run(["init", str(ref)], ref).returncode == 0
+    p = run(["add", str(lib), "--json"], ref, env=env)
     assert p.returncode == 0, p.stderr
-    assert len(json.loads(p.stdout)["commits"]) == 3          # 256 + 256 + 188 records
+    assert len(json.loads(p.stdout)["commits"]) == 3          # 128 + 128 + 44 records
     ws = tmp_path / "ws"
-    assert cli(["init", str(ws)], ws).returncode == 0
+    assert run(["init", str(ws)], ws).returncode == 0
     initial = _branch_tip(ws)
     proc = start(["add", str(lib)], ws, env=env)
     # the first part's commit is finished (the branch moved) and the second part is being written
     killed = kill_when(proc, lambda: _branch_tip(ws) not in ("", initial) and journal_lines(ws) >= 10)
     assert killed, "the add finished before the kill point"
     assert add_commits(ws) == 1
-    rerun = cli(["add", str(lib), "--json"], ws, env=env)
+    rerun = run(["add", str(lib), "--json"], ws, env=env)
     assert rerun.returncode == 0, rerun.stderr
     out = json.loads(rerun.stdout)
-    assert len(out["unchanged"]) == 256 and len(out["added"]) == 700 - 256 and not out["problems"]
+    assert len(out["unchanged"]) == 128 and len(out["added"]) == 300 - 128 and not out["problems"]
     state, want = vault_state(ws), vault_state(ref)
     lost, extra = sorted(set(want) - set(state)), sorted(set(state) - set(want))
     problems = vault_problems(ws)
-    record({"command": "add (bulk CSL, commits every 256)", "kill_at": "second part", "killed": killed,
+    record({"command": "add (bulk CSL, commits every 128)", "kill_at": "second part", "killed": killed,
             "recovered": state == want and not problems, "lost": len(lost), "duplicated": len(extra)})
     assert not lost and not extra, (lost[:5], extra[:5])
     assert state == want
@@ -168,52 +194,64 @@ def test_bulk_add_killed_between_its_commits_then_rerun_matches(tmp_path):
 
 
 @pytest.mark.parametrize("fraction", [0.0, 0.5])
-def test_index_killed_then_rerun_matches_uninterrupted(fraction, reference, tmp_path):
-    """Killed once its tables exist (before any vector is written), and halfway through its work."""
+def test_index_killed_then_rerun_matches_uninterrupted(fraction, indexed, tmp_path):
+    """Killed once its tables exist (before any vector is written), and halfway through its work (measured in
+    CPU seconds, so the point holds however busy the machine is)."""
     ws = tmp_path / "ws"
-    shutil.copytree(reference["ws"], ws, ignore=shutil.ignore_patterns("index"))
-    proc = start(["index"], ws)
-    wait_for(proc, lambda: _tables_exist(ws))
-    killed = kill_after(proc, reference["index_work_s"] * fraction)
+    shutil.copytree(indexed["ws"], ws, ignore=shutil.ignore_patterns("index"))
+    proc = start(["index"], ws)     # embeds for real: no vector cache
+    at_tables = wait_for(proc, lambda: _tables_exist(ws))
+    killed = kill_when(proc, lambda: cpu_seconds(proc.pid) - at_tables >= indexed["index_work_cpu"] * fraction)
     assert killed, f"the index finished before {fraction:.0%} of its work"
-    assert not _index_complete(ws, reference["chunks"]), "the kill came after the index was complete"
-    rerun = cli(["index"], ws)
+    assert not _index_complete(ws, indexed["chunks"]), "the kill came after the index was complete"
+    rerun = run(["index"], ws, env=indexed["env"])
     assert rerun.returncode == 0, rerun.stderr
     ids = _chunk_ids(ws)
     dup = len(ids) - len(set(ids))
-    lost = len(set(reference["chunks"]) - set(ids))
-    same = ids == reference["chunks"]
+    lost = len(set(indexed["chunks"]) - set(ids))
+    same = ids == indexed["chunks"]
     record({"command": "index", "kill_at": f"{fraction:.0%} of the work", "killed": killed,
             "recovered": same, "lost": lost, "duplicated": dup})
     assert dup == 0 and lost == 0
     assert same
-    st = json.loads(cli(["status", "--json"], ws).stdout)
+    st = json.loads(run(["status", "--json"], ws).stdout)
     assert st["index_health"] == "ok"
 
 
-def test_second_writer_is_refused_while_readers_work(reference, papers_dir, tmp_path, corpus_dir):
+def test_second_writer_is_refused_while_readers_work(indexed, papers_dir, tmp_path):
+    """A writer holds the lock in the middle of its `add`: there it is stopped (SIGSTOP, as a busy machine may
+    stop it for a while), so the second writer and the reader surely run while it holds the lock, whatever the
+    length of its work; then it goes on (SIGCONT) and finishes."""
     ws = tmp_path / "ws"
-    shutil.copytree(reference["ws"], ws)
+    shutil.copytree(indexed["ws"], ws)
     more = tmp_path / "more"
     more.mkdir()
-    for name in ("distributed_systems_paxos-made-moderately-complex.pdf",
-                 "languages_clojure_a-practical-optional-type-system-for-clojure.pdf",
-                 "garbage_collection_the_lisp_ii_garbage_collector.pdf"):
-        shutil.copy(corpus_dir / name, more)
-    writer = start(["add", str(more)], ws)
+    shutil.copy(papers_dir / SMALL[0], more)        # a paper the workspace lacks
+    lock = ws / ".papervault" / "write.lock"
+
+    def holds_lock() -> bool:
+        try:
+            return bool(lock.read_text().strip())
+        except OSError:
+            return False
+
+    writer = start(["add", str(more)], ws)     # parses for real once it holds the lock: seen in time
+    stopped = False
     try:
-        lock = ws / ".papervault" / "write.lock"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (lock.exists() and lock.read_text().strip()):
-            time.sleep(0.1)
+        wait_for(writer, holds_lock)
+        os.killpg(writer.pid, signal.SIGSTOP)
+        stopped = True
         assert writer.poll() is None, "the writer finished before it could be observed"
-        # a second writer and a reader, both started while the writer holds the lock
-        second = start(["add", str(more)], ws)
-        reader = start(["search", "leases for local reads", "--json"], ws)
+        assert add_commits(ws) == 1, "the writer had committed already"
+        # a second writer and a reader, both real processes, started while the writer holds the lock
+        second = start(["add", str(more)], ws, own_cache=False)
+        reader = start(["search", "leases for local reads", "--json"], ws, own_cache=False)
         second_out, second_err = second.communicate(timeout=300)
         writer_alive_at_refusal = writer.poll() is None
         reader_out, reader_err = reader.communicate(timeout=600)
     finally:
+        if stopped:
+            os.killpg(writer.pid, signal.SIGCONT)
         writer.wait(timeout=900)
     assert second.returncode == 3, second_err
     assert "is writing this workspace" in second_err and "Traceback" not in second_err
@@ -222,13 +260,14 @@ def test_second_writer_is_refused_while_readers_work(reference, papers_dir, tmp_
     assert reader.returncode == 0, reader_err
     assert json.loads(reader_out)
     assert writer.returncode == 0
+    assert add_commits(ws) == 2
     assert vault_problems(ws) == []
     record({"command": "add (concurrent writer)", "killed": False, "recovered": True, "lost": 0, "duplicated": 0})
 
 
 def test_odd_file_names_and_dotdot_paths(tmp_path, papers_dir):
     ws = tmp_path / "ws"
-    cli(["init", str(ws)], ws)
+    run(["init", str(ws)], ws)
     src = tmp_path / "in put"
     src.mkdir()
     synthetic = sorted(papers_dir.glob("synthetic-*.pdf"))
@@ -237,7 +276,7 @@ def test_odd_file_names_and_dotdot_paths(tmp_path, papers_dir):
     shutil.copy(synthetic[2], src / "dots..in..name.pdf")
     (src / "._resource-fork.pdf").write_bytes(b"\x00\x05\x16\x07")  # macOS litter: hidden, skipped
     dotted = str(src / ".." / src.name / "my paper (final) v2.pdf")
-    p = cli(["add", str(src), dotted, "--json"], ws)
+    p = run(["add", str(src), dotted, "--json"], ws)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert len(out["added"]) == 3 and not out["problems"]
@@ -263,8 +302,8 @@ def test_thousand_page_pdf_is_parsed_without_stopping_the_batch(tmp_path, papers
     doc.save(big)
     shutil.copy(next(papers_dir.glob("synthetic-*.pdf")), big.parent)
     ws = tmp_path / "ws"
-    cli(["init", str(ws)], ws)
-    p = cli(["add", str(big.parent), "--json"], ws, timeout=900)
+    run(["init", str(ws)], ws)
+    p = run(["add", str(big.parent), "--json"], ws)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert len(out["added"]) + len(out["problems"]) == 2
@@ -288,14 +327,14 @@ def test_prompt_injection_in_a_paper_produces_only_a_note(tmp_path):
                         "Caching reduces latency for repeated reads.", fontsize=10)
     doc.save(pdf)
     ws = tmp_path / "ws"
-    cli(["init", str(ws)], ws)
+    run(["init", str(ws)], ws)
     # a harmless paper first, so whatever the libraries create on first use (caches, ids) exists already
     from papervault.demo import make_synthetic_papers
 
     benign = make_synthetic_papers(tmp_path / "benign")[0]
-    assert cli(["add", str(benign)], ws).returncode == 0
+    assert run(["add", str(benign)], ws).returncode == 0
     before = sorted(str(p) for p in tmp_path.rglob("*") if "ws" not in p.parts)
-    p = cli(["add", str(pdf), "--json"], ws)
+    p = run(["add", str(pdf), "--json"], ws)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert len(out["added"]) == 1
@@ -309,10 +348,10 @@ def test_prompt_injection_in_a_paper_produces_only_a_note(tmp_path):
 def test_no_secret_lands_in_vault_logs_or_history(tmp_path, papers_dir):
     secrets = {"ANTHROPIC_API_KEY": "sk-ant-test-SECRET-4c1d", "OPENAI_API_KEY": "sk-openai-SECRET-9f2e"}
     ws = tmp_path / "ws"
-    cli(["init", str(ws)], ws, env=secrets)
-    assert cli(["add", str(papers_dir / "synthetic-ledger.pdf")], ws, env=secrets).returncode == 0
+    run(["init", str(ws)], ws, env=secrets)
+    assert run(["add", str(papers_dir / "synthetic-ledger.pdf")], ws, env=secrets).returncode == 0
     for args in (["status", "--json"], ["doctor", "--json"], ["list", "--json"]):
-        p = cli(args, ws, env=secrets)
+        p = run(args, ws, env=secrets)
         assert all(s not in p.stdout + p.stderr for s in secrets.values()), args
     import git
 

@@ -323,6 +323,9 @@ def test_vault_files_honour_the_umask(ws, good_bib, umask, mode):
 
 
 def test_index_refuses_a_note_whose_id_differs_from_its_folder_and_converges(ws, good_bib, tmp_path):
+    from conftest import without_multilingual
+
+    without_multilingual(ws)        # the English space is the one whose rows are checked
     other = tmp_path / "other.bib"
     other.write_text("@article{roe2019other, title={Another Paper on Index Convergence}, author={Roe, Ann},"
                      " year={2019}}\n", encoding="utf-8")

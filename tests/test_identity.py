@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import without_multilingual
 from papervault import pages
 from papervault.doctor import run_checks
 from papervault.index.search import search
@@ -55,7 +56,10 @@ HEADERS = {
 
 @pytest.fixture
 def ws(tmp_path):
-    return Workspace.init(tmp_path / "ws")[0]
+    """A new workspace. No test here asks in another language: the multilingual vector space is off."""
+    root = Workspace.init(tmp_path / "ws")[0].root
+    without_multilingual(root)
+    return Workspace(root)
 
 
 def test_hard_headers_give_title_authors_year_and_id(ws, tmp_path):

@@ -16,6 +16,8 @@ from pathlib import Path
 import git
 import pytest
 
+from support_faults import run
+
 
 def cli(args: list[str]) -> subprocess.CompletedProcess:
     """Run a command in-process (CliRunner) in the test's workspace, where no process behaviour is tested."""
@@ -141,7 +143,7 @@ def test_kill_in_the_middle_of_a_commit_leaves_head_and_branch_locks_that_the_ne
 def test_stale_index_lock_is_one_line_and_doctor_fixes_it(ws, bibs):
     lock = ws / "vault" / ".git" / "index.lock"
     lock.write_bytes(b"")   # what a git killed outside papervault leaves
-    res = papervault(["add", str(bibs["a"])], ws)
+    res = run(["add", str(bibs["a"])], ws)     # as the console script runs it: a typed error is one line
     assert res.returncode == 1
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
+from conftest import without_multilingual
 from papervault.cli import cli
 from papervault.errors import UnsafePathError
 from papervault.vault.paths import safe_vault_path
@@ -47,6 +48,7 @@ def linked(tmp_path_factory):
     root = tmp / "ws"
     runner = CliRunner()
     assert runner.invoke(cli, ["init", str(root)]).exit_code == 0
+    without_multilingual(root)      # no question in another language here: one vector space is enough
     a = _pdf(tmp / "alpha.pdf", "Alpha Replication Protocols", "Replicas agree on a log of commands.")
     b = _pdf(tmp / "beta.pdf", "Beta Storage Engines", "Log structured merge trees compact sorted runs.")
     c = _pdf(tmp / "gamma.pdf", "Gamma Clean Paper", "Vector clocks order concurrent events partially.")
