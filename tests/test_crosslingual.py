@@ -1,6 +1,11 @@
 """Cross-lingual search (a Chinese question finds the English passage through the multilingual space) and the
 workspace that remembers its embedding model: through the CLI, the MCP server, the survey's selection, `doctor`
-and `mcp install`, on real corpus papers, in subprocesses whose environment has no embedding settings."""
+and `mcp install`, on real corpus papers, with an environment that has no embedding settings.
+
+Where a fresh process is the point, the test starts one: a shell with no embedding settings (the silent
+settings, a real mismatch, an offline model) and the MCP servers (real stdio pipes). Commands whose output
+is the point (search, doctor, mcp install) run in this process (`cli_run`), with the embedding settings taken
+out of its environment (`no_embed_env`): one model load for the module instead of one per command."""
 
 from __future__ import annotations
 
@@ -51,6 +56,14 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
                           env=env or bare_env(), timeout=timeout)
 
 
+@pytest.fixture
+def no_embed_env(monkeypatch):
+    """This process's environment as `bare_env`'s: no embedding settings (for commands run in-process)."""
+    for var in EMBED_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, corpus_dir, model_dir):
     """Two real papers (Paxos, Harvest), parsed and indexed with the multilingual space (built once)."""
@@ -74,23 +87,20 @@ def test_first_index_records_model_and_multilingual(indexed, model_dir):
     assert stats["multilingual"]["rows"] > 50 and stats["multilingual"]["model"] == ml.MODEL_NAME
 
 
-def test_chinese_question_through_the_cli(indexed):
-    out = cli("search", ZH_HARVEST, "--json", "-n", "5", "--workspace", str(indexed))
-    assert out.returncode == 0, out.stderr
+def test_chinese_question_through_the_cli(indexed, cli_run, no_embed_env):
+    out = cli_run(["search", ZH_HARVEST, "--json", "-n", "5", "--workspace", indexed])
     hits = json.loads(out.stdout)
     assert hits[0]["paper_id"] == HARVEST and hits[0]["page"]
     assert "Note:" not in out.stderr
-    out = cli("search", ZH_PAXOS, "--json", "-n", "5", "--workspace", str(indexed))
+    out = cli_run(["search", ZH_PAXOS, "--json", "-n", "5", "--workspace", indexed])
     assert json.loads(out.stdout)[0]["paper_id"] == PAXOS
 
     # the English space alone cannot answer it, and says so (once) instead of answering confidently
-    off = cli("search", ZH_HARVEST, "-n", "5", "--workspace", str(indexed),
-              env=bare_env(PAPERVAULT_EMBED_MULTILINGUAL="false"))
-    assert off.returncode == 0, off.stderr
+    no_embed_env.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "false")
+    off = cli_run(["search", ZH_HARVEST, "-n", "5", "--workspace", indexed])
     assert off.stderr.count("Note:") == 1 and "English-only" in off.stderr and "multilingual" in off.stderr
-    english = cli("search", "partial results by dropping slow nodes", "-n", "3", "--workspace", str(indexed),
-                  env=bare_env(PAPERVAULT_EMBED_MULTILINGUAL="false"))
-    assert "Note:" not in english.stderr
+    english = cli_run(["search", "partial results by dropping slow nodes", "-n", "3", "--workspace", indexed])
+    assert english.exit_code == 0 and "Note:" not in english.stderr
 
 
 def test_chinese_question_through_mcp(indexed):
@@ -361,26 +371,25 @@ def test_offline_model_fails_fast_naming_model_path_and_packaged(tmp_path, monke
     assert len(lines) == 1 and "model_path" in lines[0] and "packaged" in lines[0], out.stderr
 
 
-def test_doctor_loads_the_model_and_runs_a_query(ws_copy, tmp_path):
-    out = cli("doctor", "--json", "--workspace", str(ws_copy))
+def test_doctor_loads_the_model_and_runs_a_query(ws_copy, tmp_path, cli_run, no_embed_env):
+    out = cli_run(["doctor", "--json", "--workspace", ws_copy])
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert checks["embedding model"]["ok"] and "embedded a query" in checks["embedding model"]["detail"]
     assert checks["multilingual"]["ok"] and "Chinese" in checks["multilingual"]["detail"]
 
     cfg = ws_copy / "papervault.toml"
     cfg.write_text(cfg.read_text().replace(f'model_path = "', f'model_path = "{tmp_path}/missing'))
-    out = cli("doctor", "--json", "--workspace", str(ws_copy))
+    out = cli_run(["doctor", "--json", "--workspace", ws_copy], check=False)
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
-    assert not checks["embedding model"]["ok"] and out.returncode != 0
+    assert not checks["embedding model"]["ok"] and out.exit_code != 0
 
 
-def test_mcp_install_records_what_the_server_needs(ws_copy):
+def test_mcp_install_records_what_the_server_needs(ws_copy, cli_run, no_embed_env):
     cfg = ws_copy / "papervault.toml"
     cfg.write_text("\n".join(line for line in cfg.read_text().splitlines()
                              if not line.startswith(("model =", "model_path ="))) + "\n")
-    out = cli("mcp", "install", "claude-code", "--workspace", str(ws_copy), "--json",
-              env=bare_env(HOME=str(ws_copy.parent / "home")))
-    assert out.returncode == 0, out.stderr
+    no_embed_env.setenv("HOME", str(ws_copy.parent / "home"))
+    cli_run(["mcp", "install", "claude-code", "--workspace", ws_copy, "--json"])
     assert tomllib.loads(cfg.read_text())["embed"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     entry = json.loads((ws_copy / ".mcp.json").read_text())["mcpServers"]["papervault"]
 

@@ -1,8 +1,13 @@
 """Topic-driven selection (stage 1 of a survey without --papers) and selection.md, through the CLI.
 
 One module-scoped workspace: 280 real records of ../shared/corpus/conference-20k.csl.json (the sign-language and
-event-camera papers of bench/survey_selection_gold.yaml and 200 others drawn with a fixed seed) and two shared
-PDFs, imported with `papervault add` and indexed with `papervault index` (about a minute here).
+event-camera papers of bench/survey_selection_gold.yaml and 200 others drawn with a fixed seed) and one shared
+PDF (Paxos Made Moderately Complex: full text with pages and a reference list), imported with `papervault add`
+and indexed with `papervault index` (about a minute here, most of it embedding the records' titles and
+abstracts).
+
+The tests check what the commands print and write, not how their process behaves, so every command runs in this
+process (click's CliRunner): one Python start and one model load for the module instead of one per command.
 """
 
 from __future__ import annotations
@@ -11,8 +16,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,24 +28,27 @@ from conftest import without_multilingual
 ROOT = Path(__file__).resolve().parent.parent
 CSL = Path(os.environ.get("PAPERVAULT_SHARED", ROOT.parent / "shared")).resolve() / "corpus" / "conference-20k.csl.json"
 GOLD = yaml.safe_load((ROOT / "bench" / "survey_selection_gold.yaml").read_text())["topics"]
-PDFS = ["datastores_megastore-providing-scalable-highly-available-storage-for-interactive-services.pdf",
-        "distributed_systems_paxos-made-moderately-complex.pdf"]
+PDFS = ["distributed_systems_paxos-made-moderately-complex.pdf"]
 SIGN = next(t for t in GOLD if t["name"] == "sign-language")
 EVENT = next(t for t in GOLD if t["name"] == "event-cameras")
 ROBOTICS_VENUES = ("ICRA", "IROS", "RSS", "CORL")
 
 
-def pv(*args: str, ws: Path, timeout: int = 900) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "papervault", *args, "--workspace", str(ws)], capture_output=True,
-                       text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+def pv(*args: str, ws: Path):
+    """`papervault ARGS --workspace WS` in this process; a non-zero exit fails the test with its output."""
+    from click.testing import CliRunner
+
+    from papervault.cli import cli
+
+    r = CliRunner().invoke(cli, [*args, "--workspace", str(ws)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output[-3000:]
     return r
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory, corpus_dir, model_dir, prefect_api):
-    # prefect_api: the surveys' flows report to the test process's Prefect server (PREFECT_API_URL, inherited by
-    # the CLI processes) instead of each starting a temporary one.
+    # prefect_api: the surveys' flows report to the test run's Prefect server instead of each starting a
+    # temporary one.
     if not CSL.is_file():
         pytest.skip(f"the 20,000-record library is not at {CSL}")
     records = json.loads(CSL.read_text(encoding="utf-8"))
@@ -103,7 +109,7 @@ def test_pdf_passages_are_given_with_their_page(library):
     out = _survey(ws, "Paxos consensus for replicated state machines", "--slug", "paxos")
     meta, body = _selection(ws, "paxos")
     pdf_ids = [p for p in out["papers"] if not any(p == i for i in library["ids"])]
-    assert pdf_ids, out["papers"]            # a shared PDF is about the topic, the conference records are not
+    assert pdf_ids, out["papers"]            # the shared PDF is about the topic, the conference records are not
     assert re.search(r"matched \(p\. \d+", body), body[:2000]
     assert len(out["papers"]) <= 3, out["papers"]
 
@@ -174,22 +180,22 @@ def test_all_query_and_topic_combine(library):
 
 
 def test_a_near_miss_cited_by_a_selected_paper_is_linked_in(library):
-    """Citation links read the parsed reference list of the real Megastore PDF: a near miss whose title it
-    cites comes in with the link as its reason; one it does not cite stays out."""
+    """Citation links read the parsed reference list of the real Paxos Made Moderately Complex PDF: a near miss
+    whose title it cites comes in with the link as its reason; one it does not cite stays out."""
     from papervault.survey.topic import Candidate, TopicSelector
     from papervault.workspace import Workspace
 
     ws = Workspace(library["ws"]).require()
     sel = TopicSelector(ws)
-    mega = next(p for p in sel.ids if p not in library["ids"] and "megastore" in sel.titles[sel.pos[p]].lower())
+    paxos = next(p for p in sel.ids if p not in library["ids"] and "paxos" in sel.titles[sel.pos[p]].lower())
     cited = Candidate("chandra2007paxos", "Paxos made live: an engineering perspective")
-    other = Candidate("lamport1978time", "Time, clocks, and the ordering of events in a distributed system")
-    got = sel._links([Candidate(mega, "Megastore", has_fulltext=True)], [other, cited])
+    other = Candidate("chang2006bigtable", "Bigtable: a distributed storage system for structured data")
+    got = sel._links([Candidate(paxos, "Paxos Made Moderately Complex", has_fulltext=True)], [other, cited])
     assert [c.id for c in got] == ["chandra2007paxos"]
     reason = got[0].links[0]
-    assert reason.kind == "cited" and reason.other == mega and "title" in reason.text
+    assert reason.kind == "cited" and reason.other == paxos and "title" in reason.text
     line = S._reason_line(reason)
-    assert line.startswith(f"cited by @{mega}, a selected paper")
+    assert line.startswith(f"cited by @{paxos}, a selected paper")
 
 
 # --- selection.md on its own (no index, no flow) -----------------------------------------------------
