@@ -1,10 +1,11 @@
-"""The Prefect flow `survey` on the 16 shared-corpus papers: killed in stage 3, resumed, then re-run from an edited outline.
+"""The Prefect flow `survey` on the indexed shared-corpus papers: killed in stage 3, resumed, then re-run from an edited outline.
 
-The module works on a private copy of the run's corpus workspace (the 16 papers parsed by the project's parser
-and indexed, English vectors only), its notes set back from `analysed` to `parsed` so that stage 3 has every
-paper to analyse; the index holds every chunk already, so the flow runs embed next to nothing. It makes three
-runs: a subprocess killed with SIGKILL while it analyses, the resuming run (in this process), and a run on a
-local Dask cluster after a person edited the outline.
+The module works on a private copy of the run's corpus workspace (the ten corpus papers the e2e searches ask
+about, conftest's CORPUS_INDEXED: parsed by the project's parser and indexed, English vectors only), its notes
+set back from `analysed` to `parsed` so that stage 3 has every paper to analyse; the index holds every chunk
+already, so the flow runs embed next to nothing. It makes three runs: a subprocess killed with SIGKILL while it
+analyses, the resuming run (in this process), and a run on a local Dask cluster after a person edited the
+outline.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 
 from papervault.vault import frontmatter
 from papervault.workspace import Workspace
+
+from conftest import CORPUS_INDEXED
 
 TOPIC = "replication and consistency in distributed storage"
 SLUG = "repl"
@@ -102,7 +105,7 @@ def test_resume_after_sigkill_skips_finished_papers(run):
             "recovered": finished == set(ids) and whole,
             "lost": len(set(ids) - finished - {f["id"] for f in result["failed"]}),
             "duplicated": len(before & set(result["analysed"]))})
-    assert len(ids) == 16
+    assert ids == sorted(CORPUS_INDEXED)
     assert KILL_AFTER <= len(before) < len(ids), "the run was killed in the middle of stage 3"
     assert whole and len(committed) <= 1, f"the killed run committed a half-finished stage: {committed}"
     # the resumed run did not redo the papers the killed run had finished
