@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import lancedb
@@ -69,11 +69,17 @@ def indexed(tmp_path_factory, papers_dir, model_dir) -> dict:
     vectors = {"PAPERVAULT_EMBED_VECTOR_CACHE": str(base / "vectors")}
     proc = start(["index"], ws, env=vectors)
     at_tables = wait_for(proc, lambda: _tables_exist(ws))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _, err = proc.communicate(timeout=600)      # reaps it: its CPU joins this process's children's
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The process's own CPU, read until it exits: the measure the kill points use (cpu_seconds), which leaves
+    # out the CPU of its children (git), so a kill point never lies beyond the work it names.
+    total = at_tables
+    while proc.poll() is None:
+        try:
+            total = cpu_seconds(proc.pid)
+        except (OSError, IndexError):   # it exited between the poll and the read
+            break
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
-    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"ws": ws, "chunks": _chunk_ids(ws), "index_work_cpu": total - at_tables, "env": vectors}
 
 
@@ -196,13 +202,20 @@ def test_bulk_add_killed_between_its_commits_then_rerun_matches(tmp_path):
 @pytest.mark.parametrize("fraction", [0.0, 0.5])
 def test_index_killed_then_rerun_matches_uninterrupted(fraction, indexed, tmp_path):
     """Killed once its tables exist (before any vector is written), and halfway through its work (measured in
-    CPU seconds, so the point holds however busy the machine is)."""
-    ws = tmp_path / "ws"
-    shutil.copytree(indexed["ws"], ws, ignore=shutil.ignore_patterns("index"))
-    proc = start(["index"], ws)     # embeds for real: no vector cache
-    at_tables = wait_for(proc, lambda: _tables_exist(ws))
-    killed = kill_when(proc, lambda: cpu_seconds(proc.pid) - at_tables >= indexed["index_work_cpu"] * fraction)
-    assert killed, f"the index finished before {fraction:.0%} of its work"
+    CPU seconds, so the point holds however busy the machine is). A run can do the work in less CPU than the
+    watched one (warm file caches): when the kill came after the index was complete, the run is made again from
+    the same start and killed earlier in its work (a half, a quarter, an eighth of the kill point), so the kill
+    that counts always lands in the middle of real work."""
+    points = (fraction, fraction / 2, fraction / 4, fraction / 8) if fraction else (fraction,)
+    for attempt, at in enumerate(points):
+        ws = tmp_path / f"ws{attempt}"
+        shutil.copytree(indexed["ws"], ws, ignore=shutil.ignore_patterns("index"))
+        proc = start(["index"], ws)     # embeds for real: no vector cache
+        at_tables = wait_for(proc, lambda: _tables_exist(ws))
+        killed = kill_when(proc, lambda: cpu_seconds(proc.pid) - at_tables >= indexed["index_work_cpu"] * at)
+        if killed and not _index_complete(ws, indexed["chunks"]):
+            break
+    assert killed, f"the index finished before {at:.0%} of its work"
     assert not _index_complete(ws, indexed["chunks"]), "the kill came after the index was complete"
     rerun = run(["index"], ws, env=indexed["env"])
     assert rerun.returncode == 0, rerun.stderr
@@ -210,7 +223,7 @@ def test_index_killed_then_rerun_matches_uninterrupted(fraction, indexed, tmp_pa
     dup = len(ids) - len(set(ids))
     lost = len(set(indexed["chunks"]) - set(ids))
     same = ids == indexed["chunks"]
-    record({"command": "index", "kill_at": f"{fraction:.0%} of the work", "killed": killed,
+    record({"command": "index", "kill_at": f"{at:.0%} of the work", "killed": killed,
             "recovered": same, "lost": lost, "duplicated": dup})
     assert dup == 0 and lost == 0
     assert same
