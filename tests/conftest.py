@@ -244,17 +244,6 @@ CORPUS_INDEXED = ["baker2011megastore", "cervone2014pointwise", "foxharvest", "k
                   "rondon2008liquid", "rong2017asap", "szekeressok", "tao2017significantly", "vanrenesse2011paxos"]
 
 
-def _cli(*args) -> str:
-    """The CLI in this process (click's CliRunner), for building shared state; a non-zero exit raises."""
-    from click.testing import CliRunner
-
-    from papervault.cli import cli
-
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.stdout
-
-
 def _read_only(ws: Path):
     """Yield `ws`; then fail the session if its vault changed meanwhile."""
     before = _vault_head(ws)
@@ -288,8 +277,8 @@ def corpus_workspace(tmp_path_factory, corpus_added, model_dir) -> Path:
         shutil.copytree(corpus_added, ws, symlinks=True)
         ids = sorted(p.name for p in (ws / "vault" / "papers").iterdir() if p.is_dir())
         assert set(CORPUS_INDEXED) < set(ids), ids
-        _cli("delete", *sorted(set(ids) - set(CORPUS_INDEXED)), "--workspace", ws)
-        out = json.loads(_cli("index", "--json", "--workspace", ws))
+        invoke(["delete", *sorted(set(ids) - set(CORPUS_INDEXED)), "--workspace", ws])
+        out = json.loads(invoke(["index", "--json", "--workspace", ws]).stdout)
         assert sorted(out["added"]) == CORPUS_INDEXED and not out["errors"], out
 
     yield from _read_only(build_once(shared_tmp(tmp_path_factory) / "corpus-indexed" / "ws", build))
@@ -311,21 +300,24 @@ def corpus_workspace_copy(corpus_workspace, tmp_path) -> Path:
     return dst
 
 
-@pytest.fixture
-def cli_run():
-    """Run the CLI in this process: cli_run(["search", "q", "--json", "--workspace", ws]) -> click Result
-    (exit_code, stdout, stderr; output mixes both). A non-zero exit fails the test unless check=False."""
+def invoke(args: list, check: bool = True):
+    """The CLI in this process (click's CliRunner) -> click Result (exit_code, stdout, stderr; output mixes
+    both). A non-zero exit fails the caller unless check=False."""
     from click.testing import CliRunner
 
     from papervault.cli import cli
 
-    def run(args: list[str], check: bool = True):
-        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-        if check:
-            assert result.exit_code == 0, result.output
-        return result
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    if check:
+        assert result.exit_code == 0, result.output
+    return result
 
-    return run
+
+@pytest.fixture
+def cli_run():
+    """Run the CLI in this process: cli_run(["search", "q", "--json", "--workspace", ws]) -> click Result
+    (`invoke`); a non-zero exit fails the test unless check=False."""
+    return invoke
 
 
 # --- one Prefect server --------------------------------------------------------------------------------
