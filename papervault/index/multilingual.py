@@ -56,6 +56,7 @@ _LATIN = re.compile(r"[A-Za-z0-9][\w\-]*")
 TERM_LEVEL = "term"
 TERM_PREFIX = "term:"
 TERM_MIN_DF = 2          # a term must occur in at least this many chunks
+WINDOW_ROWS = 8192       # rows written between index updates
 MAX_TERMS = 20_000       # the most frequent terms kept (40 MB of vectors in memory at this cap)
 _TERM = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*")
 TERM_MIN_IDF = 4.0       # Chinese words rarer than this (jieba's IDF) are translated; 的, 是, 用, 进行 are not
@@ -349,7 +350,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     stale = sorted(have - want)
     missing = sorted(want - have)
     _delete(ml, stale)
-    done = 0
+    done = window = 0
     if progress and missing:
         progress(0, len(missing))
     cols = ["id", "paper_id", "level", "title", "section_path", "text", "year", "venue", "tags"]
@@ -364,6 +365,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
         done += len(part)
         if progress:
             progress(done, len(missing))
+        window = _window(ml, window, len(part))
     t_terms = time.perf_counter()
     new_terms: list[str] = []
     old_terms: list[str] = []
@@ -378,9 +380,9 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
             ml.add(pa.Table.from_pylist(
                 [{"id": t, "paper_id": "", "level": TERM_LEVEL, "year": None, "venue": None, "tags": [],
                   "vector": v} for t, v in zip(part, vecs)], schema=ml.schema))
+            window = _window(ml, window, len(part))
     if stale or missing or new_terms or old_terms:
-        ml.optimize()
-        _maybe_vector_index(ml)
+        _maintain(ml)
     terms = ml.count_rows(f"level = '{TERM_LEVEL}'")
     return {"embedded": len(missing), "removed": len(stale), "rows": ml.count_rows() - terms, "terms": terms,
             "terms_embedded": len(new_terms), "terms_removed": len(old_terms), "terms_seconds": round(time.perf_counter() - t_terms, 3), "seconds": round(time.perf_counter() - t0, 3)}
@@ -391,13 +393,22 @@ def _delete(table, ids: list[str]) -> None:
         table.delete(f"id IN ({_sql_list(ids[i:i + 500])})")
 
 
-def _maybe_vector_index(ml) -> None:
-    from papervault.index.store import VECTOR_INDEX_MIN_ROWS
+def _window(ml, written: int, more: int) -> int:
+    """Count rows written since the last index update; every WINDOW_ROWS, update (the vector index follows a
+    window at a time, and is never built over the whole table at once). Returns the new count."""
+    written += more
+    if written < WINDOW_ROWS:
+        return written
+    _maintain(ml)
+    return 0
 
-    n = ml.count_rows()
-    if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.startswith("IVF") for ix in ml.list_indices()):
-        ml.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ",
-                        num_partitions=max(16, int(n ** 0.5)), num_sub_vectors=DIM // 16)
+
+def _maintain(ml) -> None:
+    """Compact, and add the rows written since to the vector index (made once, at VECTOR_INDEX_MIN_ROWS)."""
+    from papervault.index.store import add_vector_index
+
+    ml.optimize()
+    add_vector_index(ml, DIM)
 
 
 def follow(db, paper_ids: Sequence[str], chunk_rows: list[dict], keys: dict[str, str],
