@@ -82,11 +82,11 @@ def bench_throughput(ws: Workspace) -> dict:
     # Two baselines: fastembed as a user would call it on the texts in document order, and fastembed on the
     # same texts in the length order the index embeds them in (pure model time; the honest denominator).
     t, c = time.perf_counter(), time.process_time()
-    list(model.embed(texts, batch_size=ws.settings.embed.batch_size))
+    list(model.embed(texts, batch_size=ws.settings.embed.batch()))
     bare_s, bare_cpu = time.perf_counter() - t, time.process_time() - c
     by_length = sorted(texts, key=len)
     t, c = time.perf_counter(), time.process_time()
-    list(model.embed(by_length, batch_size=ws.settings.embed.batch_size))
+    list(model.embed(by_length, batch_size=ws.settings.embed.batch()))
     sorted_s, sorted_cpu = time.perf_counter() - t, time.process_time() - c
     return {"papers": report["papers"], "chunks": report["chunks"], "index_s": round(index_s, 2),
             "bare_embed_s": round(bare_s, 2), "ratio": round(index_s / bare_s, 3),

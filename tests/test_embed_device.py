@@ -37,3 +37,18 @@ def test_unknown_device_is_refused(tmp_path):
     with pytest.raises(PapervaultError) as err:
         Settings({"embed": {"device": "tpu"}})
     assert "device" in str(err.value)
+
+
+def test_one_thread_embeds_a_text_per_call_with_the_vectors_of_batches(model_dir, monkeypatch):
+    """`[embed] batch_size` unset: 1 on one ONNX thread, 16 on more; a set value is kept. The batch size is not
+    part of the vector key, so texts of different lengths must get the same vectors whatever the batching."""
+    monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")
+    monkeypatch.delenv("PAPERVAULT_EMBED_THREADS", raising=False)    # the suite's one thread per process
+    assert EmbedSettings(threads=1).batch() == 1 and EmbedSettings(threads=4).batch() == 16
+    assert EmbedSettings(threads=1, batch_size=8).batch() == 8
+    texts = TEXTS + ["A much longer passage about leases, quorums and reads served locally by any replica " * 6,
+                     "Short."]
+    one = Embedder(EmbedSettings(threads=1))
+    assert one.batch_size == 1
+    batched = Embedder(EmbedSettings(threads=1, batch_size=16))
+    np.testing.assert_allclose(one.embed(texts), batched.embed(texts), rtol=0, atol=1e-6)

@@ -194,7 +194,7 @@ class Embedder:
     def __init__(self, settings: EmbedSettings | None = None):
         self.settings = settings or EmbedSettings()
         self.model_name = self.settings.model
-        self.batch_size = self.settings.batch_size
+        self.batch_size = self.settings.batch()
         self._dim: int | None = None
         self._cache = None
 
