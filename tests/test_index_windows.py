@@ -97,8 +97,8 @@ def test_sync_memory_stays_flat_as_the_vault_grows(tmp_path, model_dir, monkeypa
 
 def test_indexes_are_built_once_then_follow_each_window(tmp_path, model_dir, monkeypatch):
     """The full-text and vector indexes are made once, within a window of the rows that call for them, and then
-    take new rows in (`optimize()`): no sync builds them over the whole table, which held every row's vector and
-    postings in memory at once (1.9 GB at 30,000 papers)."""
+    take new rows in (`optimize()`): no sync builds them over the whole table, which held every row's vector or
+    postings in memory at once."""
     import lancedb.table
 
     from papervault.index import store
