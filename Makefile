@@ -40,9 +40,10 @@ demo: $(VENV)/.installed
 	$(BIN)/papervault demo $(if $(PAPERS),--papers $(PAPERS))
 
 # The whole suite, in parallel test processes (pytest-xdist): many tests wait on subprocesses, servers and git, so
-# more processes than cores pays, up to a point: on 2 cores, 3 processes took 6 min 27 s (699 CPU s), 2 took 7 min
-# (679 CPU s) and 4 took 7 min 54 s (782 CPU s). A test file stays on one process (its module fixtures are built
-# once), and files are handed out in collection order, where tests/conftest.py puts the slowest first.
+# more processes than cores pays, up to a point: on 2 cores, 3 processes took 6 min 27 s and 699 CPU s, 2 took 7 min
+# and 679 CPU s, and 4 used 785 CPU s (a fourth adds more contention than it fills waits). A test file stays on one
+# process (its module fixtures are built once), and files are handed out in collection order, where
+# tests/conftest.py puts the slowest first.
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
