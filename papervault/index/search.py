@@ -19,8 +19,8 @@ from papervault.chunking.paper import count_tokens, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
-from papervault.index.store import (CHUNKS, PAPERS, RECHUNK_FIX, _sql_list, check_meta, chunk_meta, open_db,
-                                    rechunk_needed, table_names)
+from papervault.index.store import (CHUNKS, PAPERS, RECHUNK_FIX, _sql_list, check_meta, chunk_meta, has_fts,
+                                    open_db, rechunk_needed, table_names)
 from papervault.models import Hit
 from papervault.vault.paper import mentions as paper_mentions, page_link
 
@@ -90,15 +90,6 @@ def build_where(filters: dict | None, level: str | Iterable[str] | None = None, 
     return " AND ".join(f"({c})" for c in clauses) or None
 
 
-def _has_fts(table) -> bool:
-    """Whether this version of the table carries its full-text index (a table overwritten by a rebuild does not,
-    until the writer builds it again)."""
-    try:
-        return any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices())
-    except Exception:  # noqa: BLE001 - a version without index metadata
-        return False
-
-
 def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
     q = table.search(_fts_query(query), query_type="fts")
     if where:
@@ -165,12 +156,12 @@ class Searcher:
                     t.checkout_latest()
                     if t.version == before:
                         continue
-                    if self._whole[i] and not _has_fts(t):
+                    if self._whole[i] and not has_fts(t):
                         # `index --rebuild` has replaced the rows and not yet indexed them: keep searching the
                         # version that is whole until the writer's full-text index lands.
                         t.checkout(before)
                     else:
-                        self._whole[i] = _has_fts(t)
+                        self._whole[i] = has_fts(t)
                 return self._handles
             except Exception:  # noqa: BLE001 - rebuilt or dropped underneath us: open afresh below
                 self._handles, self._checked = None, False
@@ -179,7 +170,7 @@ class Searcher:
             return None, None
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
         self._handles = (papers, chunks)
-        self._whole = [_has_fts(papers), _has_fts(chunks)]   # which handle's version carries its full-text index
+        self._whole = [has_fts(papers), has_fts(chunks)]   # which handle's version carries its full-text index
         if not self._checked:
             check_meta(chunks, {"embedding_model": self.embedder.model_name})
             check_meta(chunks, {"dim": str(self.embedder.dim)})

@@ -83,10 +83,13 @@ def table_names(db) -> list[str]:
     return list(getattr(names, "tables", names))
 
 
-def _has_index(table, column: str, *types: str) -> bool:
-    """Whether `table` has an index of one of these types (LanceDB's names, any case) on `column`."""
-    wanted = {t.upper() for t in types}
-    return any(column in ix.columns and ix.index_type.upper() in wanted for ix in table.list_indices())
+def has_fts(table) -> bool:
+    """Whether this version of the table carries its full-text index (a table overwritten by a rebuild does not,
+    until the writer builds it again)."""
+    try:
+        return any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices())
+    except Exception:  # noqa: BLE001 - a version without index metadata
+        return False
 
 
 def add_vector_index(table, dim: int) -> None:
@@ -94,6 +97,7 @@ def add_vector_index(table, dim: int) -> None:
     through `optimize()`, which assigns them to the trained partitions without reading the rows indexed before.
     Its partitions stay those trained then; `papervault index --rebuild` trains them again over the whole table."""
     n = table.count_rows()
+    # LanceDB names the type "IvfPq": a check for "IVF" never matched, and every sync rebuilt the index
     if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.upper().startswith("IVF") for ix in table.list_indices()):
         from lancedb.index import IvfPq
 
@@ -337,7 +341,7 @@ class PaperIndex:
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
-        state = {"done": 0, "total": 0, "progress": progress, "wrote": False}
+        state = {"done": 0, "total": 0, "progress": progress, "wrote": False}   # wrote: rows not yet maintained
         held = 0
         for pid in ids:
             try:
@@ -367,7 +371,7 @@ class PaperIndex:
             if held >= WINDOW_CHUNKS:   # written a window at a time: memory stays flat however large the vault
                 self._write(papers, chunks, todo, report, state)
                 self._maintain(chunks, papers)   # indexes follow window by window, never the whole table at once
-                todo, held = [], 0
+                todo, held, state["wrote"] = [], 0, False
 
         removed = sorted(set(indexed) - set(ids)) if paper_ids is None else []
         if removed:
@@ -531,9 +535,8 @@ class PaperIndex:
 
         for table in (chunks, papers):
             table.optimize()    # compaction, then new rows into the existing indexes
-            column = "fts_text" if table is chunks else "text"
-            if table.count_rows() and not _has_index(table, column, "FTS", "INVERTED"):
-                table.create_index(column, config=FTS(), replace=True)
+            if table.count_rows() and not has_fts(table):
+                table.create_index("fts_text" if table is chunks else "text", config=FTS(), replace=True)
         add_vector_index(chunks, self.embedder.dim)
 
     # --- other writes and status -----------------------------------------------------------------
