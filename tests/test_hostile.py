@@ -255,8 +255,11 @@ def test_labelled_title_pairs_keep_their_accuracy():
 
 # --- finding 7: lesser ----------------------------------------------------------------------------
 
-def _children(pid: int) -> list[int]:
-    out = []
+def _descendants(pid: int) -> list[int]:
+    """The processes under `pid` that multiprocessing started (the fork server and the parse workers it forks;
+    under spawn, the workers), from /proc."""
+    parents: dict[int, int] = {}
+    ours: set[int] = set()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -265,8 +268,13 @@ def _children(pid: int) -> list[int]:
             cmd = (d / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == pid and b"spawn_main" in cmd:
-            out.append(int(d.name))
+        parents[int(d.name)] = int(fields[1])
+        if b"spawn_main" in cmd or b"forkserver" in cmd:
+            ours.add(int(d.name))
+    out, level = [], {pid}
+    while level:
+        level = {p for p, parent in parents.items() if parent in level and p in ours}
+        out += sorted(level)
     return out
 
 
@@ -287,10 +295,13 @@ def test_parse_workers_exit_when_add_is_killed(ws, tmp_path, corpus_dir):
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 120
+        # two workers, and under the forkserver the server that forks them
         while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
-            workers = _children(proc.pid)
+            workers = _descendants(proc.pid)
             time.sleep(0.1)
-        assert workers, "no parse worker started"
+        time.sleep(0.5)
+        workers = _descendants(proc.pid)
+        assert len(workers) >= 2, "no parse worker started"
         time.sleep(1.0)              # the workers are parsing now
         assert proc.poll() is None
         os.kill(proc.pid, signal.SIGKILL)   # the add only: its workers must notice by themselves
