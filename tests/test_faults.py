@@ -98,7 +98,10 @@ def _index_complete(ws: Path, reference_ids: list[str]) -> bool:
     names = db.list_tables()
     if "chunks" not in list(getattr(names, "tables", names)):
         return False
-    chunks = db.open_table("chunks")
+    try:
+        chunks = db.open_table("chunks")
+    except ValueError:      # killed between the table's folder and its first version: listed, not there
+        return False
     ids = sorted(chunks.to_arrow()["id"].to_pylist())
     return ids == reference_ids and any(ix.index_type.upper() in ("FTS", "INVERTED") for ix in chunks.list_indices())
 
