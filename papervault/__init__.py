@@ -62,7 +62,7 @@ class _DeferredInit:
 
         def __getattr__(attr: str):
             del module.__getattr__
-            module.__spec__.loader = loader
+            module.__spec__.loader = module.__loader__ = loader
             loader.exec_module(module)
             return getattr(module, attr)
 

@@ -125,7 +125,8 @@ def pool_context():
     ctx = mp.get_context("forkserver")
     from multiprocessing import forkserver
 
-    if forkserver._forkserver._forkserver_pid is None:   # not started yet: preload what every worker needs
+    server = getattr(forkserver, "_forkserver", None)
+    if getattr(server, "_forkserver_pid", None) is None:   # not started yet (or unknown): preload the parser
         ctx.set_forkserver_preload([PRELOAD])
     return ctx
 
