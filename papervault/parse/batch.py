@@ -84,21 +84,11 @@ def _init_pool_worker(owner: int) -> None:
     Under spawn `owner` is its parent. Under the forkserver its parent is the fork server, which runs for as
     long as any of its workers does (each holds the server's liveness pipe), so the worker watches `owner`
     itself, and its parent too."""
-    import threading
-
     if os.getppid() == owner:
         die_with_parent(owner)
         return
-    if not _alive(owner):
-        os._exit(1)
     die_with_parent(os.getppid())
-
-    def watch() -> None:
-        while _alive(owner):
-            time.sleep(WATCH_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="papervault-owner-watch", daemon=True).start()
+    _exit_when(lambda: not _alive(owner), "papervault-owner-watch")
 
 
 def _alive(pid: int) -> bool:
@@ -143,7 +133,6 @@ def die_with_parent(parent: int) -> None:
     """
     import signal
     import sys
-    import threading
 
     if sys.platform.startswith("linux"):
         try:
@@ -153,16 +142,24 @@ def die_with_parent(parent: int) -> None:
             libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
-    if os.getppid() != parent:
+    _exit_when(lambda: os.getppid() != parent, "papervault-parent-watch")
+
+
+def _exit_when(gone, name: str) -> None:
+    """Exit this process now if `gone()`, else as soon as a daemon thread, checking every WATCH_SECONDS,
+    finds it true."""
+    import threading
+
+    if gone():
         os._exit(1)
 
     def watch() -> None:
         while True:
             time.sleep(WATCH_SECONDS)
-            if os.getppid() != parent:
+            if gone():
                 os._exit(1)
 
-    threading.Thread(target=watch, name="papervault-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name=name, daemon=True).start()
 
 
 def _worker(path: str, settings_dict: dict, cache_dir: str | None):
