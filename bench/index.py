@@ -2,6 +2,7 @@
 hybrid query latency at 100,000 chunks, and retrieval quality (full text, vectors, hybrid) on bench/queries.yaml.
 
     .venv/bin/python bench/index.py [--json] [--skip-latency] [--keep DIR]
+    PAPERVAULT_EMBED_PRECISION=float32 .venv/bin/python bench/index.py ...   # the model as published
 
 Uses the shared corpus and the local all-MiniLM-L6-v2 ONNX model (nothing is downloaded).
 """
@@ -88,7 +89,8 @@ def bench_throughput(ws: Workspace) -> dict:
     t, c = time.perf_counter(), time.process_time()
     list(model.embed(by_length, batch_size=ws.settings.embed.batch()))
     sorted_s, sorted_cpu = time.perf_counter() - t, time.process_time() - c
-    return {"papers": report["papers"], "chunks": report["chunks"], "index_s": round(index_s, 2),
+    return {"precision": embedder.settings.precision, "papers": report["papers"], "chunks": report["chunks"],
+            "index_s": round(index_s, 2),
             "bare_embed_s": round(bare_s, 2), "ratio": round(index_s / bare_s, 3),
             "bare_sorted_embed_s": round(sorted_s, 2), "ratio_to_sorted": round(index_s / sorted_s, 3),
             "index_cpu_s": round(index_cpu, 1), "bare_cpu_s": round(bare_cpu, 1),
@@ -303,7 +305,8 @@ def main(argv=None) -> int:
 def _print(r: dict) -> None:
     print(f"machine: {r['cpus']} cpus, load average {r['load_avg']:.1f}; {r['queries']} queries")
     t = r["throughput"]
-    print(f"throughput: {t['papers']} papers, {t['chunks']} chunks indexed in {t['index_s']} s "
+    print(f"throughput ([embed] precision {t['precision']}): {t['papers']} papers, {t['chunks']} chunks indexed in "
+          f"{t['index_s']} s "
           f"({t['chunks_per_s']} chunks/s); bare fastembed on the same texts {t['bare_embed_s']} s; "
           f"ratio {t['ratio']} (CPU seconds {t['index_cpu_s']} / {t['bare_cpu_s']} = {t['cpu_ratio']}); "
           f"against bare fastembed on the texts in length order {t['bare_sorted_embed_s']} s: ratio "

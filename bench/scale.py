@@ -261,8 +261,11 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     from papervault.index.embed import Embedder
 
-    out: dict = {"provider": Embedder().provider, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
-    print(f"embedding provider: {out['provider']} ({out['cpus']} CPUs, load average {out['load_avg']:.1f})",
+    emb = Embedder()
+    out: dict = {"provider": emb.provider, "precision": emb.settings.precision, "cpus": os.cpu_count(),
+                 "load_avg": os.getloadavg()[0]}
+    print(f"embedding provider: {out['provider']}, precision {out['precision']} ({out['cpus']} CPUs, load "
+          f"average {out['load_avg']:.1f})",
           flush=True)
     names = [n for n in SMALL_FIRST if (CORPUS / "pdfs" / n).exists()]
     names += sorted(p.name for p in (CORPUS / "pdfs").glob("*.pdf") if p.name not in names)

@@ -185,7 +185,10 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
     ws = Workspace.resolve(workspace).require()
     progress = _progress()
     with ws.write_lock("index"):
-        idx = PaperIndex(ws, embed_batches=_embed_mapped(ws.settings.embed))
+        # the settings the index runs with (its recorded model and precision when papervault.toml is silent)
+        from papervault.index.embed import workspace_embed_settings
+
+        idx = PaperIndex(ws, embed_batches=_embed_mapped(workspace_embed_settings(ws)))
         step = lambda done, total: progress("embed", done, total)   # noqa: E731
         report = idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
         code = rechunk_code(ws, embedder=idx.embedder)   # code is embedded here: repositories are few

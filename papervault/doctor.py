@@ -251,7 +251,7 @@ def _embedding(ws: Workspace) -> list[Check]:
     except Exception as exc:  # noqa: BLE001 - whatever the runtime raised, the user needs to see it here
         return [Check("embedding model", False, f"{s.model} from {where}: {str(exc)[:200]}",
                       "set [embed] model_path to a local ONNX folder, or to \"packaged\"")]
-    out = [Check("embedding model", True, f"{s.model} from {where}: loaded and embedded a query "
+    out = [Check("embedding model", True, f"{s.model} ({s.precision}) from {where}: loaded and embedded a query "
                  f"({vec.shape[0]} dimensions, {time.perf_counter() - t:.1f} s)")]
     out.append(_multilingual(ws))
     return out

@@ -24,6 +24,7 @@ def workspace_status(ws: Workspace) -> dict:
         "chunks": 0,
         "embedding_model": embed.model,
         "embedding_model_path": embed.model_path,
+        "embedding_precision": embed.precision,
         "backend": ws.settings.agents.backend,
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,

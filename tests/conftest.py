@@ -10,7 +10,8 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
   PAPERVAULT_PARSE_CACHE_DIR, so each corpus PDF is parsed once, whichever test asks first. `parse_once(pdf)`
   parses through it (the project's parser; an error fails the test).
 - `shared_vector_cache` (autouse): one vector cache for the run (`[embed] vector_cache`), so a text is embedded
-  once whichever workspace indexes it first.
+  once whichever workspace indexes it first; `shared_model_cache` (autouse): one `[embed] cache_dir`, so the
+  int8 copy of the model is made once.
 - `corpus_added`: the 16 corpus papers (the scanned one included) added through the CLI, once; not indexed.
   `corpus_workspace`: a copy of it indexed over the papers the searches ask about (CORPUS_INDEXED), once
   (English vectors only). Both are read-only: their vaults must be unchanged at the end of the session. A test
@@ -194,6 +195,15 @@ def shared_vector_cache(tmp_path_factory):
     it off (support_faults.OWN_CACHE) so that their kill lands in real work; tests of the cache give their own."""
     path = shared_tmp(tmp_path_factory) / "vectors"
     with environ("PAPERVAULT_EMBED_VECTOR_CACHE", str(path)):
+        yield path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def shared_model_cache(tmp_path_factory):
+    """One model cache ([embed] cache_dir) for the whole run: the int8 copy of the embedding model
+    (`[embed] precision`, index/quantize.py) is made once, not in every test's own home."""
+    path = shared_tmp(tmp_path_factory) / "models"
+    with environ("PAPERVAULT_EMBED_CACHE_DIR", str(path)):
         yield path
 
 

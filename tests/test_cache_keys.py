@@ -211,6 +211,33 @@ def test_changed_embed_token_limit_names_the_rebuild(ws_copy):
     assert ix.stats()["health"] == "ok" and ix.stats()["embed_max_tokens"] == "16"
 
 
+def test_an_index_keeps_the_precision_it_was_built_with(ws_copy):
+    """`[embed] precision` (int8 by default) is part of the index: an index built at float32 is searched and
+    synced at float32 while the settings say nothing (so is one made before the setting existed, which records
+    none), and a setting that contradicts it names both ways out."""
+    from papervault.index.embed import workspace_embed_settings
+    from papervault.index.store import CHUNKS, PAPERS, open_db
+
+    assert workspace_embed_settings(Workspace(ws_copy)).precision == "int8"   # built with the default
+    f32 = _with(ws_copy, embed={"precision": "float32"})
+    with pytest.raises(IndexMismatchError, match=r"\[embed\] precision 'int8'.*'float32'"):
+        PaperIndex(f32).sync()
+    report = PaperIndex(f32).rebuild()
+    assert report["chunks_embedded"] == report["chunks"] > 0
+    silent = _with(ws_copy)
+    assert workspace_embed_settings(silent).precision == "float32"
+    assert PaperIndex(silent).sync()["unchanged"] == report["papers"]
+    hits = search(silent, "consensus among replicas", limit=3)
+    assert hits
+    for name in (CHUNKS, PAPERS):   # as an older papervault left it: no precision recorded
+        open_db(silent).open_table(name).to_lance().update_schema_metadata({"embed_precision": None})
+    assert workspace_embed_settings(_with(ws_copy)).precision == "float32"
+    assert PaperIndex(_with(ws_copy)).sync()["unchanged"] == report["papers"]
+    with pytest.raises(IndexMismatchError, match=r"\[embed\] precision 'float32'.*'int8'") as err:
+        PaperIndex(_with(ws_copy, embed={"precision": "int8"})).sync()
+    assert 'precision = "float32"' in err.value.fix and "papervault index --rebuild" in err.value.fix
+
+
 def test_embed_token_limit_changes_the_vectors(model_dir):
     """Why the token limit is part of the index: a long text's vector depends on it."""
     long_text = " ".join(f"word{i} about replication and quorums" for i in range(80))

@@ -254,7 +254,7 @@ def correlate(root: str, topic: str, ids: list[str], backend: str, inputs: str) 
     if len(papers) > 2:
         from papervault.index.embed import Embedder
 
-        embed = Embedder(ws.settings.embed).embed
+        embed = Embedder.for_workspace(ws).embed   # the index's model and precision: its vectors are cached
     result = C.correlate(topic, papers, embed=embed)
 
     def task() -> Task:

@@ -204,7 +204,7 @@ def status(workspace, as_json):
     click.echo(f"papers          {st['papers']} ({st['papers_with_text']} with full text)")
     click.echo(f"chunks          {st['chunks']}")
     click.echo(f"surveys         {st['surveys']}")
-    click.echo(f"embedding model {st['embedding_model']}")
+    click.echo(f"embedding model {st['embedding_model']} ({st['embedding_precision']})")
     click.echo(f"index           {st['index_health']}")
     click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")
     tl = st["text_layers"]

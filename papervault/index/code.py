@@ -44,7 +44,8 @@ class CodeSearchError(PapervaultError):
 
 
 def code_meta(embedder: Embedder) -> dict[str, str]:
-    return {"embedding_model": embedder.model_name, "dim": str(embedder.dim), **chunking_meta(embedder)}
+    return {"embedding_model": embedder.model_name, "embed_precision": embedder.settings.precision,
+            "dim": str(embedder.dim), **chunking_meta(embedder)}
 
 
 def chunking_meta(embedder: Embedder) -> dict[str, str]:
@@ -169,6 +170,10 @@ class CodeIndex:
         have, want = recorded(tbl).get("embedding_model"), self.embedder.model_name
         if have != want:
             raise IndexMismatchError(f"the code index was built with the embedding model {have!r}, "
+                                     f"the settings now give {want!r}", fix=REBUILD_FIX)
+        have, want = recorded(tbl).get("embed_precision", "float32"), self.embedder.settings.precision
+        if have != want:
+            raise IndexMismatchError(f"the code index was built with [embed] precision {have!r}, "
                                      f"the settings now give {want!r}", fix=REBUILD_FIX)
 
     def rechunk_needed(self, tbl=None) -> str | None:

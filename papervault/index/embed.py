@@ -27,13 +27,16 @@ _LOCK = threading.Lock()
 def _load(settings: EmbedSettings):
     """The fastembed model for these settings, loaded once per process (loading costs ~1 s and ~100 MB)."""
     key = (settings.model, settings.model_path, settings.threads, settings.cache_dir, settings.max_tokens,
-           settings.device)
+           settings.device, settings.precision)
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
             from fastembed import TextEmbedding
 
             kwargs: dict = {"providers": execution_providers(settings.device)}
+            if settings.precision == "int8" and CUDA in kwargs["providers"]:
+                log.warning('embed: precision = int8 runs its quantized products on the CPU even with CUDA; set '
+                            '[embed] precision = "float32" (and `papervault index --rebuild`) to embed on the GPU')
             if settings.threads:
                 kwargs["threads"] = settings.threads
             if settings.cache_dir:
@@ -48,10 +51,23 @@ def _load(settings: EmbedSettings):
             elif settings.model_path:
                 # A local ONNX folder: fastembed still needs the model name to know pooling and dimension.
                 kwargs["specific_model_path"] = settings.model_path
+            if settings.precision == "int8":
+                kwargs["specific_model_path"] = str(_int8_folder(settings, model_name, kwargs))
             model = _construct(TextEmbedding, settings, model_name, kwargs)
             _limit_tokens(model, settings.max_tokens)
             _MODELS[key] = model
     return model
+
+
+def _int8_folder(settings: EmbedSettings, model_name: str, kwargs: dict) -> Path:
+    """The int8 copy of the model these kwargs load (index/quantize.py). fastembed is asked, without loading the
+    model, which folder and file it would load (a local folder, or its download of a hub model)."""
+    from fastembed import TextEmbedding
+
+    from papervault.index.quantize import int8_model_dir, model_cache_root
+
+    probe = _construct(TextEmbedding, settings, model_name, {**kwargs, "lazy_load": True}).model
+    return int8_model_dir(probe._model_dir, probe.model_description.model_file, model_cache_root(settings.cache_dir))
 
 
 OFFLINE_FIX = ("set [embed] model_path in papervault.toml (or PAPERVAULT_EMBED_MODEL_PATH) to a local ONNX "
@@ -146,17 +162,25 @@ def _limit_tokens(model, max_tokens: int | None) -> None:
         tok.enable_truncation(max_length=min(current, max_tokens))
 
 
-def recorded_model(workspace) -> tuple[str | None, str | None]:
-    """(model name, model path) recorded in the schema of the workspace's `chunks` table, or (None, None)."""
+def recorded_meta_of(workspace) -> dict[str, str]:
+    """The metadata recorded in the schema of the workspace's `chunks` table (else its `code` table), or {}."""
+    from papervault.index.code import CODE
     from papervault.index.store import CHUNKS, open_db, table_names
 
     try:
         db = open_db(workspace)
-        if CHUNKS not in table_names(db):
-            return None, None
-        meta = {k.decode(): v.decode() for k, v in (db.open_table(CHUNKS).schema.metadata or {}).items()}
+        names = table_names(db)
+        table = next((t for t in (CHUNKS, CODE) if t in names), None)
+        if table is None:
+            return {}
+        return {k.decode(): v.decode() for k, v in (db.open_table(table).schema.metadata or {}).items()}
     except Exception:  # noqa: BLE001 - an unreadable index is reported by the index itself, not here
-        return None, None
+        return {}
+
+
+def recorded_model(workspace) -> tuple[str | None, str | None]:
+    """(model name, model path) recorded in the schema of the workspace's `chunks` table, or (None, None)."""
+    meta = recorded_meta_of(workspace)
     return meta.get("embedding_model"), meta.get("embedding_model_path") or None
 
 
@@ -164,15 +188,21 @@ def workspace_embed_settings(workspace) -> EmbedSettings:
     """The [embed] settings a workspace runs with. When neither papervault.toml nor the environment names a
     model, the model the index was built with (and its local path) is used, not the default one."""
     s = workspace.settings.embed
-    if "model" in s.model_fields_set:
+    if {"model", "precision"} <= s.model_fields_set:
         return s
-    name, path = recorded_model(workspace)
-    if not name or name == s.model:
+    meta = recorded_meta_of(workspace)
+    name, path = meta.get("embedding_model"), meta.get("embedding_model_path") or None
+    if not name:
         return s
-    update = {"model": name}
-    if "model_path" not in s.model_fields_set:
-        update["model_path"] = path
-    return s.model_copy(update=update)
+    update: dict = {}
+    if "precision" not in s.model_fields_set:
+        # an index built before `precision` existed holds the model's own (float32) vectors
+        update["precision"] = meta.get("embed_precision", "float32")
+    if "model" not in s.model_fields_set and name != s.model:
+        update["model"] = name
+        if "model_path" not in s.model_fields_set:
+            update["model_path"] = path
+    return s.model_copy(update=update) if update else s
 
 
 def resolved_model_path(settings: EmbedSettings) -> str | None:

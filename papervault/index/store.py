@@ -29,7 +29,9 @@ CHUNKS = "chunks"
 REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the current settings"
 RECHUNK_FIX = "run `papervault index` to re-chunk the papers with the current settings"
 # A recorded metadata key named by its setting, in messages (the others keep their recorded names).
-META_LABELS = {"embed_max_tokens": "[embed] max_tokens"}
+META_LABELS = {"embed_max_tokens": "[embed] max_tokens", "embed_precision": "[embed] precision"}
+# What an index records nothing of holds the value it had before the setting existed.
+META_DEFAULTS = {"embed_precision": "float32"}
 # Brute-force vector search costs about 1.9 ms per 1,000 rows here (185 ms at 100,000); from 20,000 rows on,
 # IVF-PQ answers in ~10 ms whatever the size, finding 85% of the exact top 10 (bench/index.py, docs/index.md).
 # Below it, exact search is fast enough and loses nothing.
@@ -117,7 +119,8 @@ def _sql_list(values: Iterable[str]) -> str:
 def vector_meta(embedder: Embedder) -> dict[str, str]:
     """What every stored vector depends on besides its text, known without loading the model. Another value
     makes the index unusable as it is: `check_meta` raises and `papervault index --rebuild` is the fix."""
-    return {"embedding_model": embedder.model_name, "embed_max_tokens": str(embedder.settings.max_tokens)}
+    return {"embedding_model": embedder.model_name, "embed_max_tokens": str(embedder.settings.max_tokens),
+            "embed_precision": embedder.settings.precision}
 
 
 def chunk_meta(embedder: Embedder, settings: IndexSettings) -> dict[str, str]:
@@ -186,7 +189,7 @@ def check_meta(table, expected: dict[str, str]) -> None:
     """Raise IndexMismatchError when a table was built with another model, dimension or token limit."""
     found = recorded_meta(table)
     for key, want in expected.items():
-        have = found.get(key)
+        have = found.get(key, META_DEFAULTS.get(key))
         if have != want and key == "embedding_model" and have:
             # Both ways out: use the model the index was built with, or re-embed with the one now set.
             path = found.get("embedding_model_path")
@@ -195,6 +198,11 @@ def check_meta(table, expected: dict[str, str]) -> None:
                 f"the index was built with the embedding model {have!r}, the settings now give {want!r}",
                 fix=f"to search the index as built, set {keep} in papervault.toml (or PAPERVAULT_EMBED_MODEL); "
                     f"to re-embed with {want!r}, run `papervault index --rebuild`")
+        if have != want and key == "embed_precision":
+            raise IndexMismatchError(
+                f"the index was built with [embed] precision {have!r}, the settings now give {want!r}",
+                fix=f'to search the index as built, set [embed] precision = "{have}" (or remove the setting); '
+                    f"to re-embed at {want}, run `papervault index --rebuild`")
         if have != want:
             label = META_LABELS.get(key, key)
             if have is None:
