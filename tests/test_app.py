@@ -33,7 +33,8 @@ from papervault.workspace import Workspace
 ws, _ = Workspace.init(Path(sys.argv[1]))
 papers = make_synthetic_papers(ws.state_dir / "demo-papers")
 report = add(ws, [str(p) for p in papers], backend="extractive")
-result = run_survey_inprocess("replication in storage systems", workspace=ws.root, slug="repl")
+# the demo's own topic: its three papers are about replication (two) and consistency (one)
+result = run_survey_inprocess("replication and consistency in storage systems", workspace=ws.root, slug="repl")
 print(json.dumps({"added": report.added, "result": result,
                   "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "flows", "mcp", "mcp_server")
                                    or m.startswith(("papervault.commands", "papervault.cli")))}))

@@ -165,3 +165,19 @@ def test_mmr_rank_lexical_fallback_and_recency():
     assert out[1].record.arxiv == "2401.00003"           # the identical older text is skipped for diversity
     assert out[1].redundancy < 0.9 and out[1].relevance < out[0].relevance
     assert "tf-idf" in out[0].reason and "first pick" in out[0].reason
+
+
+def test_a_near_copy_of_a_pick_comes_after_every_other_paper():
+    """The same work posted twice is relevant and recent twice over: the MMR penalty alone would take both before
+    a less relevant paper; a near copy (similarity >= NEAR_COPY) is taken only when nothing else is left."""
+    recs = [SourceRecord(origin="arxiv", source=f"arxiv:{i}", arxiv=f"2402.0000{i}", title=t, abstract=a, year=y)
+            for i, (t, a, y) in enumerate([
+                ("Consensus protocols for replication", "consensus protocols for state machine replication", 2024),
+                ("Consensus protocols for replication", "consensus protocols for state machine replication.", 2024),
+                ("Vector clocks", "causality tracking with vector clocks in replication", 2010)], 1)]
+    plain = arxiv_api.rank("consensus protocols", recs, 2, embedder=None, near_copy=1.01)   # MMR alone
+    assert [c.record.arxiv for c in plain] == ["2402.00001", "2402.00002"]
+    out = arxiv_api.rank("consensus protocols", recs, 3, embedder=None)
+    assert [c.record.arxiv for c in out] == ["2402.00001", "2402.00003", "2402.00002"]
+    assert out[2].redundancy >= arxiv_api.NEAR_COPY and "near copy of 2402.00001" in out[2].reason
+    assert "near copy" not in out[1].reason

@@ -146,12 +146,20 @@ def _similarities(query: str, texts: list[str], embedder) -> tuple[list[float], 
     return rel, sim, "tf-idf"
 
 
+# A record at least this similar to one already chosen is a near copy of it (the same work posted twice, a
+# rewrite of one abstract): it is chosen only when nothing else is left. MMR's penalty alone does not keep such a
+# pair apart when both are relevant and recent (the margin can be a thousandth of a point).
+NEAR_COPY = 0.85
+
+
 def rank(query: str, records: list[SourceRecord], k: int, *, embedder=None, lam: float = 0.7,
-         recency_weight: float = 0.15, half_life: float = 5.0, today: _dt.date | None = None) -> list[Candidate]:
+         recency_weight: float = 0.15, half_life: float = 5.0, today: _dt.date | None = None,
+         near_copy: float = NEAR_COPY) -> list[Candidate]:
     """The `k` best records by maximal marginal relevance: relevance (+ a recency bonus) minus redundancy.
 
     score = lam * (relevance + recency_weight * recency) - (1 - lam) * max similarity to those already chosen.
-    The arXiv API's own order breaks ties, and each candidate says why it was chosen.
+    A near copy of a chosen record (similarity >= `near_copy`) comes after every other record. The arXiv API's
+    own order breaks ties, and each candidate says why it was chosen.
     """
     if not records or k <= 0:
         return []
@@ -164,18 +172,20 @@ def rank(query: str, records: list[SourceRecord], k: int, *, embedder=None, lam:
     chosen: list[int] = []
     left = list(range(len(records)))
     while left and len(chosen) < k:
-        best, best_score, best_red = None, -1e9, 0.0
+        best, best_key, best_score, best_red = None, (False, float("-inf")), -1e9, 0.0
         for i in left:
             red = max((sim[i][j] for j in chosen), default=0.0)
             c = cands[i]
             s = lam * (c.relevance + recency_weight * c.recency) - (1 - lam) * red - 1e-6 * c.api_rank
-            if s > best_score:
-                best, best_score, best_red = i, s, red
+            key = (red < near_copy, s)
+            if key > best_key:
+                best, best_key, best_score, best_red = i, key, s, red
         c = cands[best]
         c.score, c.redundancy = best_score, best_red
         nearest = max(chosen, key=lambda j: sim[best][j], default=None)
-        novelty = (f"closest pick so far {records[nearest].arxiv} at {best_red:.2f}" if nearest is not None
-                   else "first pick")
+        novelty = ("first pick" if nearest is None else
+                   f"a near copy of {records[nearest].arxiv} ({best_red:.2f}), nothing else left"
+                   if best_red >= near_copy else f"closest pick so far {records[nearest].arxiv} at {best_red:.2f}")
         c.reason = (f"#{len(chosen) + 1}: relevance {c.relevance:.2f} ({how}), "
                     f"{c.record.year or 'undated'} (recency {c.recency:.2f}), {novelty}; arXiv rank {c.api_rank}")
         chosen.append(best)
