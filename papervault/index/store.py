@@ -112,6 +112,12 @@ def _batches(table, size: int = 4096) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(table.schema, table.to_lance().to_batches(batch_size=size))
 
 
+def columns(table, names: list[str]) -> pa.Table:
+    """Only these columns of every row: `to_arrow()` would read the whole table first, vectors and texts
+    included (about 3 KB a paper, 250 MB at 90,000 papers, to compare two short strings)."""
+    return table.search().select(names).limit(None).to_arrow()
+
+
 def _sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
@@ -341,7 +347,7 @@ class PaperIndex:
         papers, chunks = self._tables(create=True)
         indexed = {}
         if papers.count_rows():
-            tab = papers.to_arrow().select(["paper_id", "content_hash"])
+            tab = columns(papers, ["paper_id", "content_hash"])
             indexed = dict(zip(tab["paper_id"].to_pylist(), tab["content_hash"].to_pylist()))
 
         name = index_name(self.embedder.settings, self.settings)
@@ -592,6 +598,6 @@ class PaperIndex:
         if why:
             out["health"] = f"stale: {why}; {RECHUNK_FIX}"
             return out
-        pending = set(self.workspace.vault.paper_ids()) ^ set(papers.to_arrow()["paper_id"].to_pylist())
+        pending = set(self.workspace.vault.paper_ids()) ^ set(columns(papers, ["paper_id"])["paper_id"].to_pylist())
         out["health"] = f"stale: {plural(len(pending), 'paper')} to sync" if pending else ("ok" if out["papers"] else "empty")
         return out
