@@ -339,9 +339,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-# The server's loop services that no test needs (schedules, late and paused runs, cancellations, worker health,
-# concurrency leases): each wakes every few seconds, and the server idles for the whole run.
-_QUIET_SERVICES = ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP", "FOREMAN", "REPOSSESSOR")
+# The server's services that no test needs: loops that wake every few seconds while the server idles for the
+# whole run (schedules, late and paused runs, cancellations, worker health, concurrency leases, vacuum and
+# cleanup), and the consumers that handle every event a run emits a second and third time for the UI's event
+# feed and for automations (event persister, event logger, triggers). Task and flow runs, their states, logs
+# and artifacts are stored without them (the task run recorder stays on).
+_QUIET_SERVICES = ("SCHEDULER", "LATE_RUNS", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP", "FOREMAN", "REPOSSESSOR",
+                   "DB_VACUUM", "CLEANUP_RECONCILER", "EVENT_PERSISTER", "EVENT_LOGGER", "TRIGGERS")
 
 
 def _start_prefect_server(home: Path) -> tuple[subprocess.Popen, str]:
