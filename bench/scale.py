@@ -194,13 +194,31 @@ def hwm():
     for line in open('/proc/self/status'):
         if line.startswith('VmHWM:'):
             return int(line.split()[1]) / 1024
+import threading
+def rss():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
+trace, stop = [], threading.Event()
+def sample():   # the resident size every 2 s: where in the sync memory grows, not only its peak
+    t0 = time.perf_counter()
+    while not stop.wait(2.0):
+        trace.append((round(time.perf_counter() - t0), round(rss())))
+threading.Thread(target=sample, daemon=True).start()
 from papervault.index.store import PaperIndex
 from papervault.workspace import Workspace
 ws = Workspace.resolve(sys.argv[1]).require()
 t = time.perf_counter()
 with ws.write_lock('index'):
     s = PaperIndex(ws).sync()
-print(json.dumps({'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1), 'index_peak_mb': round(hwm())}))
+stop.set()
+from papervault.index import embed, multilingual
+# whether either model ran (the vectors all came from a warm [embed] vector_cache, or not): a peak with a model
+# loaded is not comparable with one without (the models and their runtime arenas are 400-600 MB)
+print(json.dumps({'chunks': s['chunks'], 'index_s': round(time.perf_counter() - t, 1), 'index_peak_mb': round(hwm()),
+                  'models_loaded': [name for name, on in (('english', bool(embed._MODELS)),
+                                                          ('multilingual', multilingual._ENCODER is not None)) if on],
+                  'rss_trace_mb': trace[::max(1, len(trace) // 40)]}))
 """
 
 
