@@ -518,6 +518,8 @@ DEMO = [
     ("papervault show lamport1998part", "papervault show brenner2023quorum", "**Authors:** Ada Brenner, Wei Zhang"),
     ("papervault export --tag thesis -o thesis.bib", "papervault export --survey {slug} -o demo.bib",
      "Exported 3 papers as BibTeX to demo.bib"),
+    ('papervault survey "geo-replication" --select-only', 'papervault survey "geo-replication" --select-only',
+     "in {ws}/vault/surveys/geo-replication/selection.md: untick or add papers there"),
     ('papervault survey "geo-replication" --backend extractive',
      'papervault survey "geo-replication" --backend extractive', "Survey written to {ws}/vault/surveys/geo-replication"),
     ("papervault site build", "papervault site build", "(3 papers, 2 surveys)"),

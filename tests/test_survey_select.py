@@ -74,6 +74,14 @@ def _survey(ws: Path, topic: str, *extra: str) -> dict:
     return json.loads(pv("survey", topic, "--backend", "extractive", "--json", *extra, ws=ws).stdout)
 
 
+def _select(ws: Path, topic: str, *extra: str) -> dict:
+    """`papervault survey TOPIC --select-only`: stage 1 alone, what these tests check (a whole survey, the
+    Prefect flow included, runs in the first test and on the edited selection)."""
+    out = _survey(ws, topic, "--select-only", *extra)
+    assert out["stopped_after"] == "retrieve", out
+    return out
+
+
 def _selection(ws: Path, slug: str) -> tuple[dict, str]:
     return frontmatter.split((ws / "vault" / "surveys" / slug / "selection.md").read_text(encoding="utf-8"))
 
@@ -106,7 +114,7 @@ def test_topic_without_papers_selects_the_topics_papers_with_reasons(library):
 
 def test_pdf_passages_are_given_with_their_page(library):
     ws = library["ws"]
-    out = _survey(ws, "Paxos consensus for replicated state machines", "--slug", "paxos")
+    out = _select(ws, "Paxos consensus for replicated state machines", "--slug", "paxos")
     meta, body = _selection(ws, "paxos")
     pdf_ids = [p for p in out["papers"] if not any(p == i for i in library["ids"])]
     assert pdf_ids, out["papers"]            # the shared PDF is about the topic, the conference records are not
@@ -116,7 +124,7 @@ def test_pdf_passages_are_given_with_their_page(library):
 
 def test_an_edited_selection_is_kept_on_the_next_runs(library):
     ws = library["ws"]
-    first = _survey(ws, "event cameras and event-based vision", "--slug", "events")
+    first = _select(ws, "event cameras and event-based vision", "--slug", "events")
     path = ws / "vault" / "surveys" / "events" / "selection.md"
     text = path.read_text(encoding="utf-8")
     struck = first["papers"][1]
@@ -136,23 +144,33 @@ def test_an_edited_selection_is_kept_on_the_next_runs(library):
     survey = (ws / "vault" / "surveys" / "events" / "survey.md").read_text(encoding="utf-8")
     assert f"@{struck}" not in survey
 
-    third = _survey(ws, "event cameras and event-based vision", "--slug", "events")   # untouched file
+    third = _select(ws, "event cameras and event-based vision", "--slug", "events")   # untouched file
     assert set(third["papers"]) == set(second["papers"])
 
 
 def test_max_papers_caps_the_topic_selection(library):
     ws = library["ws"]
-    out = _survey(ws, "event cameras and event-based vision", "--slug", "events3", "--max-papers", "3")
+    out = _select(ws, "event cameras and event-based vision", "--slug", "events3", "--max-papers", "3")
     assert len(out["papers"]) == 3
     assert set(out["papers"]) <= set(EVENT["must"]) | set(EVENT["related"])
     meta, body = _selection(ws, "events3")
     assert "capped by max papers: yes" in body
     assert len(re.findall(r"(?m)^- \[x\] @", body)) == 3 and "## Near misses" in body
+    # --select-only stopped after stage 1: selection.md committed, nothing else written
+    sdir = ws / "vault" / "surveys" / "events3"
+    assert sorted(p.name for p in sdir.iterdir()) == ["selection.md"]
+    from papervault.workspace import Workspace
+
+    last = next(Workspace(ws).vault.repo.iter_commits(max_count=1))
+    assert last.message.startswith("survey events3: select 3 papers (topic)") and out["commits"] == [last.hexsha]
+    text = pv("survey", "event cameras and event-based vision", "--slug", "events3", "--max-papers", "3",
+              "--select-only", ws=ws).output
+    assert f"Selected 3 papers in {sdir / 'selection.md'}: untick or add papers there" in text
 
 
 def test_a_tag_restricts_the_topics_candidates(library):
     ws = library["ws"]
-    out = _survey(ws, "event cameras and event-based vision", "--slug", "events-robotics", "--papers", "tag:robotics")
+    out = _select(ws, "event cameras and event-based vision", "--slug", "events-robotics", "--papers", "tag:robotics")
     got = set(out["papers"])
     assert got and got <= library["robotics"], sorted(got - library["robotics"])
     event = set(EVENT["must"]) | set(EVENT["related"])

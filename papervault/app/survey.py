@@ -416,9 +416,11 @@ def _write(path: Path, text: str) -> None:
 
 def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: list[str] | None = None,
                backend: str | None = None, arxiv_max: int = 10, threshold: float | None = None,
-               max_papers: int | None = None) -> dict[str, Any]:
+               max_papers: int | None = None, select_only: bool = False) -> dict[str, Any]:
     """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`, one stage at a time.
-    Without `papers`, stage 1 selects the vault papers about the topic (see `papervault.survey.topic`)."""
+    Without `papers`, stage 1 selects the vault papers about the topic (see `papervault.survey.topic`).
+    `select_only` stops after stage 1: `selection.md` is written and committed for a person to review and edit
+    before the other seven stages run (the next run keeps the edits)."""
     from papervault.survey import export as E
     from papervault.survey.correlate import Correlation
     from papervault.survey.outline import Outline, Section, render_outline
@@ -461,6 +463,11 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         stage_done("retrieve", t0, f"survey {slug}: select {plural(len(ids), 'paper')} ({sel['how']}"
                    + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
                       "selection.md" if any(sel["edits"].values()) else "") + ")", [sdir / "selection.md"])
+        if select_only:
+            return {"slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
+                    "retrieved": sel["retrieved"], "problems": sel["problems"], "selection": sel["how"],
+                    "edits": sel["edits"], "stopped_after": "retrieve", "commits": commits, "timings": timings,
+                    "seconds": round(time.perf_counter() - t_start, 2)}
 
         # 2. parse, per paper
         t0 = time.perf_counter()

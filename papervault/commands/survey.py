@@ -31,9 +31,13 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 @click.option("--workers", type=int, default=None, help="Parallel tasks (threads, or Dask worker processes).")
 @click.option("--threshold", type=float, default=None,
               help="Support score a cited sentence needs (default: the measured one, see docs/survey.md).")
+@click.option("--select-only", is_flag=True,
+              help="Choose the papers and write selection.md, then stop (no flow, no model): review and edit it, "
+                   "then run the same command without this flag to write the survey.")
 @workspace_option
 @json_option
-def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, threshold, workspace, as_json):
+def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, threshold, select_only,
+           workspace, as_json):
     """Survey vault papers on TOPIC: correlation, outline, draft and polish in vault/surveys/<slug>/."""
     from papervault.survey.select import parse_spec
 
@@ -41,6 +45,10 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     for spec in papers:
         parse_spec(spec)  # a typo in a selection fails before Prefect starts
     t0 = time.perf_counter()
+    if select_only:
+        _select_only(topic, ws, slug=slug, papers=list(papers) or None, backend=backend, arxiv_max=arxiv_max,
+                     max_papers=max_papers, as_json=as_json, t0=t0)
+        return
     # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from flows.survey import run_survey
@@ -63,6 +71,25 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     click.echo(f"Polish: {plural(result['claims'], 'cited claim')} checked, {result['changes']} fixed, "
                f"{result['flags']} flagged (see {report}).")
     click.echo(f"Done in {result['wall_seconds']:.1f} s ({result['seconds']:.1f} s in the stages).")
+
+
+def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
+    """Stage 1 alone, in this process: it reads the index and writes one file, so it needs no Prefect run."""
+    from papervault.app.survey import run_survey_inprocess
+
+    result = run_survey_inprocess(topic, workspace=ws.root, select_only=True, **params)
+    result["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    if as_json:
+        emit_json(result)
+        return
+    for p in result.get("problems", []):
+        click.echo(f"warning: {p}", err=True)
+    edits = result["edits"]
+    kept = (f" (keeping your {len(edits['added'])} added and {len(edits['struck'])} struck out)"
+            if any(edits.values()) else "")
+    click.echo(f"Selected {plural(len(result['papers']), 'paper')}{kept} in "
+               f"{Path(result['dir']) / 'selection.md'}: untick or add papers there, then run the same command "
+               f"without --select-only to write the survey (your edits are kept).")
 
 
 STAGES = ("retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish")
