@@ -251,26 +251,23 @@ class Vault:
         if not meta.created:
             meta.created = meta.updated
         data = meta.model_dump(exclude_none=True)
-        text = frontmatter.join(data, body)
         target = path
         if path.exists() and not force and self.is_edited(meta.id):
             target = path.with_name("note.new.md")
         if self._same_but_updated(target, data, body):
             return target      # nothing but `updated:` would change: the file (and the vault) stays as it is
-        atomic_write(target, text, fsync=self.fsync)
+        atomic_write(target, frontmatter.join(data, body), fsync=self.fsync)
         return target
 
     @staticmethod
     def _same_but_updated(target: Path, data: dict, body: str) -> bool:
-        """True when `target` already holds `data` and `body`, its `updated:` time aside."""
+        """True when `target` already holds `data` and `body`, its `updated:` time aside (compared as data: a
+        note is not rewritten for its YAML formatting alone)."""
         try:
             old = target.read_text(encoding="utf-8")
         except OSError:
             return False
-        old_data, _ = frontmatter.split(old)
-        if not old_data.get("updated"):
-            return False
-        return frontmatter.join({**data, "updated": old_data["updated"]}, body) == old
+        return "\nupdated:" in old and frontmatter.same(old, data, body, ignore=("updated",))
 
     def update_meta(self, paper_id: str, **changes) -> PaperMeta:
         """Change frontmatter fields without touching the body (keeps a person's edits)."""
