@@ -45,6 +45,12 @@ SCANNED = CORPUS / "garbage_collection_the_lisp_ii_garbage_collector.pdf"
 
 
 def pytest_configure(config):
+    # The MCP SDK's stdio client binds its server's stderr (`errlog=sys.stderr`) when `mcp.client.stdio` is first
+    # imported. Import it here, while sys.stderr is the test process's own: were the first import inside a
+    # CliRunner invocation (`papervault mcp ...` imports the SDK), every later stdio client in that process would
+    # hand the server a closed in-memory stream ("fileno").
+    import mcp.client.stdio  # noqa: F401
+
     # Every test uses the small local model, never a hub download.
     if MODEL_DIR.is_dir():
         os.environ.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(MODEL_DIR))
