@@ -46,7 +46,7 @@ def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
     """pages/s of the parse task and chunks/s of the embedding task on a local Dask cluster of `workers`."""
     from prefect import flow
 
-    from flows.ingest import _api_for_workers_env, embed_batch, parse_pdf, task_runner
+    from flows.ingest import _api_for_workers_env, embed_batch, embed_ml_batch, parse_pdf, task_runner
     from papervault.chunking.paper import chunk_paper, embed_text
     from papervault.config import EmbedSettings, IndexSettings, ParseSettings
     from papervault.models import PaperMeta
@@ -59,6 +59,7 @@ def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
     def measure() -> dict:
         # warm up: every worker imports the parser and loads the model before the clock starts
         [f.result() for f in embed_batch.map([["warm up"]] * (workers * 2), [embed_settings] * (workers * 2))]
+        [f.result() for f in embed_ml_batch.map([["warm up"]] * (workers * 2), [None] * (workers * 2))]
         t0 = time.perf_counter()
         cache = str(tmp / f"parse-cache-{workers}")   # empty: every PDF is parsed
         parsed = [_result(str(p), f.result()) for p, f in
@@ -74,9 +75,14 @@ def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
         t0 = time.perf_counter()
         [f.result() for f in embed_batch.map(batches, [embed_settings] * len(batches))]
         embed_s = time.perf_counter() - t0
+        # the multilingual space (on by default): the same chunks, as `papervault index` maps them
+        t0 = time.perf_counter()
+        [f.result() for f in embed_ml_batch.map(batches, [None] * len(batches))]
+        ml_s = time.perf_counter() - t0
         return {"workers": workers, "papers": len(good), "pages": pages, "parse_s": round(parse_s, 2),
                 "pages_per_s": round(pages / parse_s, 2), "chunks": len(texts), "embed_s": round(embed_s, 2),
-                "chunks_per_s": round(len(texts) / embed_s, 1)}
+                "chunks_per_s": round(len(texts) / embed_s, 1), "ml_embed_s": round(ml_s, 2),
+                "ml_chunks_per_s": round(len(texts) / ml_s, 1)}
 
     with _api_for_workers_env():
         return measure.with_options(task_runner=task_runner("dask", workers))()
@@ -261,8 +267,9 @@ def estimate(rates: list[dict], papers: int = 20_000) -> list[dict]:
     for n in (1, 2, 4, 8, 16, 32):
         parse_h = papers * pages_per_paper / (one["pages_per_s"] * n) / 3600
         embed_h = papers * chunks_per_paper / (one["chunks_per_s"] * n) / 3600
+        ml_h = papers * chunks_per_paper / (one["ml_chunks_per_s"] * n) / 3600 if one.get("ml_chunks_per_s") else 0.0
         out.append({"workers": n, "parse_h": round(parse_h, 1), "embed_h": round(embed_h, 1),
-                    "total_h": round(parse_h + embed_h, 1)})
+                    "ml_embed_h": round(ml_h, 1), "total_h": round(parse_h + embed_h + ml_h, 1)})
     return out
 
 

@@ -63,6 +63,15 @@ def embed_batch(texts: list[str], settings: dict):
     return Embedder(EmbedSettings(**settings)).embed(texts)
 
 
+@task(name="embed-multilingual-batch", retries=1, retry_delay_seconds=2)
+def embed_ml_batch(texts: list[str], vector_cache: str | None):
+    """Vectors of one batch of texts in the multilingual space (index/multilingual.py; the encoder loaded once
+    per worker process)."""
+    from papervault.index.multilingual import MultilingualEmbedder
+
+    return MultilingualEmbedder(vector_cache).embed(texts)
+
+
 @task(name="analyse-paper", retries=0)
 def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None) -> dict:
     """One paper's analysis (`papervault.survey.analyse.run_job`): the note's metadata and body back, or the
@@ -117,6 +126,12 @@ def _parse_mapped(paths: list[str], settings, cache_dir, progress=None) -> dict:
 def _embed_mapped(settings):
     def embed_batches(batches: list[list[str]]):
         return [f.result() for f in embed_batch.map(batches, unmapped(settings.model_dump()))]
+    return embed_batches
+
+
+def _embed_ml_mapped(settings):
+    def embed_batches(batches: list[list[str]]):
+        return [f.result() for f in embed_ml_batch.map(batches, unmapped(settings.vector_cache))]
     return embed_batches
 
 
@@ -188,7 +203,8 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
         # the settings the index runs with (its recorded model and precision when papervault.toml is silent)
         from papervault.index.embed import workspace_embed_settings
 
-        idx = PaperIndex(ws, embed_batches=_embed_mapped(workspace_embed_settings(ws)))
+        settings = workspace_embed_settings(ws)
+        idx = PaperIndex(ws, embed_batches=_embed_mapped(settings), embed_ml_batches=_embed_ml_mapped(settings))
         step = lambda done, total: progress("embed", done, total)   # noqa: E731
         report = idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
         code = rechunk_code(ws, embedder=idx.embedder)   # code is embedded here: repositories are few

@@ -8,8 +8,8 @@ does not depend on a paper's length) parsed by PyMuPDF in Dask worker processes,
 model embedding there, git commits and LanceDB writes in the flow's process. The in-process reference is built
 once for the module and each runner's result is compared with it. Each path has its own parse cache, so each
 parses; the flows run with the vector cache off, so their tasks compute every vector they return. The
-workspaces keep the English space only: the multilingual one is made by the writer on every path, by the same
-code, and these tests compare what the tasks compute.
+reference and the Dask run keep both vector spaces (English and multilingual, each embedded by tasks on the
+cluster); the thread-runner run keeps the English one only.
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ def inputs(tmp_path_factory, corpus_dir) -> Path:
     return dest
 
 
-def _init(root: Path) -> Workspace:
+def _init(root: Path, multilingual: bool = False) -> Workspace:
     ws, _ = Workspace.init(root)
-    without_multilingual(ws.root)
+    if not multilingual:
+        without_multilingual(ws.root)
     return Workspace(ws.root)        # its settings read again
 
 
@@ -62,7 +63,7 @@ def in_process(tmp_path_factory, inputs, model_dir):
 
     base = tmp_path_factory.mktemp("in-process")
     with environ("PAPERVAULT_PARSE_CACHE_DIR", str(base / "cache")):
-        local = _init(base / "ws")
+        local = _init(base / "ws", multilingual=True)
         report = add(local, [str(inputs)])
         assert len(report.added) == 2 and not report.problems, report.as_dict()
         with local.write_lock("index"):
@@ -81,12 +82,27 @@ def _vault_files(ws: Workspace) -> dict[str, bytes]:
             for p in sorted(base.rglob("*")) if p.is_file()}
 
 
-def _chunks(ws: Workspace) -> tuple[list[str], np.ndarray]:
+def _chunks(ws: Workspace, table: str | None = None) -> tuple[list[str], np.ndarray]:
+    """(ids, vectors) of the English chunk table, or of `table` (the multilingual one: chunks and lexicon)."""
     from papervault.index.store import CHUNKS, open_db
 
-    tab = open_db(ws).open_table(CHUNKS).to_arrow().select(["id", "vector"]).sort_by("id")
+    tab = open_db(ws).open_table(table or CHUNKS).to_arrow().select(["id", "vector"]).sort_by("id")
     vecs = tab["vector"].combine_chunks().flatten().to_numpy().reshape(len(tab), -1)
     return tab["id"].to_pylist(), vecs
+
+
+def _task_runs(prefix: str) -> int:
+    """How many completed task runs named `prefix-...` the run's Prefect server recorded."""
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    async def count() -> int:
+        async with get_client() as c:
+            runs = await c.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=prefix)))
+        return sum(t.name.startswith(prefix + "-") and t.state is not None and t.state.is_completed() for t in runs)
+
+    return anyio.run(count)
 
 
 def _cli(args: list[str], env: dict, timeout: float = 600, pid: list | None = None) -> dict:
@@ -111,7 +127,7 @@ def test_dask_add_and_index_equal_in_process(tmp_path, in_process, inputs, prefe
     local, report = in_process
 
     # Through the flows, on local Dask clusters of two worker processes, from the real CLI.
-    dist = _init(tmp_path / "dist")
+    dist = _init(tmp_path / "dist", multilingual=True)
     # the workers embed for real (no shared vector cache), so the vectors compared below are theirs
     env = dict(os.environ, PYTHONPATH=str(ROOT), PAPERVAULT_PARSE_CACHE_DIR=str(tmp_path / "cache-dist"),
                PAPERVAULT_EMBED_VECTOR_CACHE="")
@@ -140,6 +156,14 @@ def test_dask_add_and_index_equal_in_process(tmp_path, in_process, inputs, prefe
     assert ids_dist == ids_local and len(ids_local) == indexed["chunks"]
     assert vecs_dist.shape == vecs_local.shape
     np.testing.assert_allclose(vecs_dist, vecs_local, rtol=0, atol=1e-6)
+    # the multilingual space too: its chunk rows and lexicon, embedded by tasks on the cluster, not the writer
+    from papervault.index.multilingual import CHUNKS_ML
+
+    ml_local, ml_vecs_local = _chunks(local, CHUNKS_ML)
+    ml_dist, ml_vecs_dist = _chunks(dist, CHUNKS_ML)
+    assert ml_dist == ml_local and indexed["multilingual"]["embedded"] > 0 and indexed["multilingual"]["terms"] > 0
+    np.testing.assert_allclose(ml_vecs_dist, ml_vecs_local, rtol=0, atol=1e-6)
+    assert _task_runs("embed-multilingual-batch") >= 2      # the chunk batch and the lexicon's
     # one commit of the add, made by the flow's process
     assert next(dist.vault.repo.iter_commits(max_count=1)).message.startswith("add: 2 new")
 

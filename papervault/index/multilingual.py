@@ -57,6 +57,9 @@ TERM_LEVEL = "term"
 TERM_PREFIX = "term:"
 TERM_MIN_DF = 2          # a term must occur in at least this many chunks
 WINDOW_ROWS = 8192       # rows written between index updates
+BATCH_ROWS = 256         # chunks per embedding call (one task on a task runner)
+GROUP_ROWS = 2048        # chunks read and embedded at once, then written: what a task runner spreads
+TERM_BATCH = 4096        # lexicon terms per embedding call
 MAX_TERMS = 20_000       # the most frequent terms kept (40 MB of vectors in memory at this cap)
 _TERM = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*")
 TERM_MIN_IDF = 4.0       # Chinese words rarer than this (jieba's IDF) are translated; 的, 是, 用, 进行 are not
@@ -334,14 +337,23 @@ def open_table(db, *, create: bool):
 
 
 def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
-         progress: Callable[[int, int], None] | None = None, lexicon: bool = True) -> dict:
+         progress: Callable[[int, int], None] | None = None, lexicon: bool = True,
+         embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None) -> dict:
     """Bring `chunks_ml` in line with `chunks`: embed the chunk ids it lacks (levels in LEVELS), drop the ids
     `chunks` no longer has; then, when chunks changed (or the lexicon is missing), the lexicon likewise: embed
     the new terms, drop the terms gone. `lexicon=False` leaves the lexicon as it is: it is the whole vault's
     vocabulary, so a sync of a few papers (a survey's selection) does not read every chunk for it; the next
-    full sync brings it up to date. Returns counts and seconds."""
+    full sync brings it up to date. `embed_batches` embeds a group's batches elsewhere (the index flow's task
+    runner), batch for batch as `embedder` would here, so the vectors are the same; the writes stay here.
+    Returns counts and seconds."""
     t0 = time.perf_counter()
     embedder = embedder or MultilingualEmbedder()
+
+    def embed(parts: list[list[str]]) -> list[np.ndarray]:
+        if embed_batches is not None and parts:
+            return list(embed_batches(parts))
+        return [embedder.embed(texts) for texts in parts]
+
     ml = open_table(db, create=True)
     want = _ids(chunks, f"level IN ({_sql_list(LEVELS)})")
     have_all = _ids(ml)
@@ -354,18 +366,22 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     if progress and missing:
         progress(0, len(missing))
     cols = ["id", "paper_id", "level", "title", "section_path", "text", "year", "venue", "tags"]
-    for i in range(0, len(missing), 256):
-        part = missing[i:i + 256]
-        rows = chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
-        vecs = embedder.embed([ml_text(r) for r in rows])
-        ml.add(pa.Table.from_pylist(
-            [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
-              "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(rows, vecs)],
-            schema=ml.schema))
-        done += len(part)
-        if progress:
-            progress(done, len(missing))
-        window = _window(ml, window, len(part))
+    # On a task runner a group of batches is embedded at once, side by side, then written batch by batch; in
+    # process one batch at a time (what a sync holds stays one batch)
+    step = GROUP_ROWS if embed_batches is not None else BATCH_ROWS
+    for g in range(0, len(missing), step):
+        group = [missing[i:i + BATCH_ROWS] for i in range(g, min(g + step, len(missing)), BATCH_ROWS)]
+        rows = [chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
+                for part in group]
+        for part_rows, vecs in zip(rows, embed([[ml_text(r) for r in part_rows] for part_rows in rows])):
+            ml.add(pa.Table.from_pylist(
+                [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
+                  "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(part_rows, vecs)],
+                schema=ml.schema))
+            done += len(part_rows)
+            if progress:
+                progress(done, len(missing))
+            window = _window(ml, window, len(part_rows))
     t_terms = time.perf_counter()
     new_terms: list[str] = []
     old_terms: list[str] = []
@@ -374,9 +390,11 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
         old_terms = sorted(have_terms - want_terms)
         new_terms = sorted(want_terms - have_terms)
         _delete(ml, old_terms)
-        for i in range(0, len(new_terms), 4096):
-            part = new_terms[i:i + 4096]
-            vecs = embedder.embed([t[len(TERM_PREFIX):] for t in part])
+        parts = [new_terms[i:i + TERM_BATCH] for i in range(0, len(new_terms), TERM_BATCH)]
+        per = max(1, len(parts)) if embed_batches is not None else 1    # all MAX_TERMS at once on a task runner
+        vecs_of = (v for g in range(0, len(parts), per)
+                   for v in embed([[t[len(TERM_PREFIX):] for t in part] for part in parts[g:g + per]]))
+        for part, vecs in zip(parts, vecs_of):
             ml.add(pa.Table.from_pylist(
                 [{"id": t, "paper_id": "", "level": TERM_LEVEL, "year": None, "venue": None, "tags": [],
                   "vector": v} for t, v in zip(part, vecs)], schema=ml.schema))

@@ -244,13 +244,15 @@ class PaperIndex:
     """The paper side of the index: `papers` and `chunks` tables kept in step with the vault."""
 
     def __init__(self, workspace, embedder: Embedder | None = None,
-                 embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None):
+                 embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None,
+                 embed_ml_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None):
         self.workspace = workspace
         self.settings = workspace.settings.index
         self.embedder = embedder or Embedder.for_workspace(workspace)
-        # Embeds a group's batches elsewhere (the index flow's task runner); the same batches as in-process,
-        # so the vectors are the same. The writes stay in this process.
+        # Embed a group's batches elsewhere (the index flow's task runner), in the English and the multilingual
+        # space; the same batches as in-process, so the vectors are the same. The writes stay in this process.
         self.embed_batches = embed_batches
+        self.embed_ml_batches = embed_ml_batches
         self.db = open_db(workspace)
         self.names = (PAPERS, CHUNKS)   # a rebuild indexes into staging tables first (see `rebuild`)
 
@@ -325,7 +327,7 @@ class PaperIndex:
         """Index the whole vault again (after a model change) into staging tables, then replace the
         live tables with them, one overwrite commit each: until then readers search the previous index, never
         an empty or half-built one (LanceDB OSS cannot rename a table)."""
-        staging = PaperIndex(self.workspace, self.embedder)
+        staging = PaperIndex(self.workspace, self.embedder, self.embed_batches, self.embed_ml_batches)
         staging.names = tuple(f"{n}_rebuild" for n in self.names)
         staging.drop()                      # what a killed rebuild left
         report = staging.sync(progress)
@@ -413,7 +415,7 @@ class PaperIndex:
 
             # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
             done = ml.sync(self.db, chunks, ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
-                           progress=progress, lexicon=paper_ids is None)
+                           progress=progress, lexicon=paper_ids is None, embed_batches=self.embed_ml_batches)
             done["removed"] += state.get("ml_removed", 0)   # rows the re-chunked papers' rewrite dropped
             report["multilingual"] = {**done, "carried": state.get("ml_carried", 0)}
         report["chunks"] = chunks.count_rows()
