@@ -267,7 +267,7 @@ def estimate(rates: list[dict], papers: int = 20_000) -> list[dict]:
     for n in (1, 2, 4, 8, 16, 32):
         parse_h = papers * pages_per_paper / (one["pages_per_s"] * n) / 3600
         embed_h = papers * chunks_per_paper / (one["chunks_per_s"] * n) / 3600
-        ml_h = papers * chunks_per_paper / (one["ml_chunks_per_s"] * n) / 3600 if one.get("ml_chunks_per_s") else 0.0
+        ml_h = papers * chunks_per_paper / (one["ml_chunks_per_s"] * n) / 3600
         out.append({"workers": n, "parse_h": round(parse_h, 1), "embed_h": round(embed_h, 1),
                     "ml_embed_h": round(ml_h, 1), "total_h": round(parse_h + embed_h + ml_h, 1)})
     return out

@@ -123,15 +123,10 @@ def _parse_mapped(paths: list[str], settings, cache_dir, progress=None) -> dict:
     return out
 
 
-def _embed_mapped(settings):
+def _embed_mapped(embed_task, arg):
+    """An `embed_batches` for PaperIndex: each batch of texts to `embed_task(texts, arg)` on the task runner."""
     def embed_batches(batches: list[list[str]]):
-        return [f.result() for f in embed_batch.map(batches, unmapped(settings.model_dump()))]
-    return embed_batches
-
-
-def _embed_ml_mapped(settings):
-    def embed_batches(batches: list[list[str]]):
-        return [f.result() for f in embed_ml_batch.map(batches, unmapped(settings.vector_cache))]
+        return [f.result() for f in embed_task.map(batches, unmapped(arg))]
     return embed_batches
 
 
@@ -204,7 +199,8 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
         from papervault.index.embed import workspace_embed_settings
 
         settings = workspace_embed_settings(ws)
-        idx = PaperIndex(ws, embed_batches=_embed_mapped(settings), embed_ml_batches=_embed_ml_mapped(settings))
+        idx = PaperIndex(ws, embed_batches=_embed_mapped(embed_batch, settings.model_dump()),
+                         embed_ml_batches=_embed_mapped(embed_ml_batch, settings.vector_cache))
         step = lambda done, total: progress("embed", done, total)   # noqa: E731
         report = idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
         code = rechunk_code(ws, embedder=idx.embedder)   # code is embedded here: repositories are few

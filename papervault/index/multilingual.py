@@ -26,7 +26,8 @@ import re
 import threading
 import time
 import unicodedata
-from typing import Callable, Sequence
+from itertools import islice
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -349,10 +350,14 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     t0 = time.perf_counter()
     embedder = embedder or MultilingualEmbedder()
 
-    def embed(parts: list[list[str]]) -> list[np.ndarray]:
-        if embed_batches is not None and parts:
-            return list(embed_batches(parts))
-        return [embedder.embed(texts) for texts in parts]
+    def embedded(parts: Iterable[list], text: Callable[[Any], str], per: int):
+        """(part, its vectors) for each part: on a task runner `per` parts at a time, side by side; in process
+        one at a time, so what a sync holds stays one batch."""
+        parts = iter(parts)
+        per = per if embed_batches is not None else 1
+        while group := list(islice(parts, per)):
+            texts = [[text(x) for x in part] for part in group]
+            yield from zip(group, embed_batches(texts) if embed_batches is not None else map(embedder.embed, texts))
 
     ml = open_table(db, create=True)
     want = _ids(chunks, f"level IN ({_sql_list(LEVELS)})")
@@ -366,22 +371,17 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     if progress and missing:
         progress(0, len(missing))
     cols = ["id", "paper_id", "level", "title", "section_path", "text", "year", "venue", "tags"]
-    # On a task runner a group of batches is embedded at once, side by side, then written batch by batch; in
-    # process one batch at a time (what a sync holds stays one batch)
-    step = GROUP_ROWS if embed_batches is not None else BATCH_ROWS
-    for g in range(0, len(missing), step):
-        group = [missing[i:i + BATCH_ROWS] for i in range(g, min(g + step, len(missing)), BATCH_ROWS)]
-        rows = [chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
-                for part in group]
-        for part_rows, vecs in zip(rows, embed([[ml_text(r) for r in part_rows] for part_rows in rows])):
-            ml.add(pa.Table.from_pylist(
-                [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
-                  "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(part_rows, vecs)],
-                schema=ml.schema))
-            done += len(part_rows)
-            if progress:
-                progress(done, len(missing))
-            window = _window(ml, window, len(part_rows))
+    fetched = (chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
+               for part in (missing[i:i + BATCH_ROWS] for i in range(0, len(missing), BATCH_ROWS)))
+    for rows, vecs in embedded(fetched, ml_text, GROUP_ROWS // BATCH_ROWS):
+        ml.add(pa.Table.from_pylist(
+            [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
+              "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(rows, vecs)],
+            schema=ml.schema))
+        done += len(rows)
+        if progress:
+            progress(done, len(missing))
+        window = _window(ml, window, len(rows))
     t_terms = time.perf_counter()
     new_terms: list[str] = []
     old_terms: list[str] = []
@@ -391,10 +391,8 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
         new_terms = sorted(want_terms - have_terms)
         _delete(ml, old_terms)
         parts = [new_terms[i:i + TERM_BATCH] for i in range(0, len(new_terms), TERM_BATCH)]
-        per = max(1, len(parts)) if embed_batches is not None else 1    # all MAX_TERMS at once on a task runner
-        vecs_of = (v for g in range(0, len(parts), per)
-                   for v in embed([[t[len(TERM_PREFIX):] for t in part] for part in parts[g:g + per]]))
-        for part, vecs in zip(parts, vecs_of):
+        # on a task runner the whole lexicon at once (MAX_TERMS: a few batches)
+        for part, vecs in embedded(parts, lambda t: t[len(TERM_PREFIX):], max(1, len(parts))):
             ml.add(pa.Table.from_pylist(
                 [{"id": t, "paper_id": "", "level": TERM_LEVEL, "year": None, "venue": None, "tags": [],
                   "vector": v} for t, v in zip(part, vecs)], schema=ml.schema))
