@@ -4,6 +4,7 @@ time of a 20,000-paper library on N workers.
 
     python bench/scale.py                       # short runs: 4 corpus PDFs, CSL sizes 1000,3000,9000
     python bench/scale.py --sizes 10000,30000,90000 --index-max 10000 --skip dask,s3   # memory against size
+    python bench/scale.py --sizes 10000,30000,90000 --index-max 90000 --skip dask,s3 --vectors stub   # the sync's own
 
 Every number is measured here, on subsets; the 20,000-paper estimate extrapolates the per-worker rates and
 says how. The parse and embedding rates time only the mapped tasks (after the cluster and each worker's model
@@ -214,9 +215,29 @@ threading.Thread(target=sample, daemon=True).start()
 from papervault.index.store import PaperIndex
 from papervault.workspace import Workspace
 ws = Workspace.resolve(sys.argv[1]).require()
+hooks = {}
+if sys.argv[2] == 'stub':
+    # The sync's own memory: the same rows, writes, windows and index builds, with vectors that stand in for the
+    # models' (one per text, seeded by its digest, unit length), so neither model loads; see memory_vs_size.
+    import hashlib
+    import numpy as np
+    def stub(dim):
+        def embed(batches):
+            out = []
+            for texts in batches:
+                v = np.stack([np.random.default_rng(int.from_bytes(hashlib.blake2b(x.encode(), digest_size=8)
+                              .digest(), 'little')).standard_normal(dim, dtype=np.float32) for x in texts])
+                out.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+            return out
+        return embed
+    from papervault.index.multilingual import DIM
+    hooks = {'embed_batches': stub(384), 'embed_ml_batches': stub(DIM)}
 t = time.perf_counter()
 with ws.write_lock('index'):
-    s = PaperIndex(ws).sync()
+    idx = PaperIndex(ws, **hooks)
+    if hooks:
+        idx.embedder._dim = 384   # all-MiniLM-L6-v2's, without loading it to ask
+    s = idx.sync()
 stop.set()
 from papervault.index import embed, multilingual
 # whether either model ran (the vectors all came from a warm [embed] vector_cache, or not): a peak with a model
@@ -228,19 +249,22 @@ print(json.dumps({'chunks': s['chunks'], 'index_s': round(time.perf_counter() - 
 """
 
 
-def memory_vs_size(sizes: list[int], tmp: Path, index_max: int = 3000) -> list[dict]:
+def memory_vs_size(sizes: list[int], tmp: Path, index_max: int = 3000, vectors: str = "model") -> list[dict]:
     """Each size in fresh processes (peaks are per process): `add` of the CSL file, then `index` of the
     abstracts when the library has at most `index_max` records (embedding 90,000 abstracts takes hours here).
 
-    Peaks are VmHWM of the Python process (git runs in children of its own)."""
+    `vectors="stub"` measures the sync's own memory at sizes the models cannot reach here in a session: every
+    row, window, write, compaction and index build is the same, but the vectors come from a digest-seeded
+    generator instead of the two models, which then never load (they add a constant, measured by a "model" run
+    at a smaller size). Peaks are VmHWM of the Python process (git runs in children of its own)."""
     rows = []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for n in sizes:
         csl = csl_library(n, tmp / f"lib-{n}.json")
-        row: dict = {"records": n}
+        row: dict = {"records": n, "vectors": vectors}
         # VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child would report this process's peak.
         for script, args, skip in ((_ADD, [str(tmp / f"mem-{n}"), str(csl)], False),
-                                   (_INDEX, [str(tmp / f"mem-{n}")], n > index_max)):
+                                   (_INDEX, [str(tmp / f"mem-{n}"), vectors], n > index_max)):
             if skip:
                 continue
             r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
@@ -279,6 +303,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,3000,9000", help="CSL library sizes for the memory runs")
     ap.add_argument("--index-max", type=int, default=3000,
                     help="index the abstracts only for libraries of at most this many records")
+    ap.add_argument("--vectors", choices=["model", "stub"], default="model",
+                    help="memory runs: embed with the models, or measure the sync alone with stand-in vectors")
     ap.add_argument("--index-papers", type=int, default=300, help="papers in the local-vs-S3 index run")
     ap.add_argument("--out", help="also write the results (JSON) to this file")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: dask,s3,memory")
@@ -307,7 +333,8 @@ def main() -> None:
             for r in out["index"]:
                 print(f"  index {r}", flush=True)
         if "memory" not in skip:
-            out["memory"] = memory_vs_size([int(s) for s in args.sizes.split(",")], tmp, args.index_max)
+            out["memory"] = memory_vs_size([int(s) for s in args.sizes.split(",")], tmp, args.index_max,
+                                           args.vectors)
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2))
     out["load_avg_end"] = os.getloadavg()[0]

@@ -52,6 +52,9 @@ for _module, _attr in COMMANDS:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: typed errors become one line on stderr, without a traceback."""
+    from papervault.index.malloc import limit_arenas
+
+    limit_arenas()   # before any command starts LanceDB's or ONNX Runtime's threads (index/malloc.py)
     try:
         cli.main(args=argv, standalone_mode=False)
     except PapervaultError as exc:

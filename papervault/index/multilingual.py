@@ -174,7 +174,10 @@ def vocabulary(chunks) -> list[str]:
     if not chunks.count_rows():
         return []
     where = f"level IN ({_sql_list(LEVELS)})"
-    for batch in chunks.to_lance().to_batches(columns=["text"], filter=where, batch_size=4096):
+    # a small read-ahead: the default (16 batches of 4,096 texts, 64 MB of I/O buffer) held 258 MB at 180,000
+    # chunks for a count that needs one batch at a time (115 MB so)
+    for batch in chunks.to_lance().to_batches(columns=["text"], filter=where, batch_size=512, batch_readahead=1,
+                                              fragment_readahead=1, io_buffer_size=16 << 20):
         for text in batch.column("text").to_pylist():
             df.update({w for w in _TERM.findall((text or "").lower()) if 3 <= len(w) <= 40})
     kept = [(w, c) for w, c in df.items() if c >= TERM_MIN_DF]
@@ -421,10 +424,13 @@ def _window(ml, written: int, more: int) -> int:
 
 def _maintain(ml) -> None:
     """Compact, and add the rows written since to the vector index (made once, at VECTOR_INDEX_MIN_ROWS)."""
-    from papervault.index.store import add_vector_index
+    from papervault.index.malloc import trim
+    from papervault.index.store import add_vector_index, optimize, prune_versions
 
-    ml.optimize()
+    optimize(ml)
     add_vector_index(ml, DIM)
+    prune_versions(ml)
+    trim()
 
 
 def follow(db, paper_ids: Sequence[str], chunk_rows: list[dict], keys: dict[str, str],

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import time
+from datetime import timedelta
 from typing import Callable, Iterable
 
 import numpy as np
@@ -36,6 +37,12 @@ META_DEFAULTS = {"embed_precision": "float32"}
 # IVF-PQ answers in ~10 ms whatever the size, finding 85% of the exact top 10 (bench/index.py, docs/index.md).
 # Below it, exact search is fast enough and loses nothing.
 VECTOR_INDEX_MIN_ROWS = 20_000
+# Every write and compaction makes a table version; LanceDB keeps superseded versions' files for 7 days, so one
+# `index` of 90,000 abstracts left 6.4 GB on disk for 0.6 GB of rows. After each index update, versions older
+# than this go (never the latest): a reader moves to the latest version at every search, so only a search that
+# stayed on an old version this long could miss its files (it is then reopened, index/search.py).
+KEEP_VERSIONS = timedelta(minutes=10)
+COMPACT_ROWS = 16_384   # rows a compacted fragment reaches; larger fragments are never rewritten by a sync
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
 GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
 WINDOW_CHUNKS = 8192  # chunks held in memory at once: a sync of 90,000 papers streams through windows
@@ -105,6 +112,27 @@ def add_vector_index(table, dim: int) -> None:
 
         table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(n ** 0.5)),
                                                   num_sub_vectors=max(1, dim // 16)))
+
+
+def optimize(table) -> None:
+    """Compact the small fragments the writes made, then take the new rows into the existing indexes.
+
+    LanceDB's `optimize()` compacts towards fragments of a million rows, so every window rewrote the table's
+    one large fragment with the new rows: at 90,000 papers that held 247 MB for the papers table alone, and more
+    as the library grew. Fragments of COMPACT_ROWS are left as they are; only the smaller ones are merged."""
+    ds = table.to_lance()
+    ds.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
+    table.checkout_latest()
+    table.to_lance().optimize.optimize_indices()
+    table.checkout_latest()
+
+
+def prune_versions(table) -> None:
+    """Drop the files of table versions older than KEEP_VERSIONS (the latest is always kept)."""
+    try:
+        table.to_lance().cleanup_old_versions(older_than=KEEP_VERSIONS)
+    except Exception as exc:  # noqa: BLE001 - space, not correctness: the next update tries again
+        log.warning("index: could not prune old versions of %s: %s", table.name, exc)
 
 
 def _batches(table, size: int = 4096) -> pa.RecordBatchReader:
@@ -246,6 +274,9 @@ class PaperIndex:
     def __init__(self, workspace, embedder: Embedder | None = None,
                  embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None,
                  embed_ml_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None):
+        from papervault.index.malloc import limit_arenas
+
+        limit_arenas()   # a no-op when the command line did it already; before open_db starts LanceDB's threads
         self.workspace = workspace
         self.settings = workspace.settings.index
         self.embedder = embedder or Embedder.for_workspace(workspace)
@@ -453,6 +484,7 @@ class PaperIndex:
     def _write(self, papers, chunks, todo, report, state) -> None:
         """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
         updated = set(report["updated"])
+        state["updated"] = updated
         by_text, old_keys = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
         old: dict[str, np.ndarray] = {}     # new chunk id -> the stored vector of the same embedded text
         keys: dict[str, str] = {}           # new chunk id -> its text key
@@ -525,14 +557,26 @@ class PaperIndex:
                 "has_fulltext": has_ft, "content_hash": digest, "chunks": len(cs), "text": head.text,
                 "vector": old[head.id] if head.id in old else fresh[head.id],
             })
-        # One merge per table and group: a changed paper's rows are replaced in a single commit, so a reader
-        # sees the old paper or the new one, never a paper with half its chunks.
-        pids = _sql_list(sorted({m.id for m, *_ in group}))
-        (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-         .when_not_matched_by_source_delete(f"paper_id IN ({pids})")
-         .execute(pa.Table.from_pylist(chunk_rows, schema=chunks.schema)))
-        papers.merge_insert("paper_id").when_matched_update_all().when_not_matched_insert_all().execute(
-            pa.Table.from_pylist(paper_rows, schema=papers.schema))
+        group_ids = sorted({m.id for m, *_ in group})
+        pids = _sql_list(group_ids)
+        chunk_tab = pa.Table.from_pylist(chunk_rows, schema=chunks.schema)
+        paper_tab = pa.Table.from_pylist(paper_rows, schema=papers.schema)
+        if any(pid in state.get("updated", ()) for pid in group_ids):
+            # One merge per table and group: a changed paper's rows are replaced in a single commit, so a reader
+            # sees the old paper or the new one, never a paper with half its chunks.
+            (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete(f"paper_id IN ({pids})").execute(chunk_tab))
+            papers.merge_insert("paper_id").when_matched_update_all().when_not_matched_insert_all().execute(
+                paper_tab)
+        else:
+            # Papers new to the index are appended: a merge joins against every row of the table, and held
+            # 300 MB for a group of 2,048 chunks at 180,000 (docs/scale.md); an append holds the group. Chunk
+            # rows of these papers can only be what a sync killed between its two writes left: they go first.
+            where = f"paper_id IN ({pids})"
+            if chunks.count_rows(where):
+                chunks.delete(where)
+            chunks.add(chunk_tab)
+            papers.add(paper_tab)
         if self.names == (PAPERS, CHUNKS) and self.multilingual:
             from papervault.index import multilingual as ml
 
@@ -549,11 +593,16 @@ class PaperIndex:
         first vector index all its vectors: 117 MB and 262 MB more at 30,000 papers, and growing)."""
         from lancedb.index import FTS
 
+        from papervault.index.malloc import trim
+
         for table in (chunks, papers):
-            table.optimize()    # compaction, then new rows into the existing indexes
+            optimize(table)    # compaction, then new rows into the existing indexes
             if table.count_rows() and not has_fts(table):
                 table.create_index("fts_text" if table is chunks else "text", config=FTS(), replace=True)
         add_vector_index(chunks, self.embedder.dim)
+        for table in (chunks, papers):   # after the indexes: the latest version is whole before older ones go
+            prune_versions(table)
+        trim()   # the window's buffers back to the system before the next window reads
 
     # --- other writes and status -----------------------------------------------------------------
 
