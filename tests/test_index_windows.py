@@ -176,7 +176,7 @@ def test_new_papers_are_appended_and_leftovers_of_a_killed_sync_replaced(tmp_pat
 
 def test_old_table_versions_are_pruned(tmp_path, model_dir, monkeypatch):
     """Superseded table versions older than KEEP_VERSIONS lose their files after each index update (LanceDB
-    keeps them a week by default: 6.4 GB for 0.6 GB of rows at 90,000 abstracts); the latest always stays."""
+    keeps them a week by default: 6.4 GB for 1.1 GB of latest versions at 90,000 abstracts); the latest stays."""
     from datetime import timedelta
 
     from papervault.index import store

@@ -38,9 +38,9 @@ META_DEFAULTS = {"embed_precision": "float32"}
 # Below it, exact search is fast enough and loses nothing.
 VECTOR_INDEX_MIN_ROWS = 20_000
 # Every write and compaction makes a table version; LanceDB keeps superseded versions' files for 7 days, so one
-# `index` of 90,000 abstracts left 6.4 GB on disk for 0.6 GB of rows. After each index update, versions older
-# than this go (never the latest): a reader moves to the latest version at every search, so only a search that
-# stayed on an old version this long could miss its files (it is then reopened, index/search.py).
+# `index` of 90,000 abstracts left 6.4 GB on disk for 1.1 GB of latest versions. After each index update, versions
+# older than this go (never the latest): a reader moves to the latest version at every search, so only a search
+# that stayed on an old version this long could miss its files (it is then reopened, index/search.py).
 KEEP_VERSIONS = timedelta(minutes=10)
 COMPACT_ROWS = 16_384   # rows a compacted fragment reaches; larger fragments are never rewritten by a sync
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
