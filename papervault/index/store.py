@@ -561,7 +561,7 @@ class PaperIndex:
         pids = _sql_list(group_ids)
         chunk_tab = pa.Table.from_pylist(chunk_rows, schema=chunks.schema)
         paper_tab = pa.Table.from_pylist(paper_rows, schema=papers.schema)
-        if any(pid in state.get("updated", ()) for pid in group_ids):
+        if any(pid in state["updated"] for pid in group_ids):   # set by _write, the only caller
             # One merge per table and group: a changed paper's rows are replaced in a single commit, so a reader
             # sees the old paper or the new one, never a paper with half its chunks.
             (chunks.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
