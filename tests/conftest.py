@@ -213,6 +213,19 @@ def shared_model_cache(tmp_path_factory):
         yield path
 
 
+# The run's own settings that change how fast a command works, never what it finds: one ONNX Runtime thread, the
+# run's model cache (the int8 copy made once), its vector and parse caches. Subprocesses that stand for a fresh
+# shell or a worker keep these and lose everything else (the model, the workspace), so that a test still shows
+# what the command reads from papervault.toml, without paying for a model copy and a cold cache each time.
+RUN_SPEED_VARS = ("PAPERVAULT_EMBED_THREADS", "PAPERVAULT_EMBED_CACHE_DIR", "PAPERVAULT_EMBED_VECTOR_CACHE",
+                  "PAPERVAULT_PARSE_CACHE_DIR")
+
+
+def run_speed_env() -> dict[str, str]:
+    """The RUN_SPEED_VARS this process has (see above)."""
+    return {k: os.environ[k] for k in RUN_SPEED_VARS if k in os.environ}
+
+
 def parse_once(pdf: Path):
     """Parse a corpus PDF through the session's shared parse cache (support modules build vaults with it)."""
     from papervault.parse.batch import parse_cached

@@ -53,9 +53,13 @@ def _build(root: Path, corpus: Path) -> None:
 
 
 def server_env(**extra: str) -> dict[str, str]:
-    """The environment a server subprocess needs: the local model, offline, and the test's HOME."""
+    """The environment a server subprocess needs: the local model, offline, and the test's HOME; and the run's
+    speed settings (conftest RUN_SPEED_VARS: one ONNX thread, the int8 model made once for the run)."""
+    from conftest import run_speed_env
+
     env = {k: os.environ[k] for k in ("PAPERVAULT_EMBED_MODEL", "PAPERVAULT_EMBED_MODEL_PATH", "HF_HUB_OFFLINE",
                                       "HOME", "PATH", "DO_NOT_TRACK") if k in os.environ}
+    env.update(run_speed_env())
     env.update(extra)
     return env
 

@@ -18,7 +18,7 @@ import pytest
 
 from papervault.workspace import Workspace
 
-from conftest import start_process, stop_process, without_multilingual
+from conftest import RUN_SPEED_VARS, start_process, stop_process, without_multilingual
 from support_survey import build_corpus_vault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +37,13 @@ def _run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProce
 def worker(tmp_path_factory, prefect_api) -> Path:
     """prefect.yaml's deployments on its pool and a process worker polling it; yields the worker's log.
 
-    The worker's environment is the test run's less every PAPERVAULT_EMBED_* variable and the workspace, as a
-    worker started in a fresh shell has it: each run names its workspace, whose papervault.toml names the model
-    (issue 18, trap 1)."""
+    The worker's environment is the test run's less every PAPERVAULT_EMBED_* variable but the run's speed
+    settings (conftest RUN_SPEED_VARS), and less the workspace, as a worker started in a fresh shell has it: each
+    run names its workspace, whose papervault.toml names the model (issue 18, trap 1)."""
     if not Path(PREFECT).exists():
         pytest.skip("the prefect CLI is not installed beside this Python")
     base = tmp_path_factory.mktemp("deploy")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERVAULT_EMBED_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERVAULT_EMBED_") or k in RUN_SPEED_VARS}
     env.pop("PAPERVAULT_WORKSPACE", None)
     env.update(PREFECT_API_URL=prefect_api, HOME=str(base / "home"))
     (base / "home").mkdir()
@@ -101,7 +101,7 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
         doc.select(range(2))
         doc.save(tmp_path / "in" / PDF)
     run_deployment("add/add", {"inputs": [str(tmp_path / "in")], "workspace": str(ws.root)}, worker)
-    # no PAPERVAULT_EMBED_* variable for the worker: the index flow reads the model from papervault.toml
+    # no model variable for the worker: the index flow reads the model from papervault.toml
     run_deployment("index/index", {"workspace": str(ws.root)}, worker)
     ids = ws.vault.paper_ids()
     assert len(ids) == 1 and ws.vault.read_meta(ids[0]).status != "metadata"

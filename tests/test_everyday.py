@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from papervault.cli import cli
 from papervault.workspace import Workspace
 
+from conftest import RUN_SPEED_VARS, run_speed_env
 from support_llm import SAMPLE_PAPER, make_paper_vault
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +167,7 @@ def test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp(ws,
                                                                  str(ws.root)],
                                    env={**{k: os.environ[k] for k in ("PAPERVAULT_EMBED_MODEL",
                                                                       "PAPERVAULT_EMBED_MODEL_PATH", "HOME", "PATH")
-                                           if k in os.environ}, "PYTHONPATH": str(ROOT)})
+                                           if k in os.environ}, **run_speed_env(), "PYTHONPATH": str(ROOT)})
 
     async def main():
         async with Client(params, read_timeout_seconds=120) as c:
@@ -369,11 +370,13 @@ def check_readme_order(steps: list[tuple[str, str, str | None]]) -> None:
 
 
 def fresh_env(home: Path, **extra: str) -> dict[str, str]:
-    """A new shell's environment: HOME in tmp_path, no PAPERVAULT_* variable, no network."""
+    """A new shell's environment: HOME in tmp_path, no network, and no PAPERVAULT_* variable but the run's speed
+    settings (conftest RUN_SPEED_VARS: one ONNX thread, the run's model, vector and parse caches), which change
+    how fast a command runs and never which model or workspace it uses."""
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1",
            "DO_NOT_TRACK": "1", "PYTHONPATH": str(ROOT), **extra}   # this checkout's code through the venv's script
     assert not any(k.startswith("PAPERVAULT_") for k in env)
-    return env
+    return {**env, **run_speed_env()}
 
 
 def type_into_bash(steps: list[tuple[str, str, str | None]], env: dict[str, str], cwd: Path,
@@ -472,8 +475,9 @@ def make_demo(tmp_path_factory, prefect_api, model_dir) -> dict:
     """The workspace `make demo` builds, made by the Makefile's own `demo` recipe and model settings: make
     runs in a new folder (the demo writes `demo-workspace/synthetic/` under it) with this checkout's
     Makefile, the venv of the running Python (`-o` its install stamp: nothing is installed) and the shared
-    folder beside the checkout; no PAPERVAULT_EMBED_* variable comes from the test. The demo's survey flow
-    reports to the session's Prefect server (a user's `make demo` starts Prefect's temporary one)."""
+    folder beside the checkout; no model variable comes from the test (only its speed settings, RUN_SPEED_VARS).
+    The demo's survey flow reports to the session's Prefect server (a user's `make demo` starts Prefect's
+    temporary one)."""
     from conftest import SHARED
 
     make = shutil.which("make")
@@ -483,7 +487,7 @@ def make_demo(tmp_path_factory, prefect_api, model_dir) -> dict:
     venv = Path(sys.executable).parent.parent
     # a user's `make demo` is a top-level make: the suite may itself run under `make test` (MAKELEVEL, MAKEFLAGS)
     env = {k: v for k, v in os.environ.items()
-           if (not k.startswith("PAPERVAULT_") or k == "PAPERVAULT_PARSE_CACHE_DIR")   # the session's parse cache
+           if (not k.startswith("PAPERVAULT_") or k in RUN_SPEED_VARS)   # the run's caches and one ONNX thread
            and k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     env.update(HOME=str(where), PYTHONPATH=str(ROOT))
     r = subprocess.run([make, "-f", str(ROOT / "Makefile"), "demo", f"VENV={venv}", f"SHARED={SHARED}",
