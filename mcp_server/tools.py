@@ -440,10 +440,8 @@ class VaultTools:
         return {**out, "deleted": paper_id, **renamed}
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
-        try:
-            from papervault.index.store import PaperIndex
-        except ImportError:
-            return "not updated: the index is not available; run `papervault index`"
+        from papervault.index.store import PaperIndex
+
         with self.ws.write_lock("index", wait=30):
             report = PaperIndex(self.ws).sync(progress=(lambda d, t: progress("index", d, t)) if progress else None)
         return dict(report or {})

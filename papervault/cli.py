@@ -10,7 +10,8 @@ import click
 from papervault import __version__
 from papervault.errors import PapervaultError
 
-# (module, attribute) of every command; each module is one command group, imported when the CLI starts.
+# (module, attribute) of every command; each module is one command group, imported when the CLI starts. A module
+# that fails to import stops the CLI with its traceback: an import error in papervault's own code is a bug.
 COMMANDS = [
     ("papervault.commands.vaultcmds", "init"),
     ("papervault.commands.vaultcmds", "add"),
@@ -43,11 +44,7 @@ def cli():
 
 
 for _module, _attr in COMMANDS:
-    try:
-        cli.add_command(getattr(importlib.import_module(_module), _attr))
-    except ModuleNotFoundError as _exc:  # a command whose module is not there yet is simply absent
-        if _exc.name != _module:
-            raise
+    cli.add_command(getattr(importlib.import_module(_module), _attr))
 
 
 def main(argv: list[str] | None = None) -> None:

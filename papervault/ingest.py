@@ -66,27 +66,9 @@ class AddReport:
                 "commits": self.commits}
 
 
-def pdf_records(paths: Iterable[str | Path]) -> Iterator[SourceRecord | Problem]:
-    """PDF files, and folders searched recursively for them; anything else is reported."""
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and f.suffix.lower() == ".pdf" and not any(part.startswith(".") for part in f.relative_to(p).parts):
-                    yield SourceRecord(origin="pdf", source=str(f.resolve()), pdfs=[str(f.resolve())])
-        elif p.is_file():
-            yield SourceRecord(origin="pdf", source=str(p.resolve()), pdfs=[str(p.resolve())])
-        else:
-            yield Problem(str(raw), "no such file or folder")
-
-
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
-    try:
-        from papervault.sources.resolve import records_from_inputs
-    except ImportError:  # only local PDFs are understood without the sources package
-        yield from pdf_records(inputs)
-        return
     from papervault.sources.problems import SourceProblem
+    from papervault.sources.resolve import records_from_inputs
 
     for item in records_from_inputs(inputs, ws.settings, workspace=ws, **options):
         if isinstance(item, SourceProblem):
