@@ -14,8 +14,10 @@ class _LeanThirdPartyImports:
     """Two third-party imports made cheaper for parts papervault never uses, each only while that library
     imports itself; code that asks for the parts afterwards gets them whole.
 
-    - PyMuPDF's optional extras are not found (PyMuPDF allows that): pymupdf.layout loads an ONNX layout model
-      (seconds per process) and pymupdf4llm loads ONNX Runtime (0.4 s of CPU a process).
+    - PyMuPDF's extras are not found (PyMuPDF allows that): PyMuPDF 2 requires pymupdf-layout and pymupdf4llm
+      and imports both from its own __init__ when present; pymupdf.layout then loads an ONNX layout model and
+      pymupdf4llm ONNX Runtime, for page layout analysis papervault never asks for (measured: `import pymupdf`
+      takes 0.45 s instead of 0.1 s, 0.5 s more CPU, in every process that parses). papervault declares neither.
     - LanceDB imports the models of its REST namespace client, a subpackage of `lance_namespace_urllib3_client`,
       whose __init__ also builds every REST API class (0.57 s of CPU a process, measured). That package is
       made with its real path and spec but without running its __init__ until something asks the package itself

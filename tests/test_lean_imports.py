@@ -18,6 +18,7 @@ def _python(code: str) -> str:
 
 
 def test_pymupdf_imports_without_its_extras_which_load_later_on_demand():
+    # papervault declares neither extra: PyMuPDF 2 requires both itself and imports them when they are present.
     out = _python("import sys, papervault, pymupdf\n"
                   "print(sorted(m for m in ('pymupdf4llm', 'pymupdf.layout', 'onnxruntime') if m in sys.modules))\n"
                   "import pymupdf4llm\n"
