@@ -70,6 +70,7 @@ def _vault(ws: Workspace) -> list[Check]:
         out.append(Check("note ids", False, f"{plural(len(misplaced), 'note')} whose id differs from their folder, so "
                          f"they are not indexed: {', '.join(misplaced[:3])}",
                          "set `id:` in each note's frontmatter to its folder name, or rename the folder"))
+    out += _bad_names(vault)
     pending = [str(p.parent.name) for p in vault.papers_dir.glob("*/note.new.md")]
     if pending:
         has = "has" if len(pending) == 1 else "have"
@@ -80,6 +81,21 @@ def _vault(ws: Workspace) -> list[Check]:
     if not broken:
         out.append(Check("notes", True, f"{plural(len(vault.paper_ids()), 'note')} readable"))
     return out
+
+
+def _bad_names(vault) -> list[Check]:
+    """Folders under papers/ and surveys/ whose names are not valid ids (`x\n`, `a b`, `..x`): no command can
+    name them, so their papers and surveys are unreachable; each is shown quoted, on one line."""
+    from papervault.vault.store import is_valid_id
+
+    bad = [f"{d.name}/{p.name!r}" for d in (vault.papers_dir, vault.surveys_dir) if d.is_dir()
+           for p in sorted(d.iterdir()) if p.is_dir() and not is_valid_id(p.name)]
+    if not bad:
+        return []
+    return [Check("folder names", False, f"{plural(len(bad), 'folder')} whose name is not a valid id, so no command "
+                  f"reaches it: {', '.join(bad[:5])}",
+                  "rename each to letters, digits, `_`, `.` and `-` on one line (e.g. `git mv` in vault/), "
+                  "and set the note's `id:` to match")]
 
 
 FIX = "run `papervault doctor --fix`"
@@ -218,11 +234,14 @@ def _index(ws: Workspace) -> Check:
     if health.startswith("mismatch"):
         message, _, rest = health.partition(". to search")
         return Check("index", False, message, f"to search{rest}" if rest else "run `papervault index --rebuild`")
+    missing = st.get("not_indexed") or []
+    if missing and (health in ("ok", "empty") or health.endswith(" to sync")):
+        # a paper of the vault that no search can find, named: `index` failed on it or has not run since
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        return Check("index", True, f"{plural(len(missing), 'paper')} of the vault not in the index: {shown}",
+                     "run `papervault index` (it names what stops a paper from being indexed)", level="warning")
     if health.startswith("stale"):
         return Check("index", True, health, "run `papervault index`", level="warning")
-    if health == "empty" and ws.vault.paper_ids():
-        return Check("index", True, f"empty: {plural(len(ws.vault.paper_ids()), 'paper')} in the vault, none indexed",
-                     "run `papervault index`", level="warning")
     return Check("index", True, f"{health}: {plural(st.get('papers') or 0, 'paper')}, "
                  f"{plural(st.get('chunks') or 0, 'chunk')}, "
                  f"model {st.get('embedding_model')}")

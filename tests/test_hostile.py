@@ -349,10 +349,11 @@ def test_index_refuses_a_note_whose_id_differs_from_its_folder_and_converges(ws,
     assert "[FAIL] note ids: 1 note whose id differs from their folder, so they are not indexed: " \
            "papers/doe2020good/ (id: somethingelse)" in doctor.stdout
     first = cli(["index"])
-    assert first.returncode == 0, first.stderr
-    assert ("skipped doe2020good: note id 'somethingelse' differs from its folder papers/doe2020good/; not indexed. "
-            "set `id: doe2020good` in its frontmatter, or rename the folder") in first.stderr
+    assert first.returncode == 1, first.stderr     # the other paper is indexed; the run fails by id
+    assert ("error: doe2020good not indexed: note id 'somethingelse' differs from its folder papers/doe2020good/; "
+            "not indexed. set `id: doe2020good` in its frontmatter, or rename the folder") in first.stderr
     second = cli(["index", "--json"])
+    assert second.returncode == 1
     report = json.loads(second.stdout)
     assert report["added"] == [] and report["updated"] == [] and report["chunks_embedded"] == 0
     assert list(report["errors"]) == ["doe2020good"]

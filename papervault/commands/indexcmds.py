@@ -6,8 +6,8 @@ import time
 
 import click
 
-from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id, runner_options,
-                                        workspace_option)
+from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id, plural,
+                                        runner_options, workspace_option)
 
 
 @click.command()
@@ -51,15 +51,24 @@ def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json
 def _print_index_report(report, t0: float, as_json: bool) -> None:
     report = dict(report or {})
     report["seconds"] = round(time.perf_counter() - t0, 2)
+    errors = dict(sorted((report.get("errors") or {}).items()))
     if as_json:
         emit_json(report)
     else:
-        for pid, err in sorted((report.get("errors") or {}).items()):
-            click.echo(f"warning: skipped {pid}: {err}", err=True)
+        for pid, err in errors.items():
+            click.echo(f"error: {pid} not indexed: {err}", err=True)
         parts = ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, (int, float)) and k != "seconds")
         click.echo(f"Indexed in {report['seconds']} s ({parts})")
         if report.get("code"):
             click.echo(report["code"]["line"])
+    if errors:
+        # A paper in the vault that no search can find is a failure of the run, not a warning: the rest is
+        # indexed, and the exit status (and `papervault status`) says which papers are missing.
+        shown = ", ".join(list(errors)[:10]) + (f" and {len(errors) - 10} more" if len(errors) > 10 else "")
+        click.echo(f"error: {plural(len(errors), 'paper')} of the vault not indexed ({shown}); fix them and "
+                   "run `papervault index` again (`papervault status` lists the papers missing from the index)",
+                   err=True)
+        raise click.exceptions.Exit(1)
 
 
 @click.command()

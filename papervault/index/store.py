@@ -624,6 +624,7 @@ class PaperIndex:
                "chunker_version": CHUNKER_VERSION, "health": "empty", "levels": {}, "uri": str(self.db.uri)}
         names = set(table_names(self.db))
         if not {PAPERS, CHUNKS} <= names:
+            out["not_indexed"] = sorted(self.workspace.vault.paper_ids())
             return out
         papers, chunks = self.db.open_table(PAPERS), self.db.open_table(CHUNKS)
         found = recorded_meta(chunks)
@@ -631,6 +632,10 @@ class PaperIndex:
                    embedding_model=found.get("embedding_model"), dim=int(found.get("dim", 0)) or None,
                    chunker_version=found.get("chunker_version"), index_name=found.get("index_name"),
                    embed_max_tokens=found.get("embed_max_tokens"), chunk_settings=found.get("chunk_settings"))
+        in_vault = set(self.workspace.vault.paper_ids())
+        indexed = set(columns(papers, ["paper_id"])["paper_id"].to_pylist()) if out["papers"] else set()
+        pending = in_vault ^ indexed
+        out["not_indexed"] = sorted(in_vault - indexed)     # papers of the vault no search can find, by id
         if out["chunks"]:
             levels = chunks.to_lance().to_table(columns=["level"])["level"].value_counts().to_pylist()
             out["levels"] = {d["values"]: d["counts"] for d in levels}
@@ -649,6 +654,5 @@ class PaperIndex:
         if why:
             out["health"] = f"stale: {why}; {RECHUNK_FIX}"
             return out
-        pending = set(self.workspace.vault.paper_ids()) ^ set(columns(papers, ["paper_id"])["paper_id"].to_pylist())
         out["health"] = f"stale: {plural(len(pending), 'paper')} to sync" if pending else ("ok" if out["papers"] else "empty")
         return out

@@ -52,6 +52,8 @@ _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 # A link citing a page of a paper's full text, as a note writes it: "[p. 3](paper.md#page-3)".
 PAGE_CITATION = re.compile(r"\[p\. [^\]\n]+\]\((?:[^\s()]*/)?paper\.md#page-\d+\)")
 _ANCHOR_TEXT = '<a id="page-{}"></a>'
+# A line ending as CommonMark (and so markdown-it) reads one; `_read` splits lines with it.
+_LINE_END = re.compile(r"\r\n?|\n")
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -335,10 +337,13 @@ def read(text: str) -> PaperMd:
 def _read(text: str) -> PaperMd:
     # the stages of a survey read the same papers many times over (~0.1 s for a 50 kB paper each time)
     doc = PaperMd(text=text)
+    # Lines exactly as markdown-it numbers them (its token maps): it ends a line at "\r\n", "\r" or "\n" and
+    # at nothing else (a form feed, "\v", U+0085, U+2028 or U+2029 from a PDF's text is a character of its
+    # line). Offsets stay those of `text` as written.
     line_starts = [0]
-    for m in re.finditer("\n", text):
+    for m in _LINE_END.finditer(text):
         line_starts.append(m.end())
-    lines = text.split("\n")
+    lines = _LINE_END.split(text)
     tokens = _parser().parse(text)
     page: int | None = None
     stack: list[tuple[int, str]] = []
