@@ -349,14 +349,12 @@ class Ingest:
 
     def _write_reader_notes(self, pid: str, rec: SourceRecord) -> bool:
         """Append the record's reader notes that `reader-notes.md` does not hold yet; True when it changed."""
-        from papervault.vault.store import atomic_write
-
-        path = self.vault.paper_dir(pid) / "reader-notes.md"
+        path = self.vault.guard(self.vault.paper_dir(pid) / "reader-notes.md")    # never read or written through a link out
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         new = "\n\n".join(n.strip() for n in rec.reader_notes if n.strip() and n.strip() not in old)
         if new:
             self.touched.append(self.vault.paper_dir(pid))
-            atomic_write(path, (old.rstrip() + "\n\n" + new).strip() + "\n")
+            self.vault.write(path, (old.rstrip() + "\n\n" + new).strip() + "\n")
         return bool(new)
 
     def _store(self, meta: PaperMeta, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
@@ -365,7 +363,7 @@ class Ingest:
 
         pid = meta.id
         self.journal.touch(pid)
-        pdir = self.vault.paper_dir(pid)
+        pdir = self.vault.guard(self.vault.paper_dir(pid))    # the write guard, before anything is written
         pdir.mkdir(parents=True, exist_ok=True)
         self.touched.append(pdir)
         if rec.reader_notes:

@@ -142,6 +142,8 @@ def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: P
         refs = resolve_ids(ws, paper_ids)     # an unknown id refuses the whole request; a former id is followed
         ids = list(dict.fromkeys(r.id for r in refs))
         dirs = [vault.paper_dir(pid) for pid in ids]
+        for d in dirs:      # the write guard on every folder first: one linked out of the vault refuses them all
+            vault.guard(d, "delete")
         for pid in ids:
             vault.delete_paper(pid)
         code_paths = _drop_code_links(ws, ids)

@@ -15,9 +15,10 @@ import os
 import shutil
 from pathlib import Path
 
-from papervault.errors import WorkspaceError
+from papervault.errors import UnsafePathError, WorkspaceError
 from papervault.vault.frontmatter import body_hash, split
-from papervault.vault.store import ID_PATTERN
+from papervault.vault.paths import log
+from papervault.vault.store import is_valid_id
 
 
 class Journal:
@@ -65,7 +66,7 @@ class Journal:
         git command at work, and recovery stops with a WorkspaceError naming the fix.
         """
         done: list[str] = []
-        ids = [pid for pid in dict.fromkeys(self.pending()) if ID_PATTERN.match(pid) and ".." not in pid]
+        ids = [pid for pid in dict.fromkeys(self.pending()) if is_valid_id(pid)]
         locks = git_locks(self.vault.root)
         if locks:
             if not self.path.exists():
@@ -93,8 +94,14 @@ class Journal:
                 was_staged = any(f.startswith(rel + "/") for f in staged)
                 if was_staged:
                     repo.git.rm("-r", "--cached", "--quiet", "--ignore-unmatch", "--", rel)
-                if was_staged or pdir.exists():
-                    shutil.rmtree(pdir, ignore_errors=True)
+                if was_staged or pdir.exists() or pdir.is_symlink():
+                    try:
+                        self.vault.remove_tree(pdir)      # the write guard: never through a link out
+                    except UnsafePathError as exc:
+                        log.warning("%s", exc)
+                        continue
+                    except OSError:
+                        shutil.rmtree(pdir, ignore_errors=True)
                     done.append(rel + "/")
                 continue
             for f in sorted(f for f in (changed | staged | untracked) if f.startswith(rel + "/")):
@@ -108,7 +115,11 @@ class Journal:
                 else:
                     if f in staged:
                         repo.git.rm("--cached", "--quiet", "--ignore-unmatch", "--", f)
-                    path.unlink(missing_ok=True)
+                    try:
+                        self.vault.remove(path)
+                    except UnsafePathError as exc:
+                        log.warning("%s", exc)
+                        continue
                     done.append(f)
         self.clear()
         return done

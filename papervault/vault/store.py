@@ -14,9 +14,11 @@ import git
 from papervault.errors import NotFoundError, UnsafePathError, WorkspaceError
 from papervault.models import PaperMeta, ParsedPaper, now_iso
 from papervault.vault import frontmatter
-from papervault.vault.paths import log, safe_vault_path
+from papervault.vault.paths import guard, log, safe_vault_path
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+# `\A...\Z`, not `^...$`: `$` also matches before a final newline, so `re.match("^x$", "x\n")` accepts it and a
+# folder named `x\n` would be made. Callers use `fullmatch`; the anchors keep a `.match` caller safe as well.
+ID_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\Z")
 AUTHOR = ("papervault", "papervault@localhost")
 
 VAULT_README = """\
@@ -30,9 +32,15 @@ its new version beside it as `note.new.md`.
 
 
 def check_id(paper_id: str) -> str:
-    if not isinstance(paper_id, str) or not ID_PATTERN.match(paper_id) or ".." in paper_id:
+    if not is_valid_id(paper_id):
         raise NotFoundError(f"invalid paper id {paper_id!r}", fix="ids look like lamport2001paxos")
     return paper_id
+
+
+def is_valid_id(name) -> bool:
+    """True for a valid paper id or survey slug (also what a folder under papers/ or surveys/ must be called):
+    a letter or digit, then up to 99 letters, digits, `_`, `.` or `-`, no `..`, and nothing after (no newline)."""
+    return isinstance(name, str) and ID_PATTERN.fullmatch(name) is not None and ".." not in name
 
 
 def _umask() -> int:
@@ -198,10 +206,47 @@ class Vault:
         if not self.papers_dir.is_dir():
             return []
         return sorted(p.name for p in self.papers_dir.iterdir()
-                      if p.is_dir() and (p / "note.md").is_file() and ID_PATTERN.match(p.name))
+                      if p.is_dir() and (p / "note.md").is_file() and is_valid_id(p.name))
 
     def has_paper(self, paper_id: str) -> bool:
         return self.note_path(paper_id).is_file()
+
+    # --- the write guard: every write, delete and rename in the vault goes through these ---------------
+
+    def guard(self, path: Path | str, action: str = "write", *, follow: bool = True) -> Path:
+        """`path` checked to stay inside the vault once every link on its way is followed (`vault.paths.guard`);
+        UnsafePathError (one line) otherwise."""
+        return guard(self.root, path, action, follow=follow)
+
+    def write(self, path: Path | str, data: bytes | str) -> Path:
+        """Write a file of the vault atomically, after the guard: never through a link out of the vault."""
+        path = self.guard(path)
+        atomic_write(path, data, fsync=self.fsync)
+        return path
+
+    def remove(self, path: Path | str) -> bool:
+        """Delete one file of the vault (a link itself, never what it points to); False when it was not there.
+        Refused when its folder leads out of the vault."""
+        path = self.guard(path, "delete", follow=False)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def remove_tree(self, path: Path | str) -> None:
+        """Delete a folder of the vault and everything in it; refused when the folder (or one on its way) is a
+        link out of the vault. A link to a folder inside the vault is removed as a link."""
+        path = self.guard(path, "delete")
+        if path.is_symlink():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+
+    def move(self, src: Path | str, dst: Path | str) -> None:
+        """Rename a file or folder of the vault with `git mv`, both ends checked by the guard."""
+        src, dst = self.guard(src, "rename"), self.guard(dst, "rename")
+        self.repo.git.mv(str(src), str(dst))
 
     def safe_path(self, path: Path | str) -> Path:
         """`path` (absolute or relative to the vault) resolved; UnsafePathError when it leads out of the vault."""
@@ -254,9 +299,10 @@ class Vault:
         target = path
         if path.exists() and not force and self.is_edited(meta.id):
             target = path.with_name("note.new.md")
+        self.guard(target)
         if self._same_but_updated(target, data, body):
             return target      # nothing but `updated:` would change: the file (and the vault) stays as it is
-        atomic_write(target, frontmatter.join(data, body), fsync=self.fsync)
+        self.write(target, frontmatter.join(data, body))
         return target
 
     @staticmethod
@@ -275,44 +321,47 @@ class Vault:
         for k, v in changes.items():
             setattr(meta, k, v)
         meta.updated = now_iso()
-        atomic_write(self.note_path(paper_id), frontmatter.join(meta.model_dump(exclude_none=True), body),
-                     fsync=self.fsync)
+        self.write(self.note_path(paper_id), frontmatter.join(meta.model_dump(exclude_none=True), body))
         return meta
 
     def write_fulltext(self, paper_id: str, parsed: ParsedPaper) -> Path:
         """Write paper.md and figures/ (figures first, so paper.md never points at a missing file)."""
         pdir = self.paper_dir(paper_id)
         fig_dir = pdir / "figures"
+        path = self.fulltext_path(paper_id)
+        for p in (pdir, fig_dir, path):     # checked before anything is written: a refusal changes nothing
+            self.guard(p)
         keep = set()
         for fig in parsed.figures:
             if fig.png:
-                atomic_write(fig_dir / fig.filename, fig.png, fsync=self.fsync)
+                self.write(fig_dir / fig.filename, fig.png)
                 keep.add(fig.filename)
         if fig_dir.is_dir():
             for old in fig_dir.iterdir():
                 if old.name not in keep and old.suffix == ".png":
-                    old.unlink()
-        path = self.fulltext_path(paper_id)
-        atomic_write(path, parsed.markdown, fsync=self.fsync)
+                    self.remove(old)
+        self.write(path, parsed.markdown)
         return path
 
     def delete_paper(self, paper_id: str) -> None:
         pdir = self.paper_dir(paper_id)
         if not pdir.is_dir():
             raise NotFoundError(f"no paper {paper_id!r} in the vault", fix="see `papervault list`")
-        shutil.rmtree(pdir)
+        self.remove_tree(pdir)
 
     # --- surveys ---------------------------------------------------------------------------------
 
     def survey_dir(self, slug: str) -> Path:
-        if not ID_PATTERN.match(slug):
-            raise NotFoundError(f"invalid survey name {slug!r}")
+        if not is_valid_id(slug):
+            raise NotFoundError(f"invalid survey name {slug!r}",
+                                fix="a survey name is letters, digits, `_`, `.` and `-` on one line, e.g. consensus")
         return self.surveys_dir / slug
 
     def survey_slugs(self) -> list[str]:
         if not self.surveys_dir.is_dir():
             return []
-        return sorted(p.name for p in self.surveys_dir.iterdir() if p.is_dir() and (p / "survey.md").exists())
+        return sorted(p.name for p in self.surveys_dir.iterdir()
+                      if p.is_dir() and (p / "survey.md").exists() and is_valid_id(p.name))
 
     def resolve_inside(self, rel: str | Path) -> Path:
         """A path given by a user or an agent, resolved and checked to stay inside the vault."""
