@@ -3,9 +3,11 @@ re-imports, re-parses and re-analyses, because imports only fill fields that are
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
-from papervault.errors import PapervaultError
+from papervault.errors import PapervaultError, UnsafePathError
 from papervault.models import PaperMeta
 from papervault.workspace import Workspace
 
@@ -24,13 +26,9 @@ def edit_paper(ws: Workspace, pid: str, **changes) -> PaperMeta:
     unknown = set(changes) - set(EDITABLE)
     if unknown:
         raise EditError(f"cannot edit {', '.join(sorted(unknown))}", fix=f"editable fields: {', '.join(EDITABLE)}")
-    given = {k: v for k, v in changes.items() if v is not None}
-    if "title" in given and not str(given["title"]).strip():
-        raise EditError("the title cannot be empty", fix="give the paper's title, e.g. --title 'Paxos Made Simple'")
+    given = _checked({k: v for k, v in changes.items() if v is not None})
     if "year" in given and not (0 < int(given["year"]) < 10000):
         raise EditError(f"year {given['year']} is not a year", fix="give a four-digit year, e.g. --year 2001")
-    if "authors" in given:
-        given["authors"] = [a.strip() for a in given["authors"] if a and a.strip()]
     with ws.write_lock("edit"):
         meta = ws.vault.read_meta(pid)
         prov = dict(meta.provenance)
@@ -49,6 +47,50 @@ def edit_paper(ws: Workspace, pid: str, **changes) -> PaperMeta:
         what = ", ".join([*given, *(["bib"] if bib else [])]) or "nothing"
         ws.vault.commit(f"edit {pid}: {what}", [ws.vault.note_path(pid)])
     return meta
+
+
+def _checked(given: dict) -> dict:
+    """The fields of an edit checked the way an import checks them (`papervault.sources`): a DOI and an arXiv id
+    must be one (normalised as an import stores them; `javascript:...` or `../../x` is refused), and text fields
+    are one line within the caps an import keeps (`papervault.sources.limits`); past a cap an edit is refused,
+    not cut, since a person can shorten it."""
+    from papervault.sources.dedup import normalize_arxiv, normalize_doi
+    from papervault.sources.limits import FIELD_CAPS, MAX_AUTHOR_CHARS, MAX_AUTHORS
+
+    out = dict(given)
+    for name in ("title", "venue"):
+        if name in out:
+            text = " ".join(str(out[name]).split())        # one line: a title never spans lines
+            if len(text) > FIELD_CAPS[name]:
+                raise EditError(f"the {name} is {len(text):,} characters, more than the {FIELD_CAPS[name]:,} an "
+                                f"import keeps", fix=f"give a shorter {name}")
+            out[name] = text
+    if "title" in out and not out["title"]:
+        raise EditError("the title cannot be empty", fix="give the paper's title, e.g. --title 'Paxos Made Simple'")
+    if "authors" in out:
+        authors = [" ".join(str(a).split()) for a in out["authors"] if a and str(a).strip()]
+        if len(authors) > MAX_AUTHORS or any(len(a) > MAX_AUTHOR_CHARS for a in authors):
+            raise EditError(f"at most {MAX_AUTHORS:,} authors of at most {MAX_AUTHOR_CHARS} characters each",
+                            fix="give the authors' names, one --author each")
+        out["authors"] = authors
+    if "doi" in out:
+        doi = normalize_doi(out["doi"]) if len(str(out["doi"])) <= FIELD_CAPS["doi"] else None
+        if doi is None:
+            raise EditError(f"{_shown(out['doi'])} is not a DOI", fix="give a DOI such as 10.1145/279227.279229")
+        out["doi"] = doi
+    if "arxiv" in out:
+        arxiv = normalize_arxiv(out["arxiv"]) if len(str(out["arxiv"])) <= FIELD_CAPS["arxiv"] else None
+        if arxiv is None:
+            raise EditError(f"{_shown(out['arxiv'])} is not an arXiv id",
+                            fix="give an arXiv id such as 2106.04561 or hep-th/9901001")
+        out["arxiv"] = arxiv
+    return out
+
+
+def _shown(value) -> str:
+    """A rejected value in an error line: quoted, on one line, at most 80 characters."""
+    text = repr(str(value))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def refresh_head(vault, pid: str) -> bool:
@@ -116,8 +158,9 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
     with ws.write_lock("rekey"):
         vault = ws.vault
         meta = vault.read_meta(pid)
-        taken = set(vault.paper_ids()) - {pid}
-        for other in taken:
+        others = set(vault.paper_ids()) - {pid}
+        taken = set(others)
+        for other in others:        # not the set being grown: a second rekey once a paper has an alias
             try:
                 taken.update(vault.read_meta(other).aliases)
             except Exception:
@@ -132,22 +175,31 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
             return {"id": pid, "new": new, "changed": []}
         if new in taken or vault.paper_dir(new).exists():
             raise EditError(f"the id {new!r} is taken", fix="choose another id, or leave NEW out for a fresh one")
-        vault.repo.git.mv(str(vault.paper_dir(pid)), str(vault.paper_dir(new)))
+        vault.move(vault.paper_dir(pid), vault.paper_dir(new))      # the write guard checks both ends
         aliases = [a for a in dict.fromkeys([*meta.aliases, pid]) if a != new]   # renamed back: no self-alias
         vault.update_meta(new, id=new, aliases=aliases)
         changed = [str(vault.note_path(new).relative_to(vault.root))]
+        refused: list[str] = []
         for path in sorted(vault.root.rglob("*")):
-            if ".git" in path.parts or not path.is_file() or path.suffix not in _TEXT_SUFFIXES:
+            if ".git" in path.relative_to(vault.root).parts or path.suffix not in _TEXT_SUFFIXES:
                 continue
             try:
-                text = path.read_text(encoding="utf-8")
+                vault.guard(path)               # a link out of the vault is neither read nor written
+            except UnsafePathError as exc:
+                refused.append(str(exc))
+                continue
+            real = Path(os.path.realpath(path))
+            if not real.is_file():
+                continue
+            try:
+                text = real.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
             if pid not in text:
                 continue
             out = _rewrite(text, pid, new)
             if out != text:
-                path.write_text(out, encoding="utf-8")
+                vault.write(real, out)           # the file a link inside the vault names; the link stays
                 changed.append(str(path.relative_to(vault.root)))
         vault.commit(f"rekey {pid} -> {new}")
     indexed = False
@@ -158,5 +210,5 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
             PaperIndex(ws).sync()
             indexed = True
     except Exception as exc:  # the rename stands; the index catches up on the next `papervault index`
-        return {"id": pid, "new": new, "changed": changed, "index": f"not updated: {exc}"}
-    return {"id": pid, "new": new, "changed": changed, "index": "updated" if indexed else "none"}
+        return {"id": pid, "new": new, "changed": changed, "index": f"not updated: {exc}", "refused": refused}
+    return {"id": pid, "new": new, "changed": changed, "index": "updated" if indexed else "none", "refused": refused}

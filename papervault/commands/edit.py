@@ -70,5 +70,7 @@ def rekey(given, new_id, workspace, as_json):
     if as_json:
         emit_json(report)
     else:
+        for line in report.get("refused", []):
+            click.echo(f"warning: {line}", err=True)
         click.echo(f"{report['id']} -> {report['new']}: {plural(len(report['changed']), 'file')} changed, "
                    f"index {report.get('index', 'none')}")
