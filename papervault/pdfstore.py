@@ -20,10 +20,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from papervault.errors import InputError, NotFoundError
+from papervault.errors import InputError, NotFoundError, UnsafePathError
 from papervault.hashing import file_sha256, group_sha256
+from papervault.vault.paths import guard
 
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SHA256 = re.compile(r"\A[0-9a-f]{64}\Z")
 
 
 def store_dir(root: Path) -> Path:
@@ -34,7 +35,7 @@ def store_dir(root: Path) -> Path:
 def stored_path(root: Path, sha: str | None) -> Path | None:
     """Where the PDF of hash `sha` is kept; None for a value that is not a SHA-256 (a hostile `pdf:` such as
     `../../etc/passwd` never becomes a path)."""
-    if not isinstance(sha, str) or not SHA256.match(sha):
+    if not isinstance(sha, str) or not SHA256.fullmatch(sha):
         return None
     return store_dir(root) / f"{sha}.pdf"
 
@@ -43,6 +44,10 @@ def kept(root: Path, sha: str | None) -> Path | None:
     """The stored PDF of hash `sha` when it is there as a regular file (not a link out of the store)."""
     p = stored_path(root, sha)
     if p is None or p.is_symlink() or not p.is_file():
+        return None
+    try:
+        guard(root, p, "read", within=store_dir(root))     # pdfs/ itself may be a link; nothing in it leads out
+    except UnsafePathError:
         return None
     return p
 
@@ -60,6 +65,7 @@ def keep(root: Path, src: str | Path, sha: str | None = None) -> str:
         raise ValueError(f"not a SHA-256: {digest!r}")
     if kept(root, digest) is not None and dest.stat().st_size == src.stat().st_size:
         return digest
+    dest = guard(root, dest, within=store_dir(root), follow=False)   # a link in pdfs/ is replaced, not followed
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".incoming-", suffix=".pdf", dir=dest.parent)
     try:
@@ -81,36 +87,38 @@ def keep(root: Path, src: str | Path, sha: str | None = None) -> str:
 
 
 def pdf_of(ws, meta) -> Path | None:
-    """The PDF of a paper: the stored copy, else its original when it still holds the bytes the note records
-    (`sha256`); None when neither is there."""
-    p = kept(ws.root, getattr(meta, "pdf", None))
-    if p is not None:
-        return p
-    return _original(meta)
+    """The PDF of a paper: the workspace's kept copy `pdfs/<sha256>.pdf`, or None.
+
+    Only `pdfs/` is trusted. The note's `files:` are where the PDFs came from (provenance), and a note may have
+    arrived with a shared vault: `files: [/home/you/private.pdf]` or `../../x.pdf` must never make `open`, `show`
+    or the survey's parse stage read a file the user did not add. An import from a file the user chose (a PDF,
+    a .bib whose `file` field names PDFs, a Better BibTeX export, Zotero) reads the files it names and copies the
+    PDF into `pdfs/` at that moment; afterwards only that copy is read. `pdf_refusal` says why there is none."""
+    return kept(ws.root, getattr(meta, "pdf", None))
 
 
-def _original(meta) -> Path | None:
-    files = [Path(f) for f in meta.files]
-    try:
-        if not files or not all(f.is_file() for f in files):
-            return None
-        if meta.sha256 and group_sha256([file_sha256(f) for f in files]) != meta.sha256:
-            return None      # another file now sits under the old name
-    except OSError:
+def pdf_refusal(ws, meta) -> str | None:
+    """One line saying why a paper has no PDF to read although its note names files (None when it has one, or
+    names none): the note's `files:` lie outside the workspace's `pdfs/` and are never read from the note."""
+    if pdf_of(ws, meta) is not None or not getattr(meta, "files", None):
         return None
-    return files[0]
+    return (f"{meta.id}: its note names {str(meta.files[0])!r}, outside {store_dir(ws.root)}; a note's files are not read "
+            f"(add the PDF with `papervault add FILE.pdf` to keep a copy)")
 
 
 def require_pdf(ws, meta) -> Path:
-    """`pdf_of`, or a NotFoundError that says how to bring the PDF back."""
+    """`pdf_of`, or a NotFoundError that says how to bring the PDF back (a note's `files:` are never read)."""
     p = pdf_of(ws, meta)
     if p is not None:
         return p
     if getattr(meta, "pdf", None) or meta.sha256:
         name = f"{meta.pdf}.pdf" if meta.pdf else "its PDF"
-        raise NotFoundError(f"the PDF of {meta.id} ({name}) is not in {store_dir(ws.root)} and its original is "
-                            f"gone or changed",
+        raise NotFoundError(f"the PDF of {meta.id} ({name}) is not in {store_dir(ws.root)}; a note's files are "
+                            f"not read (its original is gone or changed, or was never added here)",
                             fix=f"add the PDF again: papervault add FILE.pdf (its bytes are matched to {meta.id})")
+    refused = pdf_refusal(ws, meta)
+    if refused:
+        raise NotFoundError(refused)
     raise NotFoundError(f"{meta.id} has no PDF (metadata only)", fix="add its PDF: papervault add FILE.pdf")
 
 

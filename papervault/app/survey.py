@@ -179,17 +179,18 @@ def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
     v = ws.vault
     if v.fulltext_path(paper_id).is_file():
         return {"id": paper_id, "status": "present"}
-    from papervault.pdfstore import pdf_of
+    from papervault.pdfstore import pdf_of, pdf_refusal
 
     meta = v.read_meta(paper_id)
-    pdf = pdf_of(ws, meta)      # the workspace's kept copy, else the original when it is still there
+    pdf = pdf_of(ws, meta)      # the workspace's kept copy only: a note's `files:` are never read
     if pdf is None:
-        return {"id": paper_id, "status": "no-pdf"}
+        refused = pdf_refusal(ws, meta)
+        return {"id": paper_id, "status": "no-pdf", **({"message": refused} if refused else {})}
     try:
         parsed = parse_cached(pdf, ws.settings.parse, ws.parse_cache_dir)
+        v.write_fulltext(paper_id, parsed)      # refused (one line) when the paper's folder leads out of the vault
     except PapervaultError as exc:
         return {"id": paper_id, "status": "failed", "message": str(exc)}
-    v.write_fulltext(paper_id, parsed)
     v.update_meta(paper_id, pages=parsed.pages, parser=parsed.parser, sha256=meta.sha256 or parsed.sha256,
                   status="parsed" if meta.status == "metadata" else meta.status)
     return {"id": paper_id, "status": "parsed"}
@@ -408,10 +409,9 @@ class Stages:
         """Called as each stage finishes (a front end's progress display); nothing to do by default."""
 
 
-def _write(path: Path, text: str) -> None:
-    from papervault.vault.store import atomic_write
-
-    atomic_write(path, text)
+def _write(vault, path: Path, text: str) -> None:
+    """Write a survey file (under vault/surveys/<slug>/) through the vault's write guard."""
+    vault.write(path, text)
 
 
 def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: list[str] | None = None,
@@ -451,6 +451,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
                 commits.append(sha)
 
     with ws.write_lock("survey"):
+        ws.vault.guard(sdir)          # a survey folder that is a link out of the vault is refused, not written
         sdir.mkdir(parents=True, exist_ok=True)
         # 1. retrieve
         t0 = time.perf_counter()
@@ -473,6 +474,9 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         t0 = time.perf_counter()
         parsed = stages.parse(ids)
         newly = [p["id"] for p in parsed if p["status"] == "parsed"]
+        for p in parsed:
+            if p.get("message"):           # a refused note path, a failed parse: one line each
+                logger.warning("parse %s: %s", p["id"], p["message"])
         stage_done("parse", t0, f"survey {slug}: parse {plural(len(newly), 'selected paper')} lacking full text "
                    f"({', '.join(newly[:5])})" if newly else None, [ws.vault.papers_dir])
 
@@ -503,7 +507,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         t0 = time.perf_counter()
         corr_d = stages.correlate(topic, ids, backend, inputs)
         corr = Correlation.from_dict(corr_d)
-        _write(sdir / "correlation.md", E.render("correlation.md.j2", tdir, c=corr, topic=topic, slug=slug, inputs=inputs))
+        _write(ws.vault, sdir / "correlation.md", E.render("correlation.md.j2", tdir, c=corr, topic=topic, slug=slug, inputs=inputs))
         stages.table_artifact(
             f"survey-{slug}-comparison"[:100].lower(),
             [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
@@ -522,7 +526,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
                     sections=[Section(**s) for s in out["outline"]["sections"]],
                     edited=out["outline"]["edited"], backend=out["outline"]["backend"])
         if out["how"] == "new":
-            _write(opath, render_outline(o, slug=slug, inputs=inputs, template_dir=tdir))
+            _write(ws.vault, opath, render_outline(o, slug=slug, inputs=inputs, template_dir=tdir))
         stages.markdown_artifact(f"survey-{slug}-outline"[:100].lower(), opath.read_text(encoding="utf-8"),
                                  f"Outline of the survey “{topic}”")
         stage_done("outline", t0, f"survey {slug}: outline of {len(o.sections)} sections" +
@@ -542,7 +546,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         pr = PolishResult(markdown=res["markdown"], changes=[Change(**c) for c in res["changes"]],
                           flags=[Flag(**f) for f in res["flags"]], claims=res["claims"], supported=res["supported"])
         write_survey(ws, slug, doc, pr.markdown, survey_papers, backend)
-        _write(sdir / "polish-report.md", E.render("polish-report.md.j2", tdir, r=pr, slug=slug, topic=topic,
+        _write(ws.vault, sdir / "polish-report.md", E.render("polish-report.md.j2", tdir, r=pr, slug=slug, topic=topic,
                                                    threshold=threshold, citations=E.citations(pr.markdown)))
         stage_done("polish", t0, f"survey {slug}: polish ({pr.claims} cited claims checked, {len(pr.changes)} "
                    f"fixed, {len(pr.flags)} still flagged)", [sdir])
@@ -573,8 +577,8 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
     bib_papers = [p for p in survey_papers if p.id in cited] or list(survey_papers)
     known = set(ws.vault.paper_ids())
     bib_papers += load_papers(ws.vault, sorted(cited - {p.id for p in survey_papers} & known))[0]
-    _write(sdir / "references.bib", E.bibtex(bib_papers))
-    _write(sdir / "references.json", json.dumps(E.csl_json(bib_papers), indent=2, ensure_ascii=False) + "\n")
+    _write(ws.vault, sdir / "references.bib", E.bibtex(bib_papers))
+    _write(ws.vault, sdir / "references.json", json.dumps(E.csl_json(bib_papers), indent=2, ensure_ascii=False) + "\n")
     title = f"{topic[:1].upper()}{topic[1:]}: a survey"
     doc = {"body": body, "cited": sorted(cited), "title": title,
            "header": E.yaml_header(title, slug, {"csl-json": "references.json"})}
@@ -586,7 +590,7 @@ def write_survey(ws: Workspace, slug: str, doc: dict[str, Any], body: str, surve
     """`survey.md`: the header, title, paper list and `body` rendered through `survey.md.j2`."""
     from papervault.survey import export as E
 
-    _write(ws.vault.survey_dir(slug) / "survey.md",
+    _write(ws.vault, ws.vault.survey_dir(slug) / "survey.md",
            E.render("survey.md.j2", ws.root / "templates" / "survey", header=doc["header"], title=doc["title"],
                     papers=survey_papers, backend=backend, body=body))
 
