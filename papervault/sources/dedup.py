@@ -31,9 +31,9 @@ TITLE_THRESHOLD = 0.95
 _DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/|(?:dx\.)?doi\.org/)", re.I)
 # The suffix characters Crossref recommends (they cover all but a few old SICI DOIs): no brackets, quotes,
 # angle brackets or spaces, so a DOI can never end or extend the Markdown link it becomes.
-_DOI_SHAPE = re.compile(r"^10\.\d{4,9}/[-._;()/:a-z0-9]+$")
-_ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(?:v\d+)?$")
-_ARXIV_OLD = re.compile(r"^([a-z][a-z\-]*)(?:\.[A-Za-z\-]+)?/(\d{7})(?:v\d+)?$", re.I)
+_DOI_SHAPE = re.compile(r"\A10\.\d{4,9}/[-._;()/:a-z0-9]+\Z")       # \Z: `$` would accept a final newline
+_ARXIV_NEW = re.compile(r"\A(\d{4}\.\d{4,5})(?:v\d+)?\Z")
+_ARXIV_OLD = re.compile(r"\A([a-z][a-z\-]*)(?:\.[A-Za-z\-]+)?/(\d{7})(?:v\d+)?\Z", re.I)
 _ARXIV_URL = re.compile(r"^(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/(.+?)(?:\.pdf)?/?(?:[?#].*)?$", re.I)
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.I)
 

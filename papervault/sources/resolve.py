@@ -26,7 +26,7 @@ _UNSET = object()
 BIB_SUFFIXES = {".bib", ".bibtex", ".biblatex"}
 JSON_SUFFIXES = {".json", ".csljson", ".csl"}
 _DOI_INPUT = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/|(?:dx\.)?doi\.org/)?10\.\d{4,9}/\S+$", re.I)
-_BARE_ARXIV = re.compile(r"^(\d{4}\.\d{4,5}(v\d+)?|[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?)$")
+_BARE_ARXIV = re.compile(r"\A(\d{4}\.\d{4,5}(v\d+)?|[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?)\Z")
 
 
 def classify(item: str) -> str:
