@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import Field
@@ -240,8 +240,8 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
         try:
             paper_id, _ = vt.paper(paper_id)       # a former id (rekey) reads the renamed paper's note
             return agent_markdown(vt.vault.safe_path(vt.vault.note_path(paper_id)).read_text(encoding="utf-8"))
-        except PapervaultError as exc:
-            raise ValueError(str(exc)) from None
+        except PapervaultError as exc:      # the client gets the one-line reason, the log no traceback
+            raise ResourceError(str(exc)) from None
 
     @mcp.resource("papervault://paper/{paper_id}/fulltext", name="paper-fulltext", mime_type="text/markdown",
                   description="A paper's full text (paper.md) with page anchors")
@@ -249,8 +249,8 @@ git commit in the vault, so it can be undone with git. Only on the user's explic
         try:
             paper_id, _ = vt.paper(paper_id)
             return agent_markdown(vt.vault.read_fulltext(paper_id))
-        except PapervaultError as exc:
-            raise ValueError(str(exc)) from None
+        except PapervaultError as exc:      # the client gets the one-line reason, the log no traceback
+            raise ResourceError(str(exc)) from None
 
     @mcp.resource("papervault://papers", name="papers", mime_type="application/json",
                   description="Every paper in the vault: id, title, year (the first 1000)")
