@@ -26,7 +26,7 @@ from papervault.chunking.code import (CodeChunk, RepoSummary, chunk_file, detect
                                       repository_chunk, summarize_repo, BUILD_FILES)
 from papervault.errors import NotFoundError, SourceError
 from papervault.vault import frontmatter
-from papervault.vault.store import ID_PATTERN, atomic_write
+from papervault.vault.store import ID_PATTERN
 from papervault.wording import plural
 
 log = logging.getLogger(__name__)
@@ -335,7 +335,7 @@ def render_note(workspace, inputs: dict, papers: list[dict]) -> tuple[dict, str]
 
 def write_note(vault, name: str, meta: dict, body: str) -> Path:
     """Write `vault/code/<name>.md`; when a person edited it since, write `<name>.new.md` beside it instead."""
-    path = vault.code_dir / f"{name}.md"
+    path = vault.guard(vault.code_dir / f"{name}.md")     # never read or written through a link out
     text = frontmatter.join(meta, body)
     if path.exists():
         try:
@@ -345,11 +345,11 @@ def write_note(vault, name: str, meta: dict, body: str) -> Path:
         edited = old_meta.get("generated_hash") and frontmatter.body_hash(old_body) != old_meta["generated_hash"]
         if edited:
             target = path.with_name(f"{name}.new.md")
-            atomic_write(target, text)
+            vault.write(target, text)
             return target
         if path.read_text(encoding="utf-8") == text:
             return path
-    atomic_write(path, text)
+    vault.write(path, text)
     return path
 
 

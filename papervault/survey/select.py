@@ -211,13 +211,12 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     import time
 
     from papervault.survey import selection as S
-    from papervault.vault.store import atomic_write
 
     t0 = time.perf_counter()
     parsed = [parse_spec(s) for s in (specs or [])]
     if max_papers is not None and max_papers < 1:
         raise PapervaultError(f"--max-papers {max_papers} selects nothing", fix="give a number of papers of 1 or more")
-    path = ws.vault.survey_dir(slug) / S.FILENAME
+    path = ws.vault.guard(ws.vault.survey_dir(slug) / S.FILENAME)    # the write guard, before it is read
     existing = path.read_text(encoding="utf-8") if path.is_file() else None
     edits = S.read_edits(existing)
     own = set(ws.vault.paper_ids())
@@ -313,7 +312,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     near_entries = struck + [e for e in near if e.id not in set(ids) and e.id not in set(edits.struck)]
     _fill_titles(ws, sel_entries + near_entries)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
+    ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
                                 method=method))
     out.ids = ids
     out.edits = {"added": list(edits.added), "struck": list(edits.struck)}
