@@ -30,7 +30,9 @@ _MAX_PASSAGE = 280
 @dataclass
 class Reason:
     """Why a paper is in the selection: a matched passage (kind "passage"), the topic's words in its title
-    ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper), or a
+    ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
+    citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
+    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets), or a
     person's or a `--papers` choice ("person", "spec")."""
 
     kind: str
@@ -81,6 +83,19 @@ def _one_line(text: str, limit: int = _MAX_PASSAGE) -> str:
     return s.replace("@", "&#64;")
 
 
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9_]|[A-Za-z0-9]")
+
+
+def _ids(other: str, limit: int = 8) -> str:
+    """ ": @a, @b" for the comma-separated paper ids of a citation reason (a paper id is the vault's own; anything
+    else is left out)."""
+    ids = [i for i in (other or "").split(",") if _ID.fullmatch(i)]
+    if not ids:
+        return ""
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ": " + ", ".join(f"@{i}" for i in ids[:limit]) + more
+
+
 def _reason_line(r: Reason) -> str:
     if r.kind == "passage":
         where = []
@@ -96,6 +111,13 @@ def _reason_line(r: Reason) -> str:
         return f"cited by @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
     if r.kind == "citing":
         return f"cites @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
+    if r.kind == "cocited":
+        return f"{_one_line(r.text, 200)}{_ids(r.other)}"
+    if r.kind == "chain":
+        return (f"cited by @{r.other}, which citation evidence chose ({_one_line(r.text, 160)})"
+                if _ID.fullmatch(r.other) else _one_line(r.text, 200))
+    if r.kind == "citations":
+        return f"citations: {_one_line(r.text, 200)}{_ids(r.other)}"
     if r.kind == "person":
         return "added by you in selection.md"
     if r.kind == "spec":

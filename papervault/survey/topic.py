@@ -15,9 +15,22 @@
 4. **Citation links**: a paper near the cut-off that a selected paper cites, or that cites a selected paper
    (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
    with the link as its reason.
+5. **Citation evidence**: a field's canonical papers are often named by a method, a system or a metaphor
+   ("Paxos", "The Part-Time Parliament"), not by the topic, and score low on their own; everyone on the topic
+   cites them. A vault paper that several of the selected papers cite (`CITE_SEVERAL`), or at least two and half
+   of those with a reference list (`CITE_SHARE`), is selected whatever its own score, with "cited by 2 of the 3
+   selected papers" as its reason, provided the selected papers cite it `CITE_LIFT` times as often as the rest
+   of the vault does: a textbook or a statistics method cited everywhere does not enter every survey. Papers
+   cited by one selected paper, and those cited by the papers that citation evidence brought in (one step
+   further), are near misses with that evidence.
 
-Everything read here is the index and the reference lists of the papers selected or near the cut-off: the cost
-grows with the topic, not with the library. docs/survey.md records the measurements (bench/survey_selection.py).
+The title lift is held in proportion: it adds at most `TITLE_SHARE` of the paper's own margin (passages, full
+text, abstract) over the vault's median, so a title that repeats the topic cannot outrank a paper whose abstract
+and body are about it.
+
+Everything read here is the index and the reference lists of the vault's papers with full text (the citation
+graph, papervault.survey.citations, built once per selector). docs/survey.md records the measurements, with each
+signal's contribution (bench/survey_selection.py).
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ EXPANSION_TERMS = 6     # words added to the full-text query
 LEXICAL_WEIGHT = 0.12   # weight of the full-text score (normalised to about 0..1) against the cosine
 CHUNK_WEIGHT = 0.5      # how much a paper's best passage may lift its title/abstract similarity
 TITLE_WEIGHT = 0.12     # lift of a paper whose title names the topic's own words (times their rarity-weighted share)
+TITLE_SHARE = 0.5       # ... at most this share of the paper's own margin over the vault's median
 Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
 TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
 BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background similarity
@@ -52,6 +66,13 @@ NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near mi
 NEAR_SHOWN = 15         # near misses listed in selection.md
 PASSAGES = 2            # passages given as a selected paper's reason
 LINK_READS = 60         # at most this many near-miss papers' reference lists are read for links
+# Citation evidence. Set before the held-out topics were added (bench/survey_selection_gold.yaml) and not changed
+# after measuring them.
+CITE_MIN = 2            # a paper enters by citations when at least this many selected papers cite it ...
+CITE_SEVERAL = 3        # ... and either this many do,
+CITE_SHARE = 0.5        # ... or this share of the selected papers with a reference list do;
+CITE_LIFT = 3.0         # and the selected papers cite it this many times as often as the rest of the vault
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations")   # what `without` can switch off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -83,11 +104,12 @@ class Candidate:
     doi: str = ""
     arxiv: str = ""
     title_words: list[str] = field(default_factory=list)   # the topic's words its title names
+    evidence: list[Reason] = field(default_factory=list)    # citation evidence (kinds "cocited", "chain", "citations")
 
     def entry(self) -> Entry:
         named = [Reason("title", ", ".join(self.title_words))] if self.title_words else []
         reasons = named + [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
-        return Entry(self.id, self.title, self.year, round(self.score, 4), self.links + reasons)
+        return Entry(self.id, self.title, self.year, round(self.score, 4), self.evidence + self.links + reasons)
 
 
 @dataclass
@@ -101,6 +123,7 @@ class TopicSelection:
     expansion: list[str]
     candidates: int
     capped: bool = False
+    citing: int = 0             # papers of the vault with a reference list (0: no citation evidence at all)
 
     @property
     def ids(self) -> list[str]:
@@ -109,7 +132,8 @@ class TopicSelection:
     def method(self) -> dict[str, Any]:
         return {"cut-off score": f"{self.cutoff:.3f}", "vault median": f"{self.median:.3f}",
                 "topic expanded with": ", ".join(self.expansion),
-                "papers scored": self.candidates, "capped by max papers": "yes" if self.capped else ""}
+                "papers scored": self.candidates, "capped by max papers": "yes" if self.capped else "",
+                "papers with a reference list": self.citing}
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -159,6 +183,7 @@ class TopicSelector:
         self._lower: list[str] | None = None
         self._title_words: list[frozenset[str]] | None = None
         self._title_vocab: Counter = Counter()
+        self._graph = None
 
     # --- evidence ------------------------------------------------------------------------------------
 
@@ -238,9 +263,13 @@ class TopicSelector:
         return out, variants
 
     def _score(self, q: np.ndarray, query: str, where: str | None, allowed: np.ndarray | None,
-               title: np.ndarray | None = None) -> tuple[np.ndarray, dict, dict]:
+               title: np.ndarray | None = None, without: frozenset = frozenset()) -> tuple[np.ndarray, dict, dict]:
         dense_p = _dot(self.mat, q)
         chunk_dense, lex = self._chunk_hits(query, q, where)
+        if "passages" in without:
+            chunk_dense = {}
+        if "fulltext" in without:
+            lex = {}
         score = dense_p.copy()
         for pid, (s, _) in chunk_dense.items():
             i = self.pos.get(pid)
@@ -253,8 +282,10 @@ class TopicSelector:
                 i = self.pos.get(pid)
                 if i is not None:
                     score[i] += LEXICAL_WEIGHT * min(1.0, s / norm)
-        if title is not None:
-            score = score + TITLE_WEIGHT * title
+        if title is not None and "title" not in without:
+            # In proportion: a title adds at most TITLE_SHARE of what the paper's text earns over the median.
+            median = min(float(np.median(dense_p)), BACKGROUND_CAP)
+            score = score + np.minimum(TITLE_WEIGHT * title, TITLE_SHARE * np.maximum(0.0, score - median))
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         return score, chunk_dense, lex
@@ -273,7 +304,14 @@ class TopicSelector:
     # --- selection -----------------------------------------------------------------------------------
 
     def select(self, topic: str, *, restrict: Iterable[str] | None = None, max_papers: int | None = None,
-               exclude: Iterable[str] = ()) -> TopicSelection:
+               exclude: Iterable[str] = (), without: Iterable[str] = ()) -> TopicSelection:
+        """The papers about `topic`. `without` switches signals off (names of SIGNALS), for the benchmark's
+        ablation."""
+        without = frozenset(without)
+        unknown = without - set(SIGNALS)
+        if unknown:
+            raise PapervaultError(f"unknown selection signal {', '.join(sorted(unknown))}",
+                                  fix=f"use {', '.join(SIGNALS)}")
         topic = (topic or "").strip()
         if not topic:
             raise PapervaultError("a survey needs a topic", fix='give one: papervault survey "TOPIC"')
@@ -290,17 +328,19 @@ class TopicSelector:
                 where = f"paper_id IN ({_sql_list(sorted(keep))})"
         q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
         title, topic_forms = self._title_match(topic)
-        s0, _, _ = self._score(q0, topic, where, allowed, title)
+        s0, _, _ = self._score(q0, topic, where, allowed, title, without)
         fin0 = s0[np.isfinite(s0)]
         order = [int(i) for i in np.argsort(-s0)[:FEEDBACK_DOCS] if np.isfinite(s0[i])]
         # Feedback only from papers close to the best: a topic with one or two papers in the vault must not
         # drift towards whatever happens to come next.
         m0 = float(np.median(fin0)) if len(fin0) else 0.0
         top = [i for i in order if s0[i] >= m0 + FEEDBACK_FRACTION * (s0[order[0]] - m0)]
-        terms = self._expansion(topic, top)
+        if "feedback" in without:
+            top = []
+        terms = self._expansion(topic, top) if top else []
         q1 = _unit(q0 + ROCCHIO * _unit(self.mat[top].mean(axis=0))) if top else q0
         query1 = " ".join([topic, *terms])
-        score, chunk_dense, lex = self._score(q1, query1, where, allowed, title)
+        score, chunk_dense, lex = self._score(q1, query1, where, allowed, title, without)
 
         finite = score[np.isfinite(score)]
         # The background is the whole vault's title/abstract similarity, not the candidates': a tag: or
@@ -348,16 +388,112 @@ class TopicSelector:
         selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded]
         near = [cand(i) for i in order[:len(selected) + 3 * NEAR_SHOWN + LINK_READS]
                 if near_cut <= score[i] < cutoff and self.ids[i] not in excluded]
-        added = self._links(selected, near)
+        added = self._links(selected, near) if "links" not in without else []
         if added:
             got = {c.id for c in added}
             selected = sorted(selected + added, key=lambda c: -c.score)
             near = [c for c in near if c.id not in got]
+        citing = 0
+        if "citations" not in without:
+            ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
+            selected, near, citing = self._cited(selected, near, cand, lambda pid: ok(self.pos[pid]), excluded)
         capped = False
         if max_papers is not None and len(selected) > max_papers:
             near = selected[max_papers:] + near
             selected, capped = selected[:max_papers], True
-        return TopicSelection(topic, selected, near[:NEAR_SHOWN], cutoff, median, spread, terms, len(finite), capped)
+        return TopicSelection(topic, selected, near[:NEAR_SHOWN], cutoff, median, spread, terms, len(finite), capped,
+                              citing)
+
+    # --- citation evidence ---------------------------------------------------------------------------
+
+    def graph(self):
+        """The vault's citation graph (papervault.survey.citations), built on first use."""
+        if self._graph is None:
+            from papervault.survey.citations import build_graph
+
+            self._graph = build_graph(self.ws.vault, self.ids, self.titles, self.dois, self.arxivs,
+                                      [pid for pid, f in zip(self.ids, self.fulltext) if f])
+        return self._graph
+
+    def _cited(self, selected: list[Candidate], near: list[Candidate], cand, allowed, excluded: set[str]
+               ) -> tuple[list[Candidate], list[Candidate], int]:
+        """Papers the selected papers cite, weighed against the rest of the vault: chosen (`CITE_*`), near misses
+        (cited by one selected paper, or by a paper citation evidence chose), and the evidence line of every
+        paper listed. Returns (selected, near, papers of the vault with a reference list)."""
+        g = self.graph()
+        if not g.with_refs:
+            return selected, near, 0
+        sel_ids = [c.id for c in selected]
+        sel_set = set(sel_ids)
+        n = len(sel_ids)
+        readers = [pid for pid in sel_ids if pid in g.with_refs]       # the selected papers that can cite
+        rest = max(1, len(g.with_refs) - len(readers))
+        counts: dict[str, set[str]] = {}
+        for pid in readers:
+            for c in g.cites.get(pid, ()):
+                if c not in sel_set and c not in excluded and c in self.pos and allowed(c):
+                    counts.setdefault(c, set()).add(pid)
+
+        def lifted(pid: str, k: int) -> bool:
+            share = k / len(readers)
+            elsewhere = len(g.cited_by.get(pid, ())) - k
+            return share >= CITE_LIFT * (elsewhere / rest)
+
+        def cited_text(k: int) -> str:
+            s = f"cited by {k} of the {n} selected papers"
+            return s + (f" ({len(readers)} of them with a reference list)" if len(readers) < n else "")
+
+        chosen: list[Candidate] = []
+        singles: list[tuple[str, set[str]]] = []
+        generic: list[tuple[str, set[str]]] = []
+        for pid, by in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            k = len(by)
+            strong = k >= CITE_MIN and (k >= CITE_SEVERAL or k >= CITE_SHARE * len(readers))
+            if strong and lifted(pid, k):
+                c = cand(self.pos[pid])
+                c.evidence.append(Reason("cocited", cited_text(k), other=",".join(sorted(by))))
+                chosen.append(c)
+            elif strong:
+                generic.append((pid, by))
+            else:
+                singles.append((pid, by))
+        chosen_ids = {c.id for c in chosen}
+        near = [c for c in near if c.id not in chosen_ids]
+        near_ids = {c.id for c in near}
+        extra: list[Candidate] = []
+        for pid, by in generic + singles:        # near misses: cited, but too rarely or by everyone
+            c = next((x for x in near if x.id == pid), None) or cand(self.pos[pid])
+            why = cited_text(len(by))
+            if (pid, by) in generic:
+                why += f", but also by {len(g.cited_by.get(pid, ())) - len(by)} other papers of the vault"
+            c.evidence.append(Reason("cocited", why, other=",".join(sorted(by))))
+            if pid not in near_ids:
+                extra.append(c)
+                near_ids.add(pid)
+        for src in chosen:                        # one step further: cited by what citation evidence chose
+            for pid in sorted(g.cites.get(src.id, ())):
+                if pid in sel_set or pid in chosen_ids or pid in excluded or pid not in self.pos or not allowed(pid):
+                    continue
+                c = next((x for x in near + extra if x.id == pid), None)
+                if c is None:
+                    c = cand(self.pos[pid])
+                    extra.append(c)
+                    near_ids.add(pid)
+                c.evidence.append(Reason("chain", src.evidence[0].text, other=src.id))
+        # citation-evidence near misses first: they are what the evidence almost brought in
+        near = sorted(extra, key=lambda c: -len(c.evidence)) + near
+        final = selected + chosen
+        final_ids = [c.id for c in final]
+        for c in final + near:
+            if any(r.kind in ("cocited", "chain") for r in c.evidence):
+                continue
+            by = sorted(g.citers(c.id, final_ids))
+            cites_n = len(g.cites.get(c.id, set()) & set(final_ids))
+            text = f"cited by {len(by)} of the {len(final_ids)} selected papers"
+            if c.id in g.with_refs:
+                text += f"; cites {cites_n} of them"
+            c.evidence.append(Reason("citations", text, other=",".join(by)))
+        return final, near, len(g.with_refs)
 
     # --- citation links ------------------------------------------------------------------------------
 

@@ -1,0 +1,94 @@
+"""Which vault papers cite which: the reference lists of the papers with full text, matched against the vault.
+
+A reference list names a vault paper by its DOI, its arXiv id or its normalised title (three words or more), the
+rule of `correlate.find_lineages` and of the selection's citation links; here it is applied to the whole vault at
+once: the vault's titles are indexed by their first three words, so a reference list is read in one pass whatever
+the size of the library. Topic selection uses the graph for citation evidence (papervault.survey.topic): a paper
+that the selected papers cite, weighed against how often the rest of the vault cites it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from papervault.errors import PapervaultError
+
+_DOI = re.compile(r"10\.\d{4,9}/[^\s\"<>,;]+")
+_ARXIV = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?![\d])")
+
+
+@dataclass
+class CitationGraph:
+    """`cites[a]` = the vault papers a's reference list names; `cited_by[b]` = the vault papers that name b.
+    `with_refs` = the papers whose reference list could be read (the ones that can cite at all)."""
+
+    cites: dict[str, set[str]] = field(default_factory=dict)
+    cited_by: dict[str, set[str]] = field(default_factory=dict)
+    with_refs: set[str] = field(default_factory=set)
+
+    def citers(self, pid: str, among: Iterable[str] | None = None) -> set[str]:
+        got = self.cited_by.get(pid, set())
+        return got & set(among) if among is not None else set(got)
+
+
+def reference_list(fulltext: str) -> str:
+    """A paper's reference list as one line, line-break hyphenation joined ("dis- tributed")."""
+    from papervault.agents.otherwork import _dehyphen
+    from papervault.survey.correlate import references_text
+
+    return _dehyphen(" ".join(references_text(fulltext).split()))
+
+
+class Matcher:
+    """Finds the vault papers a reference list names, by DOI, arXiv id or title."""
+
+    def __init__(self, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str]):
+        from papervault.ids import normalize_title
+
+        self.by_doi = {d.lower().rstrip("."): pid for pid, d in zip(ids, dois) if d}
+        self.by_arxiv = {a.split("v")[0]: pid for pid, a in zip(ids, arxivs) if a and _ARXIV.fullmatch(a.split("v")[0])}
+        self.by_start: dict[tuple[str, str, str], list[tuple[tuple[str, ...], str]]] = {}
+        for pid, t in zip(ids, titles):
+            words = tuple(normalize_title(t).split())
+            # a title of one or two words ("Paxos") matches too much to mean a citation
+            if len(words) >= 3:
+                self.by_start.setdefault(words[:3], []).append((words, pid))
+
+    def named(self, refs: str) -> set[str]:
+        from papervault.ids import normalize_title
+
+        if not refs.strip():
+            return set()
+        low = refs.lower()
+        out = {self.by_doi[d.rstrip(".")] for d in _DOI.findall(low) if d.rstrip(".") in self.by_doi}
+        out |= {self.by_arxiv[a] for a in _ARXIV.findall(low) if a in self.by_arxiv}
+        words = normalize_title(refs).split()
+        for j in range(len(words) - 2):
+            for title, pid in self.by_start.get((words[j], words[j + 1], words[j + 2]), ()):
+                if tuple(words[j:j + len(title)]) == title:
+                    out.add(pid)
+        return out
+
+
+def build_graph(vault, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str],
+                with_text: Iterable[str]) -> CitationGraph:
+    """The citation graph of the vault: the reference list of every paper of `with_text` (the papers with a
+    paper.md) matched against all of `ids`. A paper whose full text cannot be read cites nothing."""
+    matcher = Matcher(ids, titles, dois, arxivs)
+    g = CitationGraph()
+    for pid in with_text:
+        try:
+            refs = reference_list(vault.read_fulltext(pid))
+        except (OSError, PapervaultError):
+            continue
+        if not refs.strip():
+            continue
+        g.with_refs.add(pid)
+        named = matcher.named(refs) - {pid}
+        if named:
+            g.cites[pid] = named
+            for c in named:
+                g.cited_by.setdefault(c, set()).add(pid)
+    return g

@@ -1,0 +1,147 @@
+"""Citation evidence in topic selection, on a small vault whose papers' reference lists cite each other.
+
+The vault: four papers about consensus for replicated state machines (their titles repeat the topic), each citing
+"Paxos Made Simple" (a canonical paper whose title shares no word with the topic and whose note says nothing of
+it); every paper of the vault cites a statistics textbook; "Paxos Made Simple" itself cites "Time, Clocks, and
+the Ordering of Events"; twelve papers on other topics fill the vault. Built through the Vault and indexed with
+`papervault index` (real fastembed and LanceDB), then selected with `papervault survey TOPIC --select-only`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from papervault.models import ParsedPaper, PaperMeta
+from papervault.vault import frontmatter
+
+TOPIC = "consensus protocols for replicated state machines"
+TEXTBOOK = "Statistical Methods for Research Workers and Experimenters"
+PAXOS = "Paxos Made Simple"
+CLOCKS = "Time, Clocks, and the Ordering of Events in a Distributed System"
+
+CONSENSUS = {
+    "ongaro2014consensus": ("Consensus protocols for replicated state machines made understandable",
+                            "We present a consensus protocol for managing a replicated log of a replicated state "
+                            "machine. Leader election, log replication and safety are separated."),
+    "howard2016consensus": ("Flexible quorums for consensus in replicated state machines",
+                            "Consensus protocols for replicated state machines need majority quorums in both phases; "
+                            "we show that only the intersection of quorums across phases matters."),
+    "moraru2013consensus": ("There is more consensus in egalitarian replicated state machines",
+                            "A leaderless consensus protocol for state machine replication with optimal commit "
+                            "latency in the wide area and load balanced across all replicas."),
+    "vanrenesse2015consensus": ("Consensus for replicated state machines made moderately complex",
+                                "How to build a replicated state machine on a consensus protocol: replicas, leaders, "
+                                "acceptors, ballots and slots, with pseudocode for each process."),
+}
+OTHER_TOPICS = [
+    ("Deep residual learning for image recognition", "Residual networks ease the training of very deep convolutional networks for image classification."),
+    ("Attention is all you need for machine translation", "The transformer relies on attention alone to translate between languages."),
+    ("Playing Atari games with deep reinforcement learning", "A convolutional network learns control policies from raw pixels with Q-learning."),
+    ("Photometric stereo for shiny surfaces", "Recovering surface normals from images under varying light for specular objects."),
+    ("Sparse Johnson-Lindenstrauss transforms", "A dimensionality reduction whose embedding matrix has few nonzero entries per column."),
+    ("Liquid types for program verification", "Refinement types inferred by abstract interpretation verify safety properties of programs."),
+    ("Garbage collection in a real-time operating system", "An incremental copying collector bounds pause times for embedded software."),
+    ("Predicting points in basketball from player tracking", "A model of expected possession value from optical tracking data of NBA games."),
+    ("Smoothing time series for visual analytics", "Automatically smoothing plots of time series highlights their long-term trends for analysts."),
+    ("A type system for an untyped dynamic language", "Optional typing for a Lisp dialect checks idiomatic programs with occurrence typing."),
+    ("Memory safety attacks and defenses in C programs", "A systematisation of memory corruption attacks and the defenses that stop them."),
+    ("Protein structure prediction with deep learning", "Predicting the three-dimensional structure of proteins from their amino acid sequence."),
+]
+
+
+def _refs(*titles: str) -> str:
+    return "\n\n## References\n\n" + "\n\n".join(
+        f"[{k}] A. Author and B. Author. {t}. In Proceedings of a Conference, 2001." for k, t in enumerate(titles, 1))
+
+
+def _paper(vault, pid: str, title: str, abstract: str | None, body: str, year: int = 2015) -> None:
+    vault.write_note(PaperMeta(id=pid, title=title, year=year, abstract=abstract, authors=["A. Author"]),
+                     f"# {title}\n")
+    if body is not None:
+        vault.write_fulltext(pid, ParsedPaper(markdown=f'<a id="page-1"></a>\n\n# {title}\n\n{body}\n', pages=1))
+
+
+@pytest.fixture
+def citing_vault(tmp_path, cli_run, model_dir, corpus_dir) -> Path:
+    from conftest import without_multilingual
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    without_multilingual(ws_path)
+    ws = Workspace(ws_path).require()
+    v = ws.vault
+    for pid, (title, abstract) in CONSENSUS.items():
+        _paper(v, pid, title, abstract, f"## 1 Introduction\n\n{abstract}\n" + _refs(PAXOS, TEXTBOOK))
+    # the canonical paper: a title without the topic's words, a note that says nothing of it
+    _paper(v, "lamport2001paxos", PAXOS, None, "## 1 Introduction\n\nThe algorithm is simple." + _refs(CLOCKS), 2001)
+    _paper(v, "lamport1978time", CLOCKS, None, None, 1978)
+    _paper(v, "fisher1925methods", TEXTBOOK, "A handbook of methods for the analysis of experiments.", None, 1925)
+    for k, (title, abstract) in enumerate(OTHER_TOPICS):
+        _paper(v, f"other{k:02d}", title, abstract, f"## 1 Introduction\n\n{abstract}\n" + _refs(TEXTBOOK))
+    v.commit("add: test papers")
+    cli_run(["index", "-q", "--workspace", ws_path])
+    return ws_path
+
+
+def _blocks(section: str) -> dict[str, str]:
+    """paper id -> its line and reason lines, in one part of selection.md."""
+    return {m.group(1): m.group(0) for m in re.finditer(r"(?ms)^- \[[ x]\] @(\S+).*?(?=^- \[|\Z)", section)}
+
+
+def test_canonical_paper_without_the_topics_words_enters_by_citations(citing_vault, cli_run):
+    out = json.loads(cli_run(["survey", TOPIC, "--select-only", "--slug", "consensus", "--json",
+                              "--workspace", citing_vault]).stdout)
+    assert out["stopped_after"] == "retrieve", out
+    got = set(out["papers"])
+    assert set(CONSENSUS) <= got, sorted(got)
+    # "Paxos Made Simple" shares no word with the topic; four of the four selected papers cite it
+    assert "lamport2001paxos" in got
+    # the textbook every paper of the vault cites is not a consensus paper
+    assert "fisher1925methods" not in got
+    assert not any(p.startswith("other") for p in got), sorted(got)
+
+    meta, body = frontmatter.split((citing_vault / "vault" / "surveys" / "consensus" / "selection.md")
+                                   .read_text(encoding="utf-8"))
+    selected_part, _, near_part = body.partition("## Near misses")
+    sel = _blocks(selected_part.split("## Selected", 1)[1])
+    near = _blocks(near_part)
+    paxos = sel["lamport2001paxos"]
+    assert "cited by 4 of the 4 selected papers" in paxos, paxos
+    assert all(f"@{pid}" in paxos for pid in CONSENSUS), paxos
+    # every listed paper shows its citation evidence
+    for pid, block in sel.items():
+        assert re.search(r"cited by \d+ of the \d+ selected papers", block), block
+    # near misses: the textbook (cited, but as often elsewhere) and the paper one step further
+    assert "fisher1925methods" in near and "lamport1978time" in near, body
+    assert "other papers of the vault" in near["fisher1925methods"], near["fisher1925methods"]
+    assert "cited by @lamport2001paxos, which citation evidence chose" in near["lamport1978time"]
+    assert "lamport2001paxos" in meta["generated"]
+
+
+def test_graph_matches_titles_dois_and_arxiv_ids_across_line_breaks(citing_vault):
+    from papervault.survey.citations import Matcher
+
+    m = Matcher(["a", "b", "c", "d"], ["Paxos Made Simple", "Paxos", "Some title here", "Another paper entirely"],
+                ["", "", "10.1145/3335772.3335934", ""], ["", "", "", "2003.10554v2"])
+    refs = ("[1] L. Lamport. Paxos made sim- ple. SIGACT News, 2001. [2] Paxos. [3] X. doi:10.1145/3335772.3335934. "
+            "[4] arXiv:2003.10554")
+    from papervault.agents.otherwork import _dehyphen
+
+    assert m.named(_dehyphen(refs)) == {"a", "c", "d"}     # a title of one word means nothing
+
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    selector = TopicSelector(Workspace(citing_vault).require())
+    # it is the citation evidence that brings the canonical paper in: its own score does not
+    assert "lamport2001paxos" not in selector.select(TOPIC, without=["citations"]).ids
+    assert "lamport2001paxos" in selector.select(TOPIC).ids
+    g = selector.graph()
+    assert g.cited_by["lamport2001paxos"] == set(CONSENSUS)
+    assert len(g.cited_by["fisher1925methods"]) == len(CONSENSUS) + len(OTHER_TOPICS)
+    assert g.cites["lamport2001paxos"] == {"lamport1978time"}
