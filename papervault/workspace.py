@@ -52,7 +52,6 @@ plugins:
 markdown_extensions:
   - abbr
   - admonition
-  - attr_list
   - def_list
   - footnotes
   - md_in_html

@@ -77,11 +77,11 @@ def test_plan_generates_every_page_without_touching_disk(tmp_path):
     assert "template:" not in note.split("---")[1]                       # note frontmatter never reaches mkdocs
     survey = plan.pages["surveys/consensus-attention/survey.md"]
     assert "[p. 2](../../papers/lamport2001paxos/paper.md#page-2)" in survey
-    assert "## References {#references}" in survey and "Not in the vault: `@fox1999harvest`, `@nobody1900none`" in survey
+    assert "## References\n" in survey and "Not in the vault: `@fox1999harvest`, `@nobody1900none`" in survey
     assert any("@nobody1900none" in w for w in plan.warnings)
     assert "[Lab vault]" not in plan.pages["index.md"] and "# Lab vault" in plan.pages["index.md"]
     assert "**2** papers" in plan.pages["index.md"]
-    assert "## 注意力 {#tag-注意力}" in plan.pages["tags.md"]
+    assert "## <a id=\"tag-注意力\"></a>注意力\n" in plan.pages["tags.md"]
     # generated navigation: indexes and surveys, not one entry per paper
     assert {"Home": "index.md"} in plan.nav
     assert not any("papers/lamport2001paxos" in json.dumps(n) for n in plan.nav)

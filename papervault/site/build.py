@@ -161,17 +161,32 @@ def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
             "warnings": staged["warnings"] + handler.messages}
 
 
-def with_sanitiser(cfg):
-    """The loaded mkdocs configuration with papervault's HTML sanitiser as the last Markdown extension.
+def with_sanitiser(cfg, *, live: bool = False):
+    """The loaded mkdocs configuration with papervault's page policy (docs/site.md, "The page policy"):
+
+    - papervault's HTML sanitiser as the last Markdown extension;
+    - no `attr_list`: every page holds text from papers, bibliographies or shared vaults, and attr_list would let
+      that text set ids, classes and attributes (`**x**{: #__config}` would replace the theme's configuration);
+    - the Content-Security-Policy of site/policy.py in every page (`live`: the `site serve` preview).
 
     Added to the loaded configuration rather than written into the staged mkdocs.site.yml, because that file
     inherits the user's mkdocs.yml, whose `markdown_extensions` list an override would replace, not extend.
     """
+    from papervault.site.policy import PagePolicy
     from papervault.site.sanitize import SanitizeExtension
 
-    if not any(isinstance(e, SanitizeExtension) for e in cfg.markdown_extensions):
-        cfg.markdown_extensions.append(SanitizeExtension())
+    cfg.markdown_extensions[:] = [e for e in cfg.markdown_extensions
+                                  if e not in UNTRUSTED_EXTENSIONS and not isinstance(e, SanitizeExtension)]
+    for name in UNTRUSTED_EXTENSIONS:
+        cfg.mdx_configs.pop(name, None)
+    cfg.markdown_extensions.append(SanitizeExtension())
+    if "papervault-page-policy" not in cfg.plugins:
+        cfg.plugins["papervault-page-policy"] = PagePolicy(live=live)
     return cfg
+
+
+# Markdown extensions a page of the site never gets: each lets the text it renders set attributes.
+UNTRUSTED_EXTENSIONS = frozenset({"attr_list", "markdown.extensions.attr_list"})
 
 
 def _quiet_jieba() -> None:
@@ -205,7 +220,7 @@ def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, inte
     from mkdocs.config import load_config
 
     # mkdocs serve loads the configuration again before every rebuild; each load gets the sanitiser too.
-    mkdocs_serve.load_config = lambda *a, **kw: with_sanitiser(load_config(*a, **kw))
+    mkdocs_serve.load_config = lambda *a, **kw: with_sanitiser(load_config(*a, **kw), live=True)
     serve = mkdocs_serve.serve
     _quiet_jieba()
     staged = stage(ws)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 
+from papervault.site.policy import CSP_META, policy, script_hash
 from papervault.vault.store import ID_PATTERN
 
 # The page names of a paper on the site (`use_directory_urls: false`): its note and its full text.
@@ -38,14 +39,17 @@ def redirect_html(href: str, old: str, new: str, title: str) -> str:
     """One redirect page to `href` (relative): every value escaped for where it goes (HTML, attribute, script)."""
     attr = html.escape(href, quote=True)
     # In a script element only "</" could end it early; JSON quoting does the rest.
-    script = json.dumps(href).replace("</", "<\\/")
+    script = "location.replace(" + json.dumps(href).replace("</", "<\\/") + " + location.hash);"
+    # the site's page policy, with this page's one script allowed by its hash (site/policy.py)
+    csp = html.escape(policy([script_hash(script)]), quote=True)
     return (
         "<!doctype html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="{CSP_META}" content="{csp}">\n'
         f"<title>{html.escape(title)} (moved)</title>\n"
         '<meta name="robots" content="noindex">\n'
         f'<link rel="canonical" href="{attr}">\n'
-        f"<script>location.replace({script} + location.hash);</script>\n"
+        f"<script>{script}</script>\n"
         f'<meta http-equiv="refresh" content="0; url={attr}">\n'
         "</head>\n<body>\n"
         f"<p>This paper's id changed from <code>{html.escape(old)}</code> to <code>{html.escape(new)}</code>: "

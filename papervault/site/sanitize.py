@@ -49,19 +49,60 @@ ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
 ALLOWED_ATTRIBUTE_VALUES = {"input": {"type": {"checkbox", "radio"}}}
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 
+# An id (or `name`, or a label's `for`) in a page body: a letter or digit first, then word characters, `.`,
+# `:` or `-`; or the `_N` Python-Markdown's toc gives a heading without letters. The theme's own ids all start
+# with `__` (`__config` holds its configuration, which a body element of that id would replace), MathJax's
+# with `MJX-`, and the site's scripts read `MathJax` and `IFrameWorker` as globals, which an element id would
+# define: none of them can come from a page body.
+SAFE_ID = re.compile(r"_\d+|[^\W_][\w.:-]*")
+RESERVED_IDS = frozenset({"mathjax", "iframeworker"})
+ID_ATTRIBUTES = frozenset({"id", "name", "for"})
+
+
+def safe_id(value: str) -> bool:
+    v = value.strip()
+    return bool(SAFE_ID.fullmatch(v)) and v.lower() not in RESERVED_IDS and not v.lower().startswith("mjx-")
+
+
+def _attribute(tag: str, name: str, value: str) -> str | None:
+    if name in ID_ATTRIBUTES:
+        return value if safe_id(value) else None
+    if name == "class":
+        # the theme's classes (`md-*`) style and place its own widgets: a page body does not borrow them
+        kept = [c for c in value.split() if not c.lower().startswith(("md-", "mjx-"))]
+        return " ".join(kept) or None
+    return value
+
+
 _CLEANER = nh3.Cleaner(
     tags=set(ALLOWED_TAGS), attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
     tag_attribute_values=ALLOWED_ATTRIBUTE_VALUES, url_schemes=set(URL_SCHEMES),
     # no generic `data-*`: the theme's script acts on `data-md-*` attributes
-    filter_style_properties={"text-align"},
+    filter_style_properties={"text-align"}, attribute_filter=_attribute,
     clean_content_tags={"script", "style"}, link_rel=None, strip_comments=True,
 )
 _TEXT_ONLY = nh3.Cleaner(tags=set(), clean_content_tags={"script", "style"})
 
+# An `<img>` as nh3 writes it (every attribute value double-quoted, `"` inside as `&quot;`).
+_IMG = re.compile(r'<img((?:\s+[\w:.-]+(?:="[^"]*")?)*)\s*/?>')
+_IMG_ATTR = re.compile(r'([\w:.-]+)="([^"]*)"')
+_ABSOLUTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:|//|\\\\)", re.I)
+
+
+def _local_image(m: re.Match) -> str:
+    """An image from another host becomes a link to it: viewing a page loads nothing from outside."""
+    attrs = dict(_IMG_ATTR.findall(m.group(1)))
+    src = attrs.get("src", "")
+    if not _ABSOLUTE.match(html.unescape(src)):
+        return m.group(0)
+    label = attrs.get("alt") or attrs.get("title") or "image"
+    return f'<a class="pv-external-image" href="{src}" title="image not loaded: it is on another site">{label}</a>'
+
 
 def clean_html(fragment: str) -> str:
-    """An HTML fragment with only allow-listed tags, attributes and URL schemes (http, https, mailto, relative)."""
-    return _CLEANER.clean(fragment)
+    """An HTML fragment with only allow-listed tags, attributes and URL schemes (http, https, mailto, relative),
+    safe ids only (`safe_id`), no theme classes, and every image from another host turned into a link."""
+    return _IMG.sub(_local_image, _CLEANER.clean(fragment))
 
 
 def clean_text_html(fragment: str) -> str:

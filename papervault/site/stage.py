@@ -38,6 +38,30 @@ SKIP_DIRS = {".git", ".obsidian", ".trash", "__pycache__", "node_modules"}
 # Files a paper folder may hold that are not pages of the site.
 PAPER_SKIP = {"note.new.md", ".gitkeep"}
 
+# The only vault files published as they are (Markdown is rendered instead). A browser runs the script of an
+# `.html`, `.svg` or `.xhtml` file opened from the site, so those and every other type stay out. Images are
+# shown with `<img>`; a PDF opens in the browser's viewer. Text data (a survey's BibTeX or CSL-JSON) is
+# published only when it does not start with markup: a file of unknown type opened from disk is sniffed,
+# and one that begins with `<html>` would be shown as a page.
+IMAGE_TYPES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+PUBLISHED_TYPES = IMAGE_TYPES | {".pdf"}
+TEXT_TYPES = frozenset({".bib", ".json", ".csv", ".txt", ".ris"})
+
+
+def publishable(path: Path) -> bool:
+    """Whether a vault file (not Markdown) is published: its type is on the list above."""
+    suffix = path.suffix.lower()
+    if suffix in PUBLISHED_TYPES:
+        return True
+    if suffix in TEXT_TYPES:
+        try:
+            with path.open("rb") as f:
+                head = f.read(1024)
+        except OSError:
+            return False
+        return not head.lstrip(b"\xef\xbb\xbf \t\r\n\f").startswith(b"<")
+    return False
+
 
 @dataclass
 class FigureInfo:
@@ -102,10 +126,14 @@ def read_vault(vault_root: Path, *, include_pdfs: bool = True, pdf_store: Path |
     def inside(path: Path) -> bool:
         try:
             safe_vault_path(vault_root, path)
-            return True
         except UnsafePathError as exc:
             snap.problems.append(str(exc))
             return False
+        if path.suffix != ".md" and path.is_file() and not publishable(path):
+            snap.problems.append(f"{path.relative_to(vault_root).as_posix()}: not published (a {path.suffix or 'file'}"
+                                 " file is not among the types the site publishes; see docs/site.md)")
+            return False
+        return True
 
     papers_dir = vault_root / "papers"
     if papers_dir.is_dir() and inside(papers_dir):
@@ -205,7 +233,7 @@ def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
         seen.add(name)
         out.append(FigureInfo(filename=name, caption=f.label or name, page=f.page))
     for name in files:
-        if name not in seen and name.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")):
+        if name not in seen and Path(name).suffix.lower() in IMAGE_TYPES:
             out.append(FigureInfo(filename=name, caption=name))
     return out
 

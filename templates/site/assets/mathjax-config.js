@@ -1,6 +1,10 @@
 // MathJax 3, served from this site (assets/mathjax), never from a CDN. pymdownx.arithmatex (generic mode)
 // wraps formulas in \( \) and \[ \] inside elements of class "arithmatex"; only those are typeset.
+// ui/safe (MathJax's safe extension) filters what TeX may put into the page: \href only to http(s) and
+// relative URLs (no javascript:), \style only with harmless properties (no url()), \class and \cssId only with
+// the mjx- prefix, so a formula in a paper cannot run script, load from elsewhere or replace an element's id.
 window.MathJax = {
+  loader: { load: ["ui/safe"] },
   tex: {
     inlineMath: [["\\(", "\\)"]],
     displayMath: [["\\[", "\\]"]],
