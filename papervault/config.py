@@ -114,7 +114,8 @@ class ParseSettings(Section):
         "OCR text is kept only when it has clearly more (0: never)"))
     ocr_threads: int = Field(0, description="threads of the OCR engine (0: one per parser process when "
                                              "several run, else one per core)")
-    timeout: float = Field(300.0, description="seconds one PDF may take before it is abandoned")
+    timeout: float = Field(300.0, description="CPU seconds a parser process may spend on one PDF before it is "
+                                               "abandoned (a wall-clock backstop is ten times as long)")
     workers: int = Field(2, description="parallel parser processes")
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
     cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "

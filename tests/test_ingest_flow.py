@@ -236,5 +236,5 @@ def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
     assert len(done["added"]) == 1 and ws.vault.read_meta(done["added"][0]).title == "Leases for Replicated Logs"
     [problem] = done["problems"]
     assert problem["source"].endswith("a-long-report.pdf")
-    assert problem["error"] == "parsing took longer than 3 s and was abandoned", problem
+    assert problem["error"] == "parsing took longer than 3 s of CPU time and was abandoned", problem
     assert ("parse", 2, 2) in calls and ("analyse", 1, 1) in calls and ("add", 2, None) in calls, calls

@@ -78,12 +78,18 @@ def _init_worker(parent: int | None = None) -> None:
         die_with_parent(parent)
 
 
-def _init_pool_worker(owner: int) -> None:
-    """A pool worker's start: it ends when `owner`, the process whose pool it serves (an `add`), ends.
+_started = None   # in a pool worker: the queue on which it says which file it starts, with its CPU time then
+
+
+def _init_pool_worker(owner: int, started=None) -> None:
+    """A pool worker's start: it ends when `owner`, the process whose pool it serves (an `add`), ends; it says
+    on `started` which file it begins and its CPU time then, so the pool counts each file's CPU time.
 
     Under spawn `owner` is its parent. Under the forkserver its parent is the fork server, which runs for as
     long as any of its workers does (each holds the server's liveness pipe), so the worker watches `owner`
     itself, and its parent too."""
+    global _started
+    _started = started
     if os.getppid() == owner:
         die_with_parent(owner)
         return
@@ -99,6 +105,62 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# --- the parse timeout: CPU time, not wall-clock time ---------------------------------------------------
+#
+# `[parse] timeout` is the CPU time (user + system, all threads) a worker process may spend on one file: a busy
+# machine slows a parse down without bringing it nearer its limit, while a parser that loops still reaches it.
+# A parse that uses no CPU at all (stuck waiting) is abandoned by the wall clock after WALL_FACTOR times the
+# timeout (and never before WALL_MARGIN seconds more than it), a generous backstop.
+
+WALL_FACTOR = 10
+WALL_MARGIN = 120.0
+POLL_SECONDS = 0.25     # how often the CPU time of a busy worker is read (at most)
+
+
+def wall_limit(timeout: float) -> float:
+    """The wall-clock seconds after which a parse is abandoned whatever its CPU time: 3000 s for the default
+    300 s of CPU time."""
+    return max(float(timeout) * WALL_FACTOR, float(timeout) + WALL_MARGIN)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) process `pid` has used so far, or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS     # utime, stime (fields 14 and 15)
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        import psutil
+
+        t = psutil.Process(pid).cpu_times()
+        return float(t.user + t.system)
+    except Exception:  # noqa: BLE001 - no psutil, or the process is gone: the wall clock decides alone
+        return None
+
+
+def _clock_ticks() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):
+        return 100
+
+
+_CLOCK_TICKS = _clock_ticks()
+
+
+def timeout_reason(timeout: float, *, wall: bool = False) -> str:
+    """The one-line reason of an abandoned parse."""
+    if wall:
+        return f"parsing took longer than {wall_limit(timeout):g} s (wall clock) and was abandoned"
+    return f"parsing took longer than {timeout:g} s of CPU time and was abandoned"
+
+
+TIMEOUT_FIX = ("add the same file again to retry it when the machine is less busy, or raise [parse] timeout in "
+               "papervault.toml, or split the PDF")
 
 
 # The fork server imports the parser once; each worker is then a fork of it (milliseconds) instead of a new
@@ -166,6 +228,9 @@ def _worker(path: str, settings_dict: dict, cache_dir: str | None):
     # Exceptions cross the process boundary as plain tuples: ParseError's constructor does not match its
     # `args`, so pickling it back would fail and look like a crashed worker.
     settings = ParseSettings(**settings_dict)
+    if _started is not None:
+        t = os.times()
+        _started.put((path, os.getpid(), t.user + t.system))
     try:
         return parse_cached(Path(path), settings, Path(cache_dir) if cache_dir else None)
     except ParseError as exc:
@@ -185,8 +250,10 @@ def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = Non
                workers: int | None = None) -> dict[str, ParsedPaper | ParseError]:
     """Parse many PDFs; returns {str(path): ParsedPaper or ParseError} in input order. Never raises per file.
 
-    Cached files are answered without starting a process. Each file gets `settings.timeout` seconds; a file
-    that overruns is abandoned (its worker process is killed) and reported as a ParseError.
+    Cached files are answered without starting a process. Each file gets `settings.timeout` seconds of its
+    worker's CPU time (and `wall_limit` of wall-clock time); a file that overruns is abandoned (its worker
+    process is killed) and reported as a ParseError. A busy machine does not abandon a file: its worker gets
+    less CPU time, not more.
     """
     settings = settings or ParseSettings()
     workers = max(1, workers or settings.workers)
@@ -225,27 +292,36 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
     # server's, not necessarily this process's
     queue = list(todo)
     suspects: list[str] = []
+    wall = wall_limit(settings.timeout)
     while queue or suspects:
         solo = not queue
         batch = [suspects.pop(0)] if solo else queue
         width = 1 if solo else min(workers, len(queue))
+        # (absolute path, worker pid, its CPU seconds then) as each file starts; one queue a pool, so a worker
+        # killed while it wrote cannot leave the next pool's queue locked
+        started = ctx.SimpleQueue()
         pool = ProcessPoolExecutor(max_workers=width, mp_context=ctx, initializer=_init_pool_worker,
-                                   initargs=(os.getpid(),))
+                                   initargs=(os.getpid(), started))
         running: dict = {}
+        where: dict[str, tuple[int, float]] = {}      # absolute path -> (worker pid, its CPU seconds at the start)
         broken = False
         try:
             while (batch or running) and not broken:
                 # At most `width` futures are in flight, so each starts as soon as it is submitted and
-                # its clock starts then.
+                # its clocks start then.
                 while batch and len(running) < width:
                     key = batch.pop(0)
-                    running[pool.submit(_worker, str(Path(key).absolute()), settings_dict, cdir)] = (
-                        key, time.monotonic())
-                deadline = min(t for _, t in running.values()) + settings.timeout
-                done, _ = wait(list(running), timeout=max(0.0, deadline - time.monotonic()),
+                    absolute = str(Path(key).absolute())
+                    where.pop(absolute, None)
+                    running[pool.submit(_worker, absolute, settings_dict, cdir)] = (key, time.monotonic(), absolute)
+                oldest = min(t for _, t, _ in running.values())
+                done, _ = wait(list(running), timeout=min(POLL_SECONDS, max(0.0, oldest + wall - time.monotonic())),
                                return_when=FIRST_COMPLETED)
+                while not started.empty():
+                    absolute, pid, cpu = started.get()
+                    where[absolute] = (pid, cpu)
                 for fut in done:
-                    key, _ = running.pop(fut)
+                    key, _, _ = running.pop(fut)
                     try:
                         out[key] = _result(key, fut.result())
                     except BrokenProcessPool:
@@ -256,12 +332,15 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
                         else:
                             suspects.append(key)
                 now = time.monotonic()
-                for fut in [f for f, (_, t) in running.items() if now - t >= settings.timeout]:
-                    key, _ = running.pop(fut)
-                    out[key] = ParseError(key, f"parsing took longer than {settings.timeout:g} s and was abandoned",
-                                          fix="raise [parse] timeout in papervault.toml, or split the PDF")
+                for fut, (key, t, absolute) in list(running.items()):
+                    over = _overrun(where.get(absolute), now - t, settings.timeout)
+                    if over is None:
+                        continue
+                    running.pop(fut)
+                    out[key] = ParseError(key, timeout_reason(settings.timeout, wall=over == "wall"),
+                                          fix=TIMEOUT_FIX)
                     broken = True  # the only way to stop a hung worker is to kill the pool
-            for fut, (key, _) in running.items():
+            for fut, (key, _, _) in running.items():
                 if fut.done() and fut.exception() is None:
                     out[key] = _result(key, fut.result())
                 elif fut.done() and isinstance(fut.exception(), BrokenProcessPool):
@@ -271,6 +350,20 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
         finally:
             _kill_pool(pool)
     return out
+
+
+def _overrun(start: tuple[int, float] | None, elapsed: float, timeout: float) -> str | None:
+    """Whether a file in progress is over its limits: "cpu" when its worker (`start`: pid, CPU seconds when
+    the file began) has spent `timeout` CPU seconds on it, "wall" when `elapsed` passed the wall-clock
+    backstop, else None. Where a process's CPU time cannot be read, the wall clock counts against `timeout`."""
+    if elapsed >= wall_limit(timeout):
+        return "wall"
+    if start is None:
+        return None                 # not begun yet (its worker is starting): only the backstop counts
+    now = cpu_seconds(start[0])
+    if now is None:
+        return "cpu" if elapsed >= timeout else None
+    return "cpu" if now - start[1] >= timeout else None
 
 
 SCAN_COST = 40  # an OCR'd page costs about as much as forty pages with a text layer
@@ -317,8 +410,8 @@ class ParseChild:
     """A parser in a child process started with `subprocess`, kept for the next file.
 
     A Dask worker is a daemon process: multiprocessing (and so `parse_many`'s pool) may not start children
-    there, but `subprocess` may. Each file gets `settings.timeout` seconds, counted once the child is up; one that
-    overruns, or crashes the child (MuPDF can abort), becomes that file's ParseError and the child is replaced.
+    there, but `subprocess` may. Each file gets `settings.timeout` seconds of the child's CPU time (and
+    `wall_limit` of wall-clock time), counted once the child is up; one that overruns, or crashes the child (MuPDF can abort), becomes that file's ParseError and the child is replaced.
     Requests and answers are pickles over the child's stdin and stdout, framed by their length.
     """
 
@@ -357,24 +450,33 @@ class ParseChild:
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
             data = pickle.dumps((path, settings_dict, cache_dir), protocol=pickle.HIGHEST_PROTOCOL)
+            pid, t0 = self.proc.pid, time.monotonic()
+            start = cpu_seconds(pid)
             self.proc.stdin.write(len(data).to_bytes(8, "big") + data)
             self.proc.stdin.flush()
-            deadline = time.monotonic() + timeout
-            size = _read_exact(self.proc.stdout.fileno(), 8, deadline)
-            answer = _read_exact(self.proc.stdout.fileno(), int.from_bytes(size, "big"), deadline + 60)
+            over: list[str] = []
+
+            def check() -> None:
+                why = _overrun(None if start is None else (pid, start), time.monotonic() - t0, timeout)
+                if why is not None:
+                    over.append(why)
+                    raise TimeoutError
+
+            size = _read_exact(self.proc.stdout.fileno(), 8, t0 + wall_limit(timeout), check)
+            answer = _read_exact(self.proc.stdout.fileno(), int.from_bytes(size, "big"), time.monotonic() + 60)
             return pickle.loads(answer)
         except TimeoutError:
             self.stop()
-            return ("error", f"parsing took longer than {timeout:g} s and was abandoned",
-                    "raise [parse] timeout in papervault.toml, or split the PDF")
+            return ("error", timeout_reason(timeout, wall=not over or over[-1] == "wall"), TIMEOUT_FIX)
         except (EOFError, OSError, RuntimeError, pickle.UnpicklingError):
             self.stop()
             return ("error", "the parser process crashed on this file",
                     "repair the PDF (e.g. with qpdf) and add it again")
 
 
-def _read_exact(fd: int, n: int, deadline: float) -> bytes:
-    """`n` bytes from pipe `fd` by `deadline` (TimeoutError), or EOFError when the writer died first."""
+def _read_exact(fd: int, n: int, deadline: float, check=None) -> bytes:
+    """`n` bytes from pipe `fd` by `deadline` (TimeoutError), or EOFError when the writer died first; `check()`,
+    called every POLL_SECONDS while waiting, may raise TimeoutError sooner (the child's CPU time is up)."""
     import select
 
     buf = bytearray()
@@ -382,7 +484,9 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        ready, _, _ = select.select([fd], [], [], left)
+        if check is not None:
+            check()
+        ready, _, _ = select.select([fd], [], [], min(left, POLL_SECONDS) if check is not None else left)
         if not ready:
             continue
         chunk = os.read(fd, n - len(buf))
