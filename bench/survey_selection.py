@@ -38,6 +38,7 @@ SHARED = Path(os.environ.get("PAPERVAULT_SHARED", ROOT.parent / "shared")).resol
 CSL = SHARED / "corpus" / "conference-20k.csl.json"
 PDFS = SHARED / "corpus" / "pdfs"
 GOLD = ROOT / "bench" / "survey_selection_gold.yaml"
+REFS = ROOT / "bench" / "survey_selection_refs.csl.json"   # the papers the shared PDFs cite (held-out topics)
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
@@ -69,16 +70,17 @@ def gold_topics() -> list[dict]:
 def build(root: Path, only: str | None = None, size: int = 20000) -> None:
     """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
     only what the copy lacks)."""
-    records = json.loads(CSL.read_text(encoding="utf-8"))
+    records = json.loads(CSL.read_text(encoding="utf-8")) + json.loads(REFS.read_text(encoding="utf-8"))
     pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
     gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
     if only in (None, "200"):
         want: list[str] = []
         for t in gold_topics():
             want += [i for i in t["must"] if not i.startswith("pdf:")][:12]
+        want += [r["id"] for r in json.loads(REFS.read_text(encoding="utf-8"))]   # every paper the PDFs cite
         want = list(dict.fromkeys(want))
         rest = sorted(r["id"] for r in records if r["id"] not in set(want))
-        want += random.Random(200).sample(rest, SMALL - len(pdfs) - len(want))
+        want += random.Random(200).sample(rest, max(0, SMALL - len(pdfs) - len(want)))
         _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
     if only in (None, "large"):
         small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
@@ -113,13 +115,29 @@ def _build(ws: Path, records: list[dict], pdfs: list[str], fresh: bool = True) -
 # --- selection quality ---------------------------------------------------------------------------------
 
 def _pdf_ids(selector) -> dict[str, str]:
-    """`pdf:<file name>` -> vault id, from the papers table's source column."""
-    t = selector.papers.search().select(["paper_id", "source"]).limit(None).to_arrow()
-    return {f"pdf:{Path(s).name}": p for p, s in zip(t["paper_id"].to_pylist(), t["source"].to_pylist()) if s}
+    """`pdf:<file name>` -> vault id, from the notes' sources (the papers table's source column holds one
+    source of a paper, which for a PDF merged with a record is the record's)."""
+    return {f"pdf:{Path(src).name}": m.id for m in selector.ws.vault.iter_meta() for src in m.sources
+            if src.lower().endswith(".pdf")}
 
 
-def quality(ws_path: Path, topics: list[dict]) -> dict:
-    from papervault.survey.topic import TopicSelector
+def _mean(rows: list[dict], key: str) -> float | None:
+    return round(sum(r[key] for r in rows) / len(rows), 3) if rows else None
+
+
+def _splits(rows: list[dict]) -> dict:
+    """Mean recall and precision of the tune and of the held-out topics (bench/survey_selection_gold.yaml)."""
+    out = {}
+    for split in ("tune", "heldout"):
+        part = [r for r in rows if r["split"] == split]
+        out[split] = {"topics": len(part), "recall": _mean(part, "recall"), "precision": _mean(part, "precision")}
+    return out
+
+
+def quality(ws_path: Path, topics: list[dict], ablation: bool = True) -> dict:
+    """Recall and precision per topic; with `ablation`, the same with each signal of the selection switched
+    off (papervault.survey.topic.SIGNALS), per split."""
+    from papervault.survey.topic import SIGNALS, TopicSelector
     from papervault.workspace import Workspace
 
     ws = Workspace(ws_path).require()
@@ -128,24 +146,42 @@ def quality(ws_path: Path, topics: list[dict]) -> dict:
     opened = time.perf_counter() - t0
     present = set(selector.ids)
     pdf = _pdf_ids(selector)
-    rows = []
-    for t in topics:
-        must = {pdf.get(i, i) for i in t["must"]} & present
-        ok = must | ({pdf.get(i, i) for i in t["related"]} & present)
-        if not must:
-            continue
-        t0 = time.perf_counter()
-        sel = selector.select(t["topic"])
-        dt = time.perf_counter() - t0
-        got = set(sel.ids)
-        rows.append({"topic": t["name"], "query": t["topic"], "must": len(must), "selected": len(got),
-                     "recall": round(len(got & must) / len(must), 3),
-                     "precision": round(len(got & ok) / len(got), 3) if got else 0.0,
-                     "seconds": round(dt, 3), "missed": sorted(must - got), "wrong": sorted(got - ok),
-                     "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})
-    return {"vault": str(ws_path), "papers": len(present), "open_seconds": round(opened, 2), "topics": rows,
-            "mean_recall": round(sum(r["recall"] for r in rows) / len(rows), 3) if rows else None,
-            "mean_precision": round(sum(r["precision"] for r in rows) / len(rows), 3) if rows else None}
+    t0 = time.perf_counter()
+    graph = selector.graph()
+    graph_seconds = time.perf_counter() - t0
+
+    def measure(without: tuple[str, ...] = ()) -> list[dict]:
+        rows = []
+        for t in topics:
+            must = {pdf.get(i, i) for i in t["must"]} & present
+            ok = must | ({pdf.get(i, i) for i in t["related"]} & present)
+            if not must:
+                continue
+            t0 = time.perf_counter()
+            sel = selector.select(t["topic"], without=without)
+            dt = time.perf_counter() - t0
+            got = set(sel.ids)
+            # a vault paper that at least half of the selected papers cite, left out
+            half = sorted(p for p in present - got
+                          if got and 2 * len(graph.cited_by.get(p, set()) & got) >= len(got))
+            rows.append({"topic": t["name"], "split": t.get("split", "tune"), "query": t["topic"],
+                         "must": len(must), "selected": len(got),
+                         "recall": round(len(got & must) / len(must), 3),
+                         "precision": round(len(got & ok) / len(got), 3) if got else 0.0,
+                         "seconds": round(dt, 3), "missed": sorted(must - got), "wrong": sorted(got - ok),
+                         "half_cited_missed": half,
+                         "by_citations": sorted(c.id for c in sel.selected
+                                                if any(r.kind == "cocited" for r in c.evidence)),
+                         "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})
+        return rows
+
+    rows = measure()
+    out = {"vault": str(ws_path), "papers": len(present), "open_seconds": round(opened, 2),
+           "with_reference_list": len(graph.with_refs), "graph_seconds": round(graph_seconds, 2), "topics": rows,
+           "mean_recall": _mean(rows, "recall"), "mean_precision": _mean(rows, "precision"), "splits": _splits(rows)}
+    if ablation:
+        out["ablation"] = {s: _splits(measure((s,))) for s in SIGNALS}
+    return out
 
 
 # --- cost follows the selection ---------------------------------------------------------------------------
@@ -191,6 +227,7 @@ def main() -> None:
     ap.add_argument("--vault", type=Path, action="append", help="measure this workspace instead (repeatable)")
     ap.add_argument("--large", type=Path, help="with --scale: the large vault (default: ROOT/wslarge)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-ablation", action="store_true", help="skip the runs with each signal switched off")
     args = ap.parse_args()
     os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
     sys.path.insert(0, str(ROOT))
@@ -199,7 +236,7 @@ def main() -> None:
         return
     topics = gold_topics()
     vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
-    out = {"vaults": [quality(v, topics) for v in vaults if (v / "papervault.toml").is_file()]}
+    out = {"vaults": [quality(v, topics, not args.no_ablation) for v in vaults if (v / "papervault.toml").is_file()]}
     if args.scale:
         out["scale"] = scale(args.root, args.large)
     if args.json:
@@ -207,11 +244,21 @@ def main() -> None:
         return
     for v in out["vaults"]:
         print(f"\n{v['vault']}: {v['papers']} papers (index opened in {v['open_seconds']} s)")
-        print(f"{'topic':<22} {'must':>5} {'sel':>5} {'recall':>7} {'prec':>6} {'time s':>7}")
+        print(f"{'topic':<22} {'split':<8} {'must':>5} {'sel':>5} {'recall':>7} {'prec':>6} {'time s':>7} "
+              f"{'by cit.':>7} {'half-cited missed':>17}")
         for r in v["topics"]:
-            print(f"{r['topic']:<22} {r['must']:>5} {r['selected']:>5} {r['recall']:>7.2f} {r['precision']:>6.2f} "
-                  f"{r['seconds']:>7.2f}")
-        print(f"{'mean':<22} {'':>5} {'':>5} {v['mean_recall']:>7.2f} {v['mean_precision']:>6.2f}")
+            print(f"{r['topic']:<22} {r['split']:<8} {r['must']:>5} {r['selected']:>5} {r['recall']:>7.2f} "
+                  f"{r['precision']:>6.2f} {r['seconds']:>7.2f} {len(r['by_citations']):>7} "
+                  f"{len(r['half_cited_missed']):>17}")
+        for split, m in v["splits"].items():
+            if m["topics"]:
+                print(f"{'mean ' + split:<31} {'':>5} {'':>5} {m['recall']:>7.2f} {m['precision']:>6.2f}")
+        if "ablation" in v:
+            print(f"\n{'without':<12} {'tune recall':>12} {'prec':>6} {'held-out recall':>16} {'prec':>6}")
+            for name, m in [("(nothing)", v["splits"]), *v["ablation"].items()]:
+                t, h = m["tune"], m["heldout"]
+                print(f"{name:<12} {t['recall'] or 0:>12.2f} {t['precision'] or 0:>6.2f} {h['recall'] or 0:>16.2f} "
+                      f"{h['precision'] or 0:>6.2f}")
     if "scale" in out:
         s = out["scale"]
         print(f"\nsurvey of “{s['topic']}”: {s['papers_large']} papers in the large vault, {s['wall_large']} s; "
