@@ -171,6 +171,7 @@ def test_mcp_refuses_linked_files_over_stdio(linked):
                 except AssertionError:
                     raise
                 except Exception as exc:           # the SDK raises the server's error for a failed read
+                    assert "leads out of the vault" in str(exc), (uri, str(exc))    # the reason, not a generic error
                     texts.append(str(exc))
             listed = await c.call_tool("list_papers", {})
             assert not listed.is_error
