@@ -214,7 +214,13 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 
 def file_field_paths(value: str, base: Path) -> list[str]:
-    """PDF paths of a `file` field: `Desc:path.pdf:application/pdf;...` (Zotero/JabRef) or plain `a.pdf;b.pdf`."""
+    """PDF paths of a `file` field: `Desc:path.pdf:application/pdf;...` (Zotero/JabRef) or plain `a.pdf;b.pdf`.
+
+    Trusted at import only: the user chose this .bib, so the files it names (`../`, absolute) may be read, once,
+    by `papervault add`, which copies the PDF into `pdfs/<sha256>.pdf`. The note keeps these paths in `files:`
+    as provenance and nothing reads them from the note again (a note may arrive with a shared vault): only
+    `pdfs/` is read afterwards (`papervault.pdfstore.pdf_of`). Better BibTeX JSON attachments
+    (`papervault.sources.csl`) follow the same rule."""
     paths = []
     for item in re.split(r"(?<!\\);", value):
         item = item.strip()

@@ -174,6 +174,8 @@ def record_from_bbt(item: dict, source: str, base: Path) -> SourceRecord:
         dm = re.search(r"^DOI:\s*(\S+)", extra, re.M | re.I)
         doi_raw = dm.group(1) if dm else None
     pdfs, missing = [], []
+    # Read at import only (a file the user chose): the PDF is copied into pdfs/, the note keeps the path as
+    # provenance and nothing reads it from the note again (see bibtex.file_field_paths, pdfstore.pdf_of).
     for att in item.get("attachments") or []:
         if not isinstance(att, dict):
             continue
