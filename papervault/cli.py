@@ -41,6 +41,9 @@ COMMANDS = [
 @click.version_option(__version__, prog_name="papervault")
 def cli():
     """papervault: papers and their code, parsed once into a searchable, git-versioned research vault."""
+    from papervault.commands.common import filter_terminal_output
+
+    filter_terminal_output()    # no text a command prints carries a terminal control sequence
 
 
 for _module, _attr in COMMANDS:

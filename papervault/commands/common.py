@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Callable
 
@@ -54,6 +55,53 @@ def paper_id(ws: Workspace, given: str) -> str:
     return paper_ids(ws, [given])[0]
 
 
+# Every terminal control a text may carry: CSI (`ESC [ ... m`, colours, cursor moves), OSC (`ESC ] 52 ; c ; ...`
+# clipboard writes, `ESC ] 8 ;; url` hyperlinks, window titles) and the other string controls (DCS, SOS, PM, APC)
+# with their payload up to their terminator (or the end of the line), any other ESC sequence, their 8-bit C1
+# forms (0x9B CSI, 0x9D OSC, ...), and every other C0 or C1 control character and DEL. Tab and newline stay.
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """`text` without any terminal control sequence or control character (tabs and newlines kept): what every
+    command prints passes through it (`TerminalText`), so a title from a paper, a BibTeX file or a shared vault
+    cannot write the clipboard, plant a hyperlink, retitle the window or move the cursor."""
+    return _TERMINAL_CONTROL.sub("", text)
+
+
+class TerminalText:
+    """A text stream (stdout, stderr) that writes what it is given through `terminal_text`. Bytes written to
+    its `buffer` (the MCP server's JSON-RPC, a file streamed out) pass as they are; `--json` output is JSON, whose
+    strings escape C0 controls, and only loses raw C1 controls."""
+
+    def __init__(self, stream):
+        self.unfiltered = stream
+
+    def write(self, text):
+        return self.unfiltered.write(terminal_text(text) if isinstance(text, str) else text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self.unfiltered, name)
+
+
+def filter_terminal_output() -> None:
+    """Make stdout and stderr `TerminalText` for the rest of the command (the CLI group calls it first)."""
+    if sys.stdout is not None and not isinstance(sys.stdout, TerminalText):
+        sys.stdout = TerminalText(sys.stdout)
+    if sys.stderr is not None and not isinstance(sys.stderr, TerminalText):
+        sys.stderr = TerminalText(sys.stderr)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -69,8 +117,9 @@ class Progress:
         if not self.enabled:
             return
         line = f"{stage}: {done}/{total}" if total else f"{stage}: {done}"
-        sys.stderr.write("\r" + line.ljust(len(self._last)))
-        sys.stderr.flush()
+        err = getattr(sys.stderr, "unfiltered", sys.stderr)    # its own carriage return rewrites the line
+        err.write("\r" + terminal_text(line).ljust(len(self._last)))
+        err.flush()
         self._last = line
 
     def close(self) -> None:
