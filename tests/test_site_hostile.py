@@ -1,10 +1,18 @@
-"""A site built from hostile inputs runs none of their script (issue 16, finding 1).
+"""A site built from hostile inputs runs none of their script (issue 16, finding 1) and loads nothing from
+outside (issue 36, items 1-4).
 
 PDFs, BibTeX and CSL exports, Zotero records and a shared vault are written by strangers. Every payload below
 calls `window.__pwned=1`, `alert()` or sets `document.title`; the site is built through `papervault add` and
 `papervault site build`, every page is opened in headless Chromium, and the test asserts that no payload ran,
 that no `javascript:`/`data:`/`vbscript:` link or event-handler attribute exists, and that the hostile text is
 still shown as text (escaped, without a stray backslash).
+
+The second half plants payloads aimed at a loopback beacon (an HTTP server that records every hit): attr_list
+ids (`**x**{: #__config}`) that would replace the theme's configuration, external images in a PDF's text, a
+CSL title, a BibTeX abstract, a Zotero note and a vault page, `.html` and `.svg` files in the shared vault, and
+MathJax's `\\href{javascript:...}`/`\\style{...url(...)}`. Chromium opens every page from disk and over HTTP
+and fails on any request that leaves the site, any script file the site did not ship, any violation of the
+page policy, and any hit on the beacon.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from papervault.cli import cli
+from papervault.site.policy import CSP_META
 from papervault.site.sanitize import clean_html, doi_url, safe_url
 from papervault.sources.dedup import normalize_doi
 from support_site import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, StaticServer
@@ -75,11 +84,19 @@ PDF_LINES = [
 ]
 
 
-def hostile_pdf(path: Path) -> Path:
+def beacon_lines(beacon: str) -> list[str]:
+    """PDF text aimed at the beacon and at the theme's configuration."""
+    return [
+        "Bold **clobber**{: #__config} and <b id=\"__config\">raw id</b> and <i class=\"md-dialog\">class</i>.",
+        f"An image ![pdf beacon]({beacon}pdf-image.png) and <img src=\"{beacon}pdf-raw.png\"> in the text.",
+    ]
+
+
+def hostile_pdf(path: Path, extra: list[str] = ()) -> Path:
     doc = pymupdf.open()
     page = doc.new_page()
     y = 90
-    for n, line in enumerate(PDF_LINES):
+    for n, line in enumerate([*PDF_LINES, *extra]):
         page.insert_text((50, y), line, fontsize=16 if n == 0 else 9)
         y += 40 if n == 0 else 24
     doc.set_metadata({"title": PDF_LINES[0], "author": "Eve Mallory"})
@@ -117,30 +134,104 @@ template: ../../../../etc/passwd
 """
 
 
-def hostile_zotero(data_dir: Path) -> Path:
+def hostile_zotero(data_dir: Path, beacon: str) -> Path:
     z = ZoteroBuilder(data_dir)
     item, _ = z.item("journalArticle", authors=[("<img src=x onerror=alert(1)>", "Zed")],
                      title=f"Zotero <svg onload={PWN}> record", date="2017-01-01",
                      url=f"javascript:{PWN}", tags=[f"<img src=x onerror={PWN}>"])
     z.note(item, f"<p>note <script>{PWN}</script><img src=x onerror={PWN}></p>")
+    z.note(item, f'<p>seen <img src="{beacon}zotero-raw.png"> and ![z]({beacon}zotero-md.png) '
+                 "and **z**{: #__config}</p>")
     return z.close()
 
 
+class Beacon:
+    """A loopback HTTP server that records every request: any hit means a page reached outside the site."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):   # noqa: N802 (http.server's name)
+                hits.append(self.path)
+                self.send_response(204)
+                self.end_headers()
+
+            do_POST = do_GET
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 @pytest.fixture(scope="module")
-def hostile_site(tmp_path_factory):
+def beacon():
+    b = Beacon()
+    yield b
+    b.close()
+
+
+def beacon_csl(beacon: str) -> list[dict]:
+    return [{"id": "csl-clobber", "type": "article-journal",
+             "title": f"Clobbering title\n**x**{{: #__config}}\n![csl beacon]({beacon}csl-title.png)\nrest",
+             "author": [{"family": "Mallory", "given": "Eve"}], "issued": {"date-parts": [[2016]]},
+             "abstract": f"Abstract ![csl abstract]({beacon}csl-abstract.png) and *y*{{: #__config .md-dialog}}."}]
+
+
+def beacon_bib(beacon: str) -> str:
+    return f"""
+@article{{mallory2015beacon,
+  author = {{Mallory, Eve}},
+  title = {{Beacons in abstracts}},
+  journal = {{Journal of Leaks}},
+  year = {{2015}},
+  abstract = {{Seen ![bib]({beacon}bib-abstract.png) here. **b**{{: #__config}}}},
+}}
+"""
+
+
+SHARED_HTML = """<!doctype html><html><body><script>new Image().src = "{beacon}shared-html";</script>
+<img src="{beacon}shared-html-img.png"></body></html>"""
+SHARED_SVG = """<svg xmlns="http://www.w3.org/2000/svg" onload="fetch('{beacon}svg-onload')">
+<script>fetch("{beacon}svg-script")</script><image href="{beacon}svg-image.png" width="9" height="9"/></svg>"""
+
+
+def beacon_page(beacon: str) -> str:
+    return f"""# Shared notes
+
+A raw image <img src="{beacon}vault-raw.png" alt="raw beacon"> and ![md beacon]({beacon}vault-md.png).
+See [the page](shared.html) and ![the drawing](drawing.svg), **v**{{: #__config}} and <span id="__config">s</span>.
+
+Formulas: $\\href{{javascript:window.__pwned=1}}{{click me}}$, $\\style{{background:url({beacon}mathjax-style)}}{{styled}}$,
+$\\href{{{beacon}mathjax-href}}{{link}}$ and $\\cssId{{__config}}{{id}}$.
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory, beacon):
     tmp = tmp_path_factory.mktemp("hostile")
     ws_root = tmp / "ws"
     runner = CliRunner()
     res = runner.invoke(cli, ["init", str(ws_root)])
     assert res.exit_code == 0, res.output
     bib = tmp / "hostile.bib"
-    bib.write_text(BIBTEX, encoding="utf-8")
+    bib.write_text(BIBTEX + beacon_bib(beacon.url), encoding="utf-8")
     csl = tmp / "hostile.json"
-    csl.write_text(json.dumps(CSL), encoding="utf-8")
-    pdf = hostile_pdf(tmp / "hostile.pdf")
+    csl.write_text(json.dumps(CSL + beacon_csl(beacon.url)), encoding="utf-8")
+    pdf = hostile_pdf(tmp / "hostile.pdf", beacon_lines(beacon.url))
     zotero: list[str] = []
     if (SHARED_ZOTERO / "userdata.sql").is_file():     # Zotero's schema, from ../shared/zotero
-        zotero = ["--zotero", str(hostile_zotero(tmp / "Zotero"))]
+        zotero = ["--zotero", str(hostile_zotero(tmp / "Zotero", beacon.url))]
     res = runner.invoke(cli, ["add", str(bib), str(csl), str(pdf), *zotero, "--quiet", "--workspace", str(ws_root)])
     assert res.exit_code == 0, res.output
     vault = ws_root / "vault"
@@ -152,6 +243,17 @@ def hostile_site(tmp_path_factory):
     (vault / "code" / "evil-repo.md").write_text(f"# <img src=x onerror={PWN}> repo\n\n<script>{PWN}</script>\n",
                                                   encoding="utf-8")
     (vault / "mine.md").write_text(USER_PAGE, encoding="utf-8")
+    # a shared vault: a page with outside images, TeX payloads and ids; .html and .svg files beside it
+    (vault / "shared-notes.md").write_text(beacon_page(beacon.url), encoding="utf-8")
+    (vault / "shared.html").write_text(SHARED_HTML.format(beacon=beacon.url), encoding="utf-8")
+    (vault / "drawing.svg").write_text(SHARED_SVG.format(beacon=beacon.url), encoding="utf-8")
+    (vault / "data.bib").write_text(SHARED_HTML.format(beacon=beacon.url), encoding="utf-8")   # markup as .bib
+    figures = vault / "papers" / "malloryhostile" / "figures"
+    figures.mkdir(exist_ok=True)
+    (figures / "evil.svg").write_text(SHARED_SVG.format(beacon=beacon.url), encoding="utf-8")
+    (figures / "page.xhtml").write_text(SHARED_HTML.format(beacon=beacon.url), encoding="utf-8")
+    (vault / "papers" / "malloryhostile" / "attachment.html").write_text(SHARED_HTML.format(beacon=beacon.url),
+                                                                         encoding="utf-8")
     res = runner.invoke(cli, ["site", "build", "--workspace", str(ws_root)])
     assert res.exit_code == 0, res.output
     return ws_root
@@ -191,10 +293,29 @@ def test_no_payload_in_the_built_html(hostile_site):
         assert "\\&lt;" not in text and "\\<" not in text, rel                         # no stray backslash before `<`
 
 
-def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
+# Runs in every frame before the page's own scripts (Playwright's init scripts are not subject to the page's
+# policy): records what the page policy blocked.
+RECORD_VIOLATIONS = """document.addEventListener('securitypolicyviolation', e => {
+    (window.top.__violations = window.top.__violations || []).push(e.violatedDirective + ' ' + e.blockedURI);
+});"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium (Debian's), launched once for the module; a fresh profile."""
     if not CHROMIUM.exists():
         pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh")
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with playwright.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}, service_workers="block")
+        context.add_init_script(RECORD_VIOLATIONS)
+        yield context
+        context.close()
+
+
+def test_every_page_in_chromium_runs_no_injected_script(hostile_site, browser):
     site = hostile_site / "site"
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.name != "404.html")
     assert len(pages) >= 15, pages
@@ -214,11 +335,8 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
             if (document.querySelector('article ' + t)) bad.push('element ' + t);
         return {pwned: window.__pwned || null, title: document.title, bad: bad};
     }"""
-    with playwright.sync_playwright() as pw, StaticServer(site) as server:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block")
-        page = context.new_page()
+    with StaticServer(site) as server:
+        page = browser.new_page()
         page.on("dialog", lambda d: (dialogs.append(f"{page.url}: {d.message}"), d.dismiss()))
         for rel in pages:
             url = server.url + rel
@@ -255,8 +373,141 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, tmp_path):
         assert "<iframe src=javascript:alert(1)></iframe> follow" in text
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "site-hostile-paper.png"), full_page=True)
-        context.close()
+        page.close()
     assert dialogs == []
+
+
+def _published(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+
+
+def test_shared_vault_files_are_published_from_an_allow_list(hostile_site):
+    """`.html`, `.svg` and `.xhtml` files of a shared vault, and a `.bib` that is markup, are not published;
+    `site build` names each one in a warning."""
+    site = hostile_site / "site"
+    files = _published(site)
+    for name in ("shared.html", "drawing.svg", "data.bib", "papers/malloryhostile/attachment.html",
+                 "papers/malloryhostile/figures/evil.svg", "papers/malloryhostile/figures/page.xhtml"):
+        assert name not in files, name
+    assert not [f for f in files if f.endswith((".svg", ".xhtml")) and not f.startswith("assets/")]
+    assert "shared-notes.html" in files and "papers/malloryhostile/paper.pdf" in files
+    res = CliRunner().invoke(cli, ["site", "build", "--json", "--workspace", str(hostile_site)])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads(res.output[res.output.index("{"):])["warnings"]
+    for name in ("shared.html", "drawing.svg", "data.bib", "papers/malloryhostile/attachment.html"):
+        assert any(w.startswith(f"{name}: not published") for w in warnings), (name, warnings)
+
+
+def test_every_page_carries_the_page_policy(hostile_site):
+    """The policy is the first thing in every page's head (before any script), and no id, class or
+    attribute from the hostile text reaches the HTML: one `__config`, the theme's."""
+    site = hostile_site / "site"
+    pages = [p for p in site.rglob("*.html")]
+    assert len(pages) >= 15
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        rel = page.relative_to(site).as_posix()
+        head = text[:text.index("</head>")]
+        assert f'<meta http-equiv="{CSP_META}"' in head, rel
+        meta = head.index(CSP_META)
+        assert "<script" not in head[:meta], rel
+        policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', head).group(1)
+        assert "default-src 'none'" in policy and "connect-src 'self';" in policy, rel
+        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0], rel
+        assert "http:" not in policy and "https:" not in policy and "*" not in policy, rel
+        assert len(re.findall(r'<[a-z][^<>]*\sid="__config"', text)) <= 1, rel
+        assert not re.search(r'<img[^>]*\ssrc="(?:[a-z]+:|//)', text, re.I), rel     # no image from elsewhere
+        if "__config" in text:
+            assert '<script id="__config" type="application/json">' in text, rel
+    # the attr_list lines are shown as text, not turned into attributes
+    note = (site / "papers" / "csl-clobber" / "note.html").read_text(encoding="utf-8")
+    article = note[note.index("<article"):note.index("</article>")]
+    assert "md-dialog" not in article and 'id="__config"' not in article
+    assert re.search(r'<a class="pv-external-image" href="http://127\.0\.0\.1:\d+/csl-title\.png"', article)
+
+
+def test_every_page_from_disk_and_over_http_stays_in_the_site(hostile_site, beacon, browser):
+    """Chromium opens every page of the hostile site from disk and over HTTP: no request leaves the site, no
+    script but the site's own files runs, the page policy blocks nothing (the sanitiser left it nothing to
+    block), Material's configuration is its own, and the beacon is never hit."""
+    site = hostile_site / "site"
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    shipped = {p.relative_to(site).as_posix() for p in site.rglob("*.js")}
+    outside: list[str] = []
+    scripts: list[str] = []
+    errors: list[str] = []
+    check = """async () => {
+        if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+        await new Promise(r => setTimeout(r, 100));
+        const configs = [...document.querySelectorAll('[id="__config"]')].map(e => e.tagName);
+        const bad = [];
+        for (const el of document.querySelectorAll('*'))
+            for (const a of el.attributes) {
+                const v = a.value.replace(/[\\s\\x00-\\x1f]/g, '').toLowerCase();
+                if (/^(javascript|vbscript):/.test(v)) bad.push(el.tagName + ' ' + a.name + '=' + v);
+                if (/url\\(/.test(v) && a.name === 'style') bad.push(el.tagName + ' style=' + v);
+            }
+        const mj = document.querySelectorAll('mjx-container').length;
+        return {pwned: window.__pwned || null, configs, bad, violations: window.__violations || [], mj};
+    }"""
+    with StaticServer(site) as server:
+        roots = {"file": site.as_uri() + "/", "http": server.url}
+        for how, root in roots.items():
+            page = browser.new_page()
+
+            def on_request(req, root=root):
+                url = req.url
+                if url.startswith("data:") or url == "about:blank":
+                    return
+                if not url.startswith(root):
+                    outside.append(f"{page.url} -> {url}")
+                elif req.resource_type == "script":
+                    path = url[len(root):].split("?")[0].split("#")[0]
+                    if path not in shipped:
+                        scripts.append(f"{page.url} -> {url}")
+
+            page.on("request", on_request)
+            page.on("pageerror", lambda e, how=how: errors.append(f"{how} {page.url}: {e}"))
+            for rel in pages:
+                if how == "file" and rel == "404.html":
+                    continue    # a web server's error page: its links start at the server's root
+                page.goto(root + rel, wait_until="load")
+                got = page.evaluate(check)
+                assert got["pwned"] is None, (how, rel)
+                assert got["configs"] in ([], ["SCRIPT"]), (how, rel, got["configs"])
+                assert got["bad"] == [], (how, rel, got["bad"])
+                assert got["violations"] == [], (how, rel, got["violations"])
+                if rel == "shared-notes.html":
+                    assert got["mj"] >= 3, (how, "MathJax typeset the formulas")
+                    link = page.locator("article a.pv-external-image").first
+                    assert link.get_attribute("href").startswith(beacon.url)   # shown as a link, not loaded
+            # the policy itself holds: an image from elsewhere and a script the site did not ship, put into a
+            # page by its own script, are blocked (and reported) rather than loaded or run
+            page.goto(root + "shared-notes.html", wait_until="load")
+            probe = page.evaluate("""async (beacon) => {
+                const img = new Image();
+                const done = new Promise(r => { img.onerror = r; img.onload = r; setTimeout(r, 2000); });
+                img.src = beacon + 'csp-probe.png';
+                document.body.appendChild(img);
+                const s = document.createElement('script');
+                s.textContent = 'window.__probe = 1';
+                document.body.appendChild(s);
+                await done;
+                return {probe: window.__probe || null, violations: window.__violations || []};
+            }""", beacon.url)
+            assert probe["probe"] is None, how
+            assert any(v.startswith("img-src") and "csp-probe" in v for v in probe["violations"]), (how, probe)
+            assert any(v.startswith("script-src") for v in probe["violations"]), (how, probe)
+            outside[:] = [o for o in outside if "csp-probe" not in o]
+            # search works under the policy (the iframe worker from disk, a web worker over HTTP)
+            page.goto(root + "index.html", wait_until="load")
+            page.locator("input.md-search__input").click()
+            page.keyboard.type("Clobbering")
+            page.locator(".md-search-result__item").first.wait_for(timeout=20000)
+            assert page.evaluate("window.__violations || []") == []
+            page.close()
+    assert outside == [] and scripts == [] and errors == [], (outside, scripts, errors)
+    assert beacon.hits == []
 
 
 def test_dois_and_urls_are_checked_before_they_become_links():
