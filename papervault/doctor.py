@@ -224,12 +224,22 @@ def _identity(ws: Workspace) -> list[Check]:
 
 
 def _index(ws: Workspace) -> Check:
+    from papervault.index.store import is_remote, redact, redact_uri
+
+    uri = ws.settings.index.uri
     try:
         from papervault.index.store import PaperIndex
 
         st = PaperIndex(ws).stats()
     except Exception as exc:
-        return Check("index", False, f"cannot open the index: {exc}", "run `papervault index --rebuild`")
+        said = redact(" ".join(str(getattr(exc, "message", exc)).split()), uri)
+        said = said.removeprefix(f"cannot open the index at {redact_uri(uri)}: ")[:300] if uri else said[:300]
+        if is_remote(ws):
+            # an endpoint that does not answer says nothing about the index: rebuilding it would not help
+            return Check("index", False, f"the index at {redact_uri(uri)} is unreachable: {said}",
+                         "check the endpoint (AWS_ENDPOINT_URL), the network and the credentials, then run "
+                         "`papervault doctor` again")
+        return Check("index", False, f"cannot open the index: {said}", "run `papervault index --rebuild`")
     health = st.get("health", "")
     if health.startswith("mismatch"):
         message, _, rest = health.partition(". to search")

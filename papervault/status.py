@@ -56,7 +56,9 @@ def workspace_status(ws: Workspace) -> dict:
         out["index_health"] = health
     except Exception as exc:  # status must answer even when the index is broken
         out["not_indexed"] = None           # unknown while the index cannot be read
-        out["index_health"] = f"unavailable: {exc}"
+        from papervault.index.store import redact
+
+        out["index_health"] = f"unavailable: {redact(' '.join(str(exc).split()), ws.settings.index.uri)[:300]}"
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from datetime import timedelta
 from typing import Callable, Iterable
@@ -54,6 +55,45 @@ S3_ENV = {"AWS_ENDPOINT_URL": "aws_endpoint", "AWS_ACCESS_KEY_ID": "aws_access_k
           "AWS_REGION": "aws_region", "AWS_ALLOW_HTTP": "allow_http"}
 
 
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]*)@")
+_QUERY_VALUE = re.compile(r"(?P<key>[?&][^=&#\s]+=)(?P<value>[^&#\s]*)")
+REDACTED = "***"
+
+
+def redact_uri(uri: str) -> str:
+    """An index URI as it may be printed: the credentials of its user part (`s3://KEY:SECRET@bucket/x`) and
+    the values of its query string (`?X-Amz-Signature=...`, `?sas=...`) replaced by `***`."""
+    uri = str(uri)
+    head, sep, query = uri.partition("?")
+    head = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", head)
+    if sep:
+        query = _QUERY_VALUE.sub(lambda m: f"{m['key']}{REDACTED}", "?" + query)[1:]
+    return head + sep + query
+
+
+def redact(text: str, uri: str | None) -> str:
+    """`text` (an error from LanceDB or the object store) with the secrets of `uri` taken out, wherever they
+    appear: the whole URI, its user part, its query values."""
+    text = str(text)
+    if not uri:
+        return text
+    secrets = [str(uri)]
+    m = _USERINFO.search(str(uri))
+    if m and m["userinfo"]:
+        secrets += [m["userinfo"], *m["userinfo"].split(":")]
+    if "?" in str(uri):
+        secrets += [v["value"] for v in _QUERY_VALUE.finditer("?" + str(uri).split("?", 1)[1])]
+    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, redact_uri(uri) if secret == str(uri) else REDACTED)
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+
+
+def is_remote(workspace) -> bool:
+    """Whether the index lives on object storage (s3://, gs://, az://): reached over the network."""
+    uri = workspace.settings.index.uri or ""
+    return uri.split("://", 1)[0].lower() in {"s3", "s3+ddb", "gs", "az"} if "://" in uri else False
+
+
 def index_location(workspace) -> tuple[str, dict[str, str]]:
     """Where the index lives and how to reach it: (`[index] uri` or the local folder, storage options).
 
@@ -69,7 +109,7 @@ def index_location(workspace) -> tuple[str, dict[str, str]]:
         return uri, {}
     scheme = uri.split("://", 1)[0].lower()
     if scheme not in {"s3", "s3+ddb", "gs", "az", "file", "memory"}:
-        raise WorkspaceError(f"the index URI {uri!r} has an unknown scheme {scheme!r}",
+        raise WorkspaceError(f"the index URI {redact_uri(uri)!r} has an unknown scheme {scheme!r}",
                              fix="set [index] uri to a folder or s3://bucket/prefix (PAPERVAULT_INDEX_URI)")
     options = {opt: os.environ[var] for var, opt in S3_ENV.items() if os.environ.get(var)} if scheme.startswith("s3") else {}
     return uri, options
@@ -83,7 +123,7 @@ def open_db(workspace):
     try:
         return lancedb.connect(uri, storage_options=options or None)
     except (OSError, ValueError, RuntimeError) as exc:
-        raise WorkspaceError(f"cannot open the index at {uri}: {' '.join(str(exc).split())[:200]}",
+        raise WorkspaceError(f"cannot open the index at {redact_uri(uri)}: {redact(' '.join(str(exc).split()), uri)[:200]}",
                              fix="check [index] uri and the AWS_* variables (endpoint, credentials, region)") from None
 
 
@@ -621,7 +661,7 @@ class PaperIndex:
     def stats(self) -> dict:
         """Counts and what the index was built with; `health` says whether it can be searched as it is."""
         out = {"papers": 0, "chunks": 0, "embedding_model": self.embedder.model_name, "dim": None,
-               "chunker_version": CHUNKER_VERSION, "health": "empty", "levels": {}, "uri": str(self.db.uri)}
+               "chunker_version": CHUNKER_VERSION, "health": "empty", "levels": {}, "uri": redact_uri(self.db.uri)}
         names = set(table_names(self.db))
         if not {PAPERS, CHUNKS} <= names:
             out["not_indexed"] = sorted(self.workspace.vault.paper_ids())
