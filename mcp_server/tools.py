@@ -101,6 +101,33 @@ def _pages_in(text: str, first: int | None) -> tuple[int | None, int | None]:
     return start, end
 
 
+# --- the one rule for what an agent receives ---------------------------------------------------------
+
+def for_agent(value: Any) -> Any:
+    """`value` with `agent_markdown` applied to every string in it, at any depth: titles, authors, venues,
+    abstracts, captions, section titles, notes, hits and passages all come out as text (`&lt;script>`), the way
+    `read` gives a paper's text, so a client that renders an answer runs nothing from a paper, a bibliography
+    or a shared vault. `agent_markdown` leaves text without a tag as it is (ids, paths, numbers)."""
+    if isinstance(value, str):
+        return agent_markdown(value)
+    if isinstance(value, dict):
+        return {k: for_agent(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [for_agent(v) for v in value]
+    return value
+
+
+def _agent_answer(method: Callable) -> Callable:
+    """A tool whose whole answer goes through `for_agent`."""
+    import functools
+
+    @functools.wraps(method)
+    def tool(self, *args, **kwargs):
+        return for_agent(method(self, *args, **kwargs))
+
+    return tool
+
+
 # --- the tools -----------------------------------------------------------------------------------
 
 class VaultTools:
@@ -131,6 +158,7 @@ class VaultTools:
 
     # search ----------------------------------------------------------------------------------
 
+    @_agent_answer
     def search(self, query: str, *, level: str | None = None, paper: str | None = None, year: str | None = None,
                venue: str | None = None, tag: str | None = None, limit: int = 10,
                budget: int | None = None) -> dict[str, Any]:
@@ -189,6 +217,7 @@ class VaultTools:
 
     # papers ----------------------------------------------------------------------------------
 
+    @_agent_answer
     def list_papers(self, *, tag: str | None = None, year: str | None = None, venue: str | None = None,
                     author: str | None = None, status: str | None = None, title: str | None = None,
                     offset: int = 0, limit: int = 50) -> dict[str, Any]:
@@ -206,6 +235,7 @@ class VaultTools:
         return {"total": len(rows), "offset": offset, "count": len(papers), "papers": papers,
                 "next_offset": nxt if nxt < len(rows) else None}
 
+    @_agent_answer
     def get_paper(self, paper_id: str) -> dict[str, Any]:
         paper_id, renamed = self.paper(paper_id)
         meta, body = self.vault.read_note(paper_id)
@@ -257,6 +287,7 @@ class VaultTools:
             out.append(item)
         return out
 
+    @_agent_answer
     def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:
         from papervault.app.locate import locate
 
@@ -268,6 +299,7 @@ class VaultTools:
             {**f.as_dict(), "title": agent_markdown(f.title), "text": agent_markdown(f.text[:1000]),
              "cite": f"[@{f.paper_id}, p. {f.page}]" if f.page else f"[@{f.paper_id}]"} for f in found]}
 
+    @_agent_answer
     def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,
              chunk_id: str | None = None, neighbours: int = 1, offset: int = 0,
              max_chars: int = DEFAULT_READ_CHARS) -> dict[str, Any]:
@@ -288,7 +320,7 @@ class VaultTools:
         if section:
             sections, _ = outline(fulltext)
             s = self._find_section(sections, section)
-            lines = fulltext.splitlines()
+            lines = paper_md.split_lines(fulltext)     # the lines the reader numbered the section with
             text = "\n".join(lines[s.start:s.end])
             # the page of a section is the one open where it starts, even if its anchor came earlier
             first_page = s.page
@@ -399,6 +431,7 @@ class VaultTools:
                 "anchor": paper_md.page_link(paper_id, ref.page), **renamed}
         return path.read_bytes(), info
 
+    @_agent_answer
     def status(self) -> dict[str, Any]:
         from papervault.status import workspace_status
 

@@ -328,6 +328,12 @@ def _raw_alt(source_line: str, src: str) -> str:
     return source_line[start + 2:end].strip() if start >= 0 else ""
 
 
+def split_lines(text: str) -> list[str]:
+    """`text`'s lines as the reader numbers them (`Section.start`, `Block.numbers`): a line ends at "\r\n", "\r"
+    or "\n" only, as in markdown-it (not `str.splitlines`, which also ends one at a form feed or U+2028)."""
+    return _LINE_END.split(text)
+
+
 def read(text: str) -> PaperMd:
     """Read a `paper.md` (any Markdown) into its structure. The result is shared: treat it as read-only."""
     return _read(text)
