@@ -544,7 +544,11 @@ def test_mcp_serves_hostile_text_as_text(hostile_site):
             resource = await c.read_resource("papervault://paper/malloryhostile/fulltext")
             return read.structured_content["text"], paper.structured_content["note"], resource.contents[0].text
 
-    read, note, full = anyio.run(main)
+    # in a thread of its own: the module's Chromium (Playwright's sync API) keeps an event loop running here
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        read, note, full = pool.submit(anyio.run, main).result()
     for text in (read, full):
         assert f"carries &lt;script>{PWN}&lt;/script> inside" in text
         assert "&lt;iframe src=javascript:alert(1)>" in text and "&lt;svg onload" in text
