@@ -14,11 +14,12 @@ export PAPERVAULT_EMBED_MODEL_PATH ?= packaged
 endif
 export PAPERVAULT_EMBED_MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 
-.PHONY: demo test install install-test bench clean-demo help
+.PHONY: demo test check install install-test bench clean-demo help
 
 help:
 	@echo "make demo [PAPERS=DIR]   build a vault, index, survey and site (synthetic papers by default)"
-	@echo "make test                run the whole test suite"
+	@echo "make check               run the fast tests (everything in-process on small inputs), after every change"
+	@echo "make test                run the whole test suite (what CI runs)"
 	@echo "make bench               run the benchmarks on ../shared/corpus"
 
 $(BIN)/python:
@@ -47,6 +48,15 @@ demo: $(VENV)/.installed
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The fast tier, after every change: every test not marked `slow` (tests/conftest.py marks the tests that start
+# processes, servers, Prefect, Dask or Chromium, or read the real corpus, by the fixtures they take), with the
+# multilingual vector space off where a test asks nothing in another language and the int8 model kept in
+# .pytest_cache between runs. docs/architecture.md, "Two test tiers".
+CHECK_WORKERS ?= 2
+check: $(VENV)/.installed-test
+	PAPERVAULT_TEST_TIER=check $(BIN)/python -m pytest -q -m "not slow" -n $(CHECK_WORKERS) --dist loadfile \
+		--durations=10
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py

@@ -10,8 +10,11 @@ a file lock in the run's common temporary folder (`shared_tmp`), and then only r
   PAPERVAULT_PARSE_CACHE_DIR, so each corpus PDF is parsed once, whichever test asks first. `parse_once(pdf)`
   parses through it (the project's parser; an error fails the test).
 - `shared_vector_cache` (autouse): one vector cache for the run (`[embed] vector_cache`), so a text is embedded
-  once whichever workspace indexes it first; `shared_model_cache` (autouse): one `[embed] cache_dir`, so the
-  int8 copy of the model is made once.
+  once whichever workspace indexes it first; `shared_model_cache` (autouse): one `[embed] cache_dir`, kept
+  between runs in .pytest_cache, so the int8 copy of the model is made once per checkout.
+- Two tiers: tests are marked `slow` by the fixtures they take (SLOW_FIXTURES) and a short list (SLOW_TESTS);
+  `make check` runs the others (`-m "not slow"`), with the multilingual space off unless a test asks in another
+  language (`english_only`). `make test` runs them all.
 - `corpus_added`: the 16 corpus papers (the scanned one included) added through the CLI, once; not indexed.
   `corpus_workspace`: a copy of it indexed over the papers the searches ask about (CORPUS_INDEXED), once
   (English vectors only). Both are read-only: their vaults must be unchanged at the end of the session. A test
@@ -91,6 +94,22 @@ def model_dir() -> Path:
     return _require(MODEL_DIR, "the shared embedding model")
 
 
+# The tests that ask in another language (or check the multilingual space itself): `make check` keeps that space
+# on for them only (see english_only).
+MULTILINGUAL_TESTS = {"test_crosslingual.py", "test_vector_cache.py::test_the_multilingual_space_uses_the_cache"}
+
+
+@pytest.fixture(autouse=True)
+def english_only(request, monkeypatch):
+    """In `make check` (PAPERVAULT_TEST_TIER=check), the multilingual vector space is off unless the test is in
+    MULTILINGUAL_TESTS: a test that asks nothing in another language embeds one space, not two. `make test`
+    keeps the default (both spaces on) everywhere."""
+    item = request.node
+    test = f"{item.path.name}::{getattr(item, 'originalname', None) or item.name}"
+    if os.environ.get("PAPERVAULT_TEST_TIER") == "check" and not {item.path.name, test} & MULTILINGUAL_TESTS:
+        monkeypatch.setenv("PAPERVAULT_EMBED_MULTILINGUAL", "false")
+
+
 @pytest.fixture(autouse=True)
 def workspace_env(tmp_path, monkeypatch) -> Path:
     """Moves all state into tmp_path: the workspace every command uses unless told otherwise."""
@@ -113,7 +132,69 @@ SLOW_FILES = ["test_e2e.py", "test_faults.py", "test_survey_select.py", "test_in
               "test_site_hostile.py", "test_agents_claude.py"]
 
 
+# The two tiers (docs/architecture.md, "Two test tiers"): `make check` runs `pytest -m "not slow"` after every
+# change, `make test` (CI) runs everything. A test is `slow` when it takes one of these fixtures, so that a new
+# test on them is marked without anyone remembering to; the reason says what makes the fixture slow.
+SLOW_FIXTURES = {
+    "corpus_dir": "parses real corpus PDFs (seconds each) or builds a workspace from them",
+    "corpus_added": "adds the whole corpus through the CLI, in a subprocess",
+    "corpus_workspace": "indexes ten corpus papers",
+    "corpus_added_copy": "copies the corpus workspace",
+    "corpus_workspace_copy": "copies the indexed corpus workspace",
+    "prefect_api": "starts a Prefect API server; the test runs flows",
+    "worker": "starts a Prefect worker (tests/test_deploy.py)",
+    "make_demo": "runs `make demo` in a fresh virtual environment",
+    "http_server": "starts the MCP server over HTTP in a subprocess",
+    "s3_endpoint": "starts an S3 server (moto) in a subprocess",
+    "browser": "launches Chromium",
+    "text_ws": "OCRs a scanned page (tests/test_text_layers.py)",
+}
+# Slow tests that take none of those fixtures, each for one of the same reasons: they start a `papervault` (or
+# other) process, a server or Chromium themselves, OCR a page, or measure memory at scale. "file.py" marks a whole
+# file, "file.py::test" one test (every parametrisation).
+SLOW_TESTS = {
+    # processes: papervault commands, servers, stand-in CLIs, a fresh shell, killed writers
+    "test_agents_claude.py", "test_lean_imports.py", "test_parse_timeout.py", "test_recovery.py",
+    "test_app.py::test_a_survey_runs_stage_by_stage_without_prefect",
+    "test_everyday.py::test_the_readme_everyday_commands_work_in_a_fresh_shell",
+    "test_everyday.py::test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp",
+    "test_everyday.py::test_search_says_precisely_why_there_is_nothing",
+    "test_everyday.py::test_searches_during_another_process_rebuild_see_the_previous_index",
+    "test_faults.py::test_bulk_add_killed_between_its_commits_then_rerun_matches",
+    "test_hostile.py::test_bibtex_brace_and_macro_bombs_are_one_line_problems",
+    "test_hostile.py::test_csl_items_after_a_deep_one_are_not_lost_before_it",
+    "test_hostile.py::test_deeply_nested_csl_and_better_bibtex_json_are_one_line_problems",
+    "test_identity.py::test_old_ids_resolve_in_the_mcp_tools_after_rekey",
+    "test_index_windows.py::test_the_allocator_arenas_are_bounded_unless_the_user_set_them",
+    "test_site.py::test_serve_previews_and_rebuilds_when_the_vault_changes",
+    "test_site_hostile.py::test_mcp_serves_hostile_text_as_text",
+    "test_site_hostile.py::test_site_serve_sanitises_too",
+    "test_vault_symlinks.py::test_mcp_refuses_linked_files_over_stdio",
+    # Chromium
+    "test_identity.py::test_rekey_leaves_redirects_for_old_site_urls",
+    "test_site_hostile.py::test_every_page_in_chromium_runs_no_injected_script",
+    # OCR, a second model precision, memory at scale
+    "test_cache_keys.py::test_ocr_setting_is_part_of_the_parse_cache",
+    "test_cache_keys.py::test_a_hit_is_served_and_a_changed_resolution_parses_again",
+    "test_cache_keys.py::test_an_index_keeps_the_precision_it_was_built_with",
+    "test_index_windows.py::test_sync_memory_stays_flat_as_the_vault_grows",
+    "test_sources_ingest.py::test_bulk_add_memory_does_not_grow_with_the_library",
+    # waits out connection retries to an S3 endpoint that does not answer
+    "test_index_uri_secrets.py::test_status_and_doctor_never_print_the_uris_credentials",
+}
+
+
+def is_slow(item) -> bool:
+    """Whether `item` belongs to `make test` only (SLOW_FIXTURES, SLOW_TESTS)."""
+    test = f"{item.path.name}::{getattr(item, 'originalname', None) or item.name}"
+    return bool(SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ()))) or item.path.name in SLOW_TESTS \
+        or test in SLOW_TESTS
+
+
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))   # stable: file order otherwise kept
 
@@ -205,10 +286,12 @@ def shared_vector_cache(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def shared_model_cache(tmp_path_factory):
-    """One model cache ([embed] cache_dir) for the whole run: the int8 copy of the embedding model
-    (`[embed] precision`, index/quantize.py) is made once, not in every test's own home."""
-    path = shared_tmp(tmp_path_factory) / "models"
+def shared_model_cache():
+    """One model cache ([embed] cache_dir) kept between runs, in .pytest_cache: the int8 copy of the embedding
+    model (`[embed] precision`, index/quantize.py) is made once per checkout, not in every run or test home. The
+    copy's folder is named by the source model file and ONNX Runtime's version, so a new model makes a new copy;
+    tests of the copy itself give their own cache."""
+    path = ROOT / ".pytest_cache" / "papervault-models"
     with environ("PAPERVAULT_EMBED_CACHE_DIR", str(path)):
         yield path
 
