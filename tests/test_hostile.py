@@ -161,7 +161,7 @@ def test_multi_megabyte_abstract_is_capped_with_a_warning(ws, tmp_path):
                    f" url={{https://example.org/{'x' * 10_000}}}, abstract={{{abstract}}}}}\n", encoding="utf-8")
     res = cli(["add", str(bib)])
     assert res.returncode == 0, res.stderr
-    assert f"warning {bib}#big2022: field 'abstract' is {len(abstract.strip()):,} characters; kept the first " \
+    assert f"warning {bib}#big2022: field 'abstract' is {len(abstract):,} characters; kept the first " \
            "20,000 (the source file keeps the rest)" in res.stderr
     assert "field 'url' is" in res.stderr
     note = ws / "vault" / "papers" / "big2022" / "note.md"
@@ -170,6 +170,85 @@ def test_multi_megabyte_abstract_is_capped_with_a_warning(ws, tmp_path):
     listed = cli(["list"])
     assert listed.returncode == 0 and "big2022" in listed.stdout
     assert time.perf_counter() - t0 < 5   # main's 5 MB note took seconds to list, its 50 MB one 22 s
+
+
+def peak_rss_of(args: list[str], ws: Path) -> tuple[subprocess.CompletedProcess, int]:
+    """Run the CLI from a fresh Python process and return its result and the peak RSS (bytes) of the run: the
+    process's children are only this run, so RUSAGE_CHILDREN's maxrss is its peak and no other test's."""
+    probe = ("import json, resource, subprocess, sys\n"
+             "r = subprocess.run([sys.executable, '-m', 'papervault', *sys.argv[1:]], capture_output=True, text=True)\n"
+             "print(json.dumps([r.returncode, r.stdout, r.stderr,"
+             " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n")
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PAPERVAULT_WORKSPACE=str(ws)))
+    assert out.returncode == 0, out.stderr
+    code, stdout, stderr, maxrss_kb = json.loads(out.stdout)
+    return subprocess.CompletedProcess(args, code, stdout, stderr), maxrss_kb * 1024
+
+
+def test_a_50_mb_bibtex_abstract_is_read_only_up_to_its_cap(ws, tmp_path, good_bib):
+    """One 50 MB abstract used to take `add` to 1.12 GB and 12 s (the whole value copied, then a regex over
+    it); now a field is read only up to its cap and the run stays within twice the file over a plain `add`."""
+    bib = tmp_path / "huge.bib"
+    abstract = "A sentence of a very long abstract that goes on. " * 1_050_000     # 51.45 MB
+    bib.write_text("@article{big2022, title={A Paper With a Fifty Megabyte Abstract}, author={Big, Al},"
+                   f" year={{2022}}, abstract={{{abstract}}}}}\n", encoding="utf-8")
+    size = bib.stat().st_size
+    plain, plain_peak = peak_rss_of(["add", str(good_bib)], ws)
+    assert plain.returncode == 0, plain.stderr
+    res, peak = peak_rss_of(["add", str(bib)], ws)
+    assert_no_traceback(res)
+    assert res.returncode == 0, res.stderr
+    assert f"warning {bib}#big2022: field 'abstract' is {len(abstract):,} characters; kept the first 20,000 " \
+           "(the source file keeps the rest)" in res.stderr
+    assert peak - plain_peak < 2 * size, (peak, plain_peak, size)
+    assert peak < 500 << 20, peak      # main's figure was 1.12 GB
+    shown = json.loads(cli(["show", "big2022", "--json"]).stdout)["meta"]
+    assert len(shown["abstract"]) == 20_000 and shown["abstract"].endswith("…")
+    assert abstract.startswith(shown["abstract"][:-1])
+    assert set(paper_ids(ws)) == {"big2022", "doe2020good"}
+
+
+def test_a_50_mb_csl_abstract_is_capped_within_a_small_multiple_of_the_file(ws, tmp_path, good_bib):
+    """CSL-JSON builds each string whole (ijson), so a 50 MB abstract costs the string once beside the parser's
+    buffer; with ijson's 64 KB reads yajl re-lexed it at every read (8 s), with 1 MB reads it takes under 2 s."""
+    csl = tmp_path / "huge.csl.json"
+    abstract = "A sentence of a very long abstract that goes on. " * 1_050_000
+    csl.write_text(json.dumps([{"id": "big2023", "type": "article-journal", "title": "A CSL Paper With a Huge "
+                                "Abstract", "author": [{"family": "Big", "given": "Al"}],
+                                "issued": {"date-parts": [[2023]]}, "abstract": abstract}]), encoding="utf-8")
+    size = csl.stat().st_size
+    plain, plain_peak = peak_rss_of(["add", str(good_bib)], ws)
+    assert plain.returncode == 0, plain.stderr
+    t0 = time.perf_counter()
+    res, peak = peak_rss_of(["add", str(csl)], ws)
+    assert_no_traceback(res)
+    assert res.returncode == 0, res.stderr
+    assert f"warning {csl}#big2023: field 'abstract' is {len(abstract.strip()):,} characters; kept the first " \
+           "20,000" in res.stderr
+    assert peak - plain_peak < 3 * size, (peak, plain_peak, size)
+    assert time.perf_counter() - t0 < 30
+    shown = json.loads(cli(["show", "big2023", "--json"]).stdout)["meta"]
+    assert len(shown["abstract"]) == 20_000 and shown["abstract"].endswith("…")
+
+
+def test_long_bibtex_fields_are_cut_at_their_caps_whatever_their_markup(tmp_path):
+    """Each BibTeX field is read up to its own cap: a long title is cut with a warning naming the entry and
+    field, an author list past the read cap keeps its first authors, and the fields after a cut one are read."""
+    from papervault.sources.bibtex import parse_bibtex
+
+    title = "{\\\"{o}}" * 200_000   # LaTeX for 200,000 letters ö
+    authors = " and ".join(f"Author{i}, A." for i in range(50_000))
+    text = (f"@article{{long1, title={{{title}}}, author={{{authors}}}, note = \"{'n' * 100_000}\","
+            " year={2021}, doi={10.1000/xyz}}\n@article{short2, title={Short}, year=2020}\n")
+    first, second = list(parse_bibtex(text, "lib.bib"))
+    assert first.title == "ö" * 999 + "…"
+    assert any(w.startswith("field 'title' is 1,400,000 characters; kept the first 1,000") for w in first.warnings)
+    assert any(w.startswith("field 'note' is 100,000 characters; read the first 16,000") for w in first.warnings)
+    assert len(first.bib["note"]) == 2_000
+    assert first.authors[0] == "A. Author0" and len(first.authors) >= 1_000
+    assert first.year == 2021 and first.doi == "10.1000/xyz"
+    assert second.key == "short2" and second.title == "Short" and second.warnings == []
 
 
 def test_field_caps_on_authors_and_tags(tmp_path):

@@ -4,7 +4,9 @@ Each entry is parsed on its own, from its `@type{` to the next line that starts 
 costs that entry only. `@string` macros, `#` concatenation, `{...}` and `"..."` values, LaTeX accents, biblatex
 fields (`date`, `journaltitle`, `eprint`/`eprinttype`) and `file` fields (Zotero, Better BibTeX, JabRef) are
 understood. The file size, an entry's size and the brace depth inside a value are bounded
-(`papervault.sources.limits`): past a bound the file or entry is one problem and the rest goes on.
+(`papervault.sources.limits`): past a bound the file or entry is one problem and the rest goes on. Each field is
+read in place, only up to its read cap (`_read_cap`, from `FIELD_CAPS`): a longer one is cut with a warning
+naming the entry and field, and what lies past the cap is never copied.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Iterator
 from papervault.models import SourceRecord
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import order_main_first
-from papervault.sources.limits import MAX_BIBTEX_BRACE_DEPTH, MAX_BIBTEX_ENTRY_CHARS, MAX_BIBTEX_FILE_BYTES
+from papervault.sources.limits import (FIELD_CAPS, MAX_AUTHOR_CHARS, MAX_AUTHORS, MAX_BIBTEX_BRACE_DEPTH,
+                                       MAX_BIBTEX_ENTRY_CHARS, MAX_BIBTEX_FILE_BYTES, MAX_TAG_CHARS, MAX_TAGS,
+                                       cut_text)
 from papervault.sources.problems import SourceProblem
 
 _ENTRY_START = re.compile(r"^[ \t]*@[ \t]*([A-Za-z][\w-]*)[ \t]*([{(])", re.M)
@@ -52,24 +56,36 @@ def latex_to_text(value: str) -> str:
 
 
 class _Bad(Exception):
-    """A malformed entry; `offset` points into the entry's text."""
+    """A malformed entry; `offset` points into the file's text (None: the entry's start)."""
 
-    def __init__(self, msg: str, offset: int = 0):
+    def __init__(self, msg: str, offset: int | None = None):
         super().__init__(msg)
         self.offset = offset
 
 
-def _skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i].isspace():
+_BRACE_STOPS = re.compile(r"[\\{}]")
+_QUOTE_STOPS = re.compile(r'[\\{}"]')
+_WORD = re.compile(r"[^\s,#{}()\"=]+")
+_NAME = re.compile(r"[A-Za-z][\w:.+-]*")
+
+
+def _skip_ws(text: str, i: int, stop: int) -> int:
+    while i < stop and text[i].isspace():
         i += 1
     return i
 
 
-def _braced(text: str, i: int) -> tuple[str, int]:
-    """The content of a `{...}` group starting at text[i] == '{', and the index after it."""
+def _braced(text: str, i: int, stop: int) -> tuple[int, int]:
+    """The bounds of the content of a `{...}` group starting at text[i] == '{' (its end is the closing brace).
+
+    Bounds, not a copy: the caller slices only what it keeps, so a 50 MB value is never copied."""
     depth = 0
     start = i
-    while i < len(text):
+    while True:
+        m = _BRACE_STOPS.search(text, i, stop)
+        if not m:
+            raise _Bad("unbalanced braces: a '{' is never closed", start)
+        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2
@@ -78,18 +94,22 @@ def _braced(text: str, i: int) -> tuple[str, int]:
             depth += 1
             if depth > MAX_BIBTEX_BRACE_DEPTH:
                 raise _Bad(f"braces nested deeper than {MAX_BIBTEX_BRACE_DEPTH} levels", i)
-        elif c == "}":
+        else:
             depth -= 1
             if depth == 0:
-                return text[start + 1:i], i + 1
+                return start + 1, i
         i += 1
-    raise _Bad("unbalanced braces: a '{' is never closed", start)
 
 
-def _quoted(text: str, i: int) -> tuple[str, int]:
+def _quoted(text: str, i: int, stop: int) -> tuple[int, int]:
+    """The bounds of the content of a `"..."` value starting at text[i] == '"'."""
     start, depth = i, 0
     i += 1
-    while i < len(text):
+    while True:
+        m = _QUOTE_STOPS.search(text, i, stop)
+        if not m:
+            raise _Bad('a quoted value is never closed (missing ")', start)
+        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2
@@ -102,64 +122,82 @@ def _quoted(text: str, i: int) -> tuple[str, int]:
             depth -= 1
             if depth < 0:
                 raise _Bad("unbalanced braces inside a quoted value", i)
-        elif c == '"' and depth == 0:
-            return text[start + 1:i], i + 1
+        elif depth == 0:
+            return start + 1, i
         i += 1
-    raise _Bad('a quoted value is never closed (missing ")', start)
 
 
-def _value(text: str, i: int, macros: dict[str, str]) -> tuple[str, int]:
-    """A field value: pieces joined by `#`, each braced, quoted, a number or a @string macro."""
-    parts, total = [], 0
+def _value(text: str, i: int, stop: int, macros: dict[str, str], cap: int) -> tuple[str, int, int]:
+    """A field value: pieces joined by `#`, each braced, quoted, a number or a @string macro.
+
+    Returns the value's first `cap` characters, its whole length and the index after it: past `cap` nothing is
+    copied, so the memory a value costs is bounded by its cap, not by the file."""
+    parts, total, kept = [], 0, 0
     while True:
-        i = _skip_ws(text, i)
-        if i >= len(text):
+        i = _skip_ws(text, i, stop)
+        if i >= stop:
             raise _Bad("the entry ends inside a field value", i)
         c = text[i]
-        if c == "{":
-            piece, i = _braced(text, i)
-        elif c == '"':
-            piece, i = _quoted(text, i)
+        if c == "{" or c == '"':
+            a, b = _braced(text, i, stop) if c == "{" else _quoted(text, i, stop)
+            size, i = b - a, b + 1
+            piece = text[a:min(b, a + cap - kept)] if kept < cap else ""
         else:
-            m = re.compile(r"[^\s,#{}()\"=]+").match(text, i)
+            m = _WORD.match(text, i, stop)
             if not m:
                 raise _Bad(f"unexpected {c!r} where a value should be", i)
-            word = m.group(0)
-            piece = word if word.isdigit() else macros.get(word.lower(), _MONTHS.get(word.lower()[:3], word))
+            if m.end() - i > cap:
+                piece = text[i:i + cap - kept] if kept < cap else ""
+                size = m.end() - i
+            else:
+                word = m.group(0)
+                piece = word if word.isdigit() else macros.get(word.lower(), _MONTHS.get(word.lower()[:3], word))
+                size = len(piece)
+                piece = piece[:cap - kept]
             i = m.end()
         parts.append(piece)
-        total += len(piece)
+        kept += len(piece)
+        total += size
         if total > MAX_BIBTEX_ENTRY_CHARS:   # `@string` macros joined with `#` can double at every step
             raise _Bad(f"a value longer than {MAX_BIBTEX_ENTRY_CHARS >> 20} M characters once @string macros "
                        "are expanded", i)
-        i = _skip_ws(text, i)
-        if i < len(text) and text[i] == "#":
+        i = _skip_ws(text, i, stop)
+        if i < stop and text[i] == "#":
             i += 1
             continue
-        return "".join(parts), i
+        return "".join(parts), total, i
 
 
-def _fields(body: str, macros: dict[str, str]) -> dict[str, str]:
-    """`name = value, ...` pairs of an entry body (after its key)."""
+def _fields(text: str, i: int, stop: int, macros: dict[str, str],
+            cut: dict[str, int] | None = None) -> dict[str, str]:
+    """`name = value, ...` pairs of text[i:stop] (an entry body after its key).
+
+    Each value is read up to its field's read cap (`_read_cap`); a longer one is cut there and its whole length
+    is put in `cut`. Without `cut` (`@string` macros) values are read whole, within the entry's bound."""
     out: dict[str, str] = {}
-    i = 0
     while True:
-        i = _skip_ws(body, i)
-        while i < len(body) and body[i] == ",":
-            i = _skip_ws(body, i + 1)
-        if i >= len(body):
+        i = _skip_ws(text, i, stop)
+        while i < stop and text[i] == ",":
+            i = _skip_ws(text, i + 1, stop)
+        if i >= stop:
             return out
-        m = re.compile(r"[A-Za-z][\w:.+-]*").match(body, i)
+        m = _NAME.match(text, i, stop)
         if not m:
-            raise _Bad(f"expected a field name, found {body[i]!r}", i)
+            raise _Bad(f"expected a field name, found {text[i]!r}", i)
         name = m.group(0).lower()
-        i = _skip_ws(body, m.end())
-        if i >= len(body) or body[i] != "=":
+        i = _skip_ws(text, m.end(), stop)
+        if i >= stop or text[i] != "=":
             raise _Bad(f"field {name!r} has no '=' (a missing comma before it?)", i)
-        value, i = _value(body, i + 1, macros)
+        cap = _read_cap(name) if cut is not None else MAX_BIBTEX_ENTRY_CHARS
+        value, size, i = _value(text, i + 1, stop, macros, cap)
         out[name] = value
-        i = _skip_ws(body, i)
-        if i < len(body) and body[i] not in ",":
+        if cut is not None:
+            if size > cap:
+                cut[name] = size
+            else:
+                cut.pop(name, None)
+        i = _skip_ws(text, i, stop)
+        if i < stop and text[i] != ",":
             raise _Bad(f"missing comma after field {name!r}", i)
 
 
@@ -238,6 +276,25 @@ def file_field_paths(value: str, base: Path) -> list[str]:
     return paths
 
 
+# Which record field (`FIELD_CAPS`) each BibTeX field becomes, for those a record keeps whole.
+_RECORD_FIELD = {"title": "title", "abstract": "abstract", "url": "url", "doi": "doi", "journal": "venue",
+                 "journaltitle": "venue", "booktitle": "venue"}
+BIB_FIELD_CHARS = 2_000     # each of BIB_FIELDS (pages, publisher, note, ...) as kept in `PaperMeta.bib`
+_LATEX_SLACK = 8            # raw characters read per character kept: `{\"{o}}` is 7 for one letter
+
+
+def _read_cap(name: str) -> int:
+    """How many raw characters of field `name` are read: enough for what the record keeps of it once LaTeX is
+    turned into text, and no more, so a 50 MB abstract costs its cap, not its size."""
+    if name in ("author", "editor"):
+        return MAX_AUTHORS * (MAX_AUTHOR_CHARS + len(" and "))
+    if name == "keywords":
+        return MAX_TAGS * (MAX_TAG_CHARS + len("; "))
+    if name == "file":
+        return 64_000   # Zotero lists every attachment (snapshots, supplements), each a full path
+    return max(FIELD_CAPS.get(_RECORD_FIELD.get(name, ""), 0), BIB_FIELD_CHARS) * _LATEX_SLACK
+
+
 def _year(fields: dict[str, str]) -> int | None:
     for f in ("year", "date", "issued"):
         m = re.search(r"(1[5-9]\d\d|20\d\d|2100)", fields.get(f, ""))
@@ -258,15 +315,33 @@ def _bib_fields(entry_type: str, fields: dict[str, str]) -> dict[str, str]:
     for name in BIB_FIELDS:
         value = fields.get(name)
         if value and value.strip():
-            out[name] = latex_to_text(value)[:2000]
+            out[name] = latex_to_text(value)[:BIB_FIELD_CHARS]
     if "pages" in out:
         out["pages"] = out["pages"].replace("–", "--").replace("—", "--")
     return out
 
 
-def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source: str, base: Path) -> SourceRecord:
-    """A SourceRecord from one entry's raw fields."""
-    t = lambda name: latex_to_text(fields[name]) if fields.get(name) else None  # noqa: E731
+def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source: str, base: Path,
+                       cut: dict[str, int] | None = None) -> SourceRecord:
+    """A SourceRecord from one entry's raw fields; `cut` names the fields read only up to their read cap, with
+    their whole length, and each is cut to its field cap here with a warning (the source file keeps the rest)."""
+    cut = cut or {}
+    warnings = []
+
+    def t(name: str) -> str | None:
+        if not fields.get(name):
+            return None
+        text = latex_to_text(fields[name])
+        if name in cut and name in _RECORD_FIELD:
+            keep = FIELD_CAPS[_RECORD_FIELD[name]]
+            warnings.append(f"field {name!r} is {cut[name]:,} characters; kept the first {keep:,} "
+                            "(the source file keeps the rest)")
+            text = cut_text(text, keep) if len(text) > keep else text
+        return text
+
+    for name in sorted(set(cut) - set(_RECORD_FIELD)):
+        warnings.append(f"field {name!r} is {cut[name]:,} characters; read the first {_read_cap(name):,} "
+                        "(the source file keeps the rest)")
     authors = split_names(fields.get("author") or fields.get("editor") or "")
     arxiv = None
     if (fields.get("archiveprefix", "") + fields.get("eprinttype", "")).lower().startswith("arxiv") or \
@@ -275,7 +350,6 @@ def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source
     doi_raw = t("doi")
     arxiv = arxiv or normalize_arxiv(doi_raw) or normalize_arxiv(fields.get("url"))
     pdfs = file_field_paths(fields["file"], base) if fields.get("file") else []
-    warnings = []
     if fields.get("doi") and not normalize_doi(doi_raw) and not arxiv:
         warnings.append(f"doi {doi_raw!r} is not a DOI; ignored")
     keywords = [k.strip() for k in re.split(r"[;,]", t("keywords") or "") if k.strip()]
@@ -292,8 +366,15 @@ def record_from_fields(entry_type: str, key: str, fields: dict[str, str], source
     )
 
 
+_KEY = re.compile(r"[^\s,{}()\"'=#%~\\]+")
+_MAX_KEY_SCAN = 10_000   # a citation key is a few dozen characters; the record keeps 200 (FIELD_CAPS["key"])
+
+
 def parse_bibtex(text: str, source: str = "<bibtex>", base: Path | None = None) -> Iterator[SourceRecord | SourceProblem]:
-    """Every entry of a BibTeX/biblatex text as a record; a malformed entry as a problem with its line."""
+    """Every entry of a BibTeX/biblatex text as a record; a malformed entry as a problem with its line.
+
+    The entry is read in place (bounds into `text`, never a copy of it), and each field only up to its read
+    cap, so one 50 MB field costs no more memory than the file's own text."""
     base = base or Path.cwd()
     macros: dict[str, str] = {}
     starts = list(_ENTRY_START.finditer(text))
@@ -309,28 +390,30 @@ def parse_bibtex(text: str, source: str = "<bibtex>", base: Path | None = None) 
             yield SourceProblem(source, f"@{kind} entry skipped: longer than {MAX_BIBTEX_ENTRY_CHARS >> 20} M "
                                         f"characters (line {line})", line=line)
             continue
-        chunk = text[m.end() - 1:end]
+        open_at = m.end() - 1
         try:
-            close = ")" if m.group(2) == "(" else "}"
-            if close == "}":
-                body, _ = _braced(chunk, 0)
+            if m.group(2) == "{":
+                a, b = _braced(text, open_at, end)
             else:
-                j = chunk.rfind(")")
-                if j < 0:
-                    raise _Bad("unbalanced parentheses: the entry is never closed", 0)
-                body = chunk[1:j]
+                b = text.rfind(")", open_at, end)
+                if b < 0:
+                    raise _Bad("unbalanced parentheses: the entry is never closed")
+                a = open_at + 1
             if kind == "string":
-                f = _fields(body, macros)
-                macros.update({k: v for k, v in f.items()})
+                macros.update(_fields(text, a, b, macros))
                 continue
-            key, _, rest = body.partition(",")
-            key = key.strip()
-            if not key or not re.fullmatch(r"[^\s,{}()\"'=#%~\\]+", key):
-                raise _Bad("the entry has no citation key", 0)
-            fields = _fields(rest, macros)
-            yield record_from_fields(kind, key, fields, source, base)
+            comma = text.find(",", a, min(b, a + _MAX_KEY_SCAN))
+            if comma < 0 and b - a >= _MAX_KEY_SCAN:
+                raise _Bad(f"the citation key is longer than {_MAX_KEY_SCAN:,} characters")
+            comma = b if comma < 0 else comma
+            key = text[a:comma].strip()
+            if not key or not _KEY.fullmatch(key):
+                raise _Bad("the entry has no citation key")
+            cut: dict[str, int] = {}
+            fields = _fields(text, min(comma + 1, b), b, macros, cut)
+            yield record_from_fields(kind, key, fields, source, base, cut)
         except _Bad as exc:
-            bad_line = line + chunk.count("\n", 0, exc.offset) if exc.offset else line
+            bad_line = line + text.count("\n", m.start(), exc.offset) if exc.offset is not None else line
             yield SourceProblem(source, f"@{kind} entry skipped: {exc} (line {bad_line}); fix it and add the file again",
                                 line=line)
         except Exception as exc:  # one entry never stops the file
@@ -354,4 +437,5 @@ def read_bibtex(path: str | Path) -> Iterator[SourceRecord | SourceProblem]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")   # old .bib files are often Latin-1; every byte decodes
+    del raw   # the text alone is kept while the entries are read
     yield from parse_bibtex(text, str(path), path.parent)

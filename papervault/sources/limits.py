@@ -39,8 +39,12 @@ MAX_READER_NOTES = 200
 MAX_READER_NOTE_CHARS = 200_000
 
 
-def _cut(text: str, cap: int) -> str:
+def cut_text(text: str, cap: int) -> str:
+    """`text` cut to `cap` characters, the last one an ellipsis."""
     return text[: cap - 1].rstrip() + "…"
+
+
+_cut = cut_text
 
 
 def cap_record(rec: SourceRecord) -> SourceRecord:
