@@ -104,11 +104,24 @@ def test_index_and_search_skip_linked_files(linked):
     root = linked["root"]
     runner = CliRunner()
     res = runner.invoke(cli, ["index", "--workspace", str(root)])
-    assert res.exit_code == 0, res.output
-    warnings = [line for line in res.output.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 3, res.output                         # alpha's paper.md, beta's note, evilfolder
-    assert all("leads out of the vault" in w for w in warnings)
+    # a paper whose paper.md or note.md is a link out of the vault is left out of the index, and `index` says
+    # so: one error line per paper naming it and the link, then the count, and exit status 1
+    assert res.exit_code == 1, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    refused = {linked["alpha"]: f"papers/{linked['alpha']}/paper.md",
+               linked["beta"]: f"papers/{linked['beta']}/note.md",
+               "evilfolder": "papers/evilfolder/note.md"}
+    assert len(errors) == len(refused) + 1, res.output
+    for pid, path in refused.items():
+        assert sum(e.startswith(f"error: {pid} not indexed: {path} leads out of the vault") for e in errors) == 1, \
+            res.output
+    assert errors[-1].startswith(f"error: 3 papers of the vault not indexed ({', '.join(sorted(refused))})"), errors
+    assert linked["gamma"] not in "\n".join(errors)
+    assert "Indexed in" in res.output                              # the other papers were indexed
     _no_secret(res.output)
+    status = json.loads(runner.invoke(cli, ["status", "--json", "--workspace", str(root)]).output)
+    assert {linked["alpha"], linked["beta"]} <= set(status["not_indexed"]), status
+    assert linked["gamma"] not in status["not_indexed"]
     for word in (SECRET_FT, SECRET_NOTE, SECRET_FOLDER):
         found = runner.invoke(cli, ["search", word, "--json", "--workspace", str(root)])
         assert found.exit_code == 0, found.output
