@@ -37,3 +37,33 @@ def test_no_command_prints_a_control_sequence(tmp_path, cli_run):
     [paper] = [p for p in data if p["id"] == "doe2020leases"]
     assert "Replicated" in paper["title"] and "\x1b" not in json.dumps(paper, ensure_ascii=False).replace(
         "\\u001b", "")
+
+
+def test_bidi_overrides_and_invisible_format_characters_are_stripped(tmp_path, cli_run):
+    """A right-to-left override (U+202E) prints `gnidaer` as `reading`, so a title can say what it does not
+    hold; isolates, zero-width spaces and tag characters reorder or hide words. None of them reaches the terminal; the letters of
+    right-to-left scripts and the joiners Persian and emoji need stay."""
+    import unicodedata
+
+    from papervault.commands.common import terminal_text
+
+    spoof = ("Safe \u202egnidaer\u202c Title \u2066hidden\u2069 \u202a\u202b\u202d \u200eLRM\u200f\u061c "
+             "zero\u200bwidth\u2060join\ufeff\u00ad \U000e0069\U000e0067\U000e006eore this\U000e007f "
+             "\u0645\u06cc\u200c\u0634\u0648\u062f \U0001f469\u200d\U0001f52c (2021)")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    add_paper(ws.vault, "roe2021safe", title=spoof, year=2021, authors=["Roe\u202e, Ann"], venue="NSDI\u2067",
+              fulltext="<a id=\"page-1\"></a>\n\n# Safe\n\nBody.\n")
+    w = ["--workspace", ws.root]
+    invisible = re.compile("[\u202a-\u202e\u2066-\u2069\u200b\u200e\u200f\u061c\u2060\ufeff\u00ad"
+                           "\U000e0000-\U000e007f]")
+    for args in (["list"], ["show", "roe2021safe"], ["list", "--json"]):
+        res = cli_run([*args, *w])
+        assert not invisible.search(res.stdout), (args, ascii(res.stdout))
+    shown = cli_run(["show", "roe2021safe", *w]).stdout
+    assert "Safe gnidaer Title hidden" in shown and "zerowidthjoin" in shown and "ore this" in shown, shown
+    assert "\u0645\u06cc\u200c\u0634\u0648\u062f" in shown and "\U0001f469\u200d\U0001f52c" in shown, ascii(shown)
+
+    # the rule is the whole of Unicode's format category, but ZWNJ and ZWJ
+    cf = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    kept = {ch for ch in cf if terminal_text(f"a{ch}b") != "ab"}
+    assert kept == {"\u200c", "\u200d"}, sorted(map(ascii, kept))

@@ -59,26 +59,35 @@ def paper_id(ws: Workspace, given: str) -> str:
 # clipboard writes, `ESC ] 8 ;; url` hyperlinks, window titles) and the other string controls (DCS, SOS, PM, APC)
 # with their payload up to their terminator (or the end of the line), any other ESC sequence, their 8-bit C1
 # forms (0x9B CSI, 0x9D OSC, ...), and every other C0 or C1 control character and DEL. Tab and newline stay.
+# Then the invisible format characters (Unicode category Cf) that change what a line seems to say without being
+# seen: the bidi overrides, embeddings and isolates (U+202A-U+202E, U+2066-U+2069) and marks (U+200E, U+200F,
+# U+061C) that make `txt.exe` of `exe.txt`, zero-width spaces and joiners of words, invisible operators, the BOM,
+# interlinear annotations and the tag characters (U+E0000-U+E007F, text no one sees). ZWNJ and ZWJ (U+200C,
+# U+200D) stay: Persian, Indic scripts and emoji sequences need them, and they reorder nothing.
+_INVISIBLE_FORMAT = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
+                     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f")
 _TERMINAL_CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"
     r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
     r"|\x9b[0-?]*[ -/]*[@-~]?"
     r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f" + _INVISIBLE_FORMAT + "]")
 
 
 def terminal_text(text: str) -> str:
-    """`text` without any terminal control sequence or control character (tabs and newlines kept): what every
-    command prints passes through it (`TerminalText`), so a title from a paper, a BibTeX file or a shared vault
-    cannot write the clipboard, plant a hyperlink, retitle the window or move the cursor."""
+    """`text` without any terminal control sequence, control character (tabs and newlines kept) or invisible
+    format character: what every command prints passes through it (`TerminalText`), so a title from a paper, a
+    BibTeX file or a shared vault cannot write the clipboard, plant a hyperlink, retitle the window, move the
+    cursor, or show its words in another order than they are (bidi overrides) or hide some of them."""
     return _TERMINAL_CONTROL.sub("", text)
 
 
 class TerminalText:
     """A text stream (stdout, stderr) that writes what it is given through `terminal_text`. Bytes written to
     its `buffer` (the MCP server's JSON-RPC, a file streamed out) pass as they are; `--json` output is JSON, whose
-    strings escape C0 controls, and only loses raw C1 controls."""
+    strings escape C0 controls, and only loses raw C1 controls and invisible format characters."""
 
     def __init__(self, stream):
         self.unfiltered = stream
