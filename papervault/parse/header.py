@@ -14,7 +14,7 @@ import datetime as _dt
 import re
 from dataclasses import dataclass, field
 
-from papervault.parse.layout import Block, Line
+from papervault.parse.layout import Block, Line, Span
 from papervault.parse.references import find_doi
 from papervault.parse.structure import parse_authors
 
@@ -130,54 +130,132 @@ def is_author_line(text: str) -> bool:
     return len(names) >= 2 or bool(re.search(r"\b[A-Z]\.", t))
 
 
-def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
-    """The lines of the title on one page ([] when there is none)."""
-    lines: list[Line] = []
-    for b in blocks:
-        if b.kind not in ("text", "title", "heading"):
-            continue
-        for ln in b.lines:
-            if ln.bbox[1] < 0.62 * height:
-                lines.append(ln)
-    lines.sort(key=lambda ln: (ln.bbox[1], ln.bbox[0]))
-    if not lines:
-        return []
-    sizes = [ln.size for ln in lines]
-    body = max(set(sizes), key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
-    cands = [ln for ln in lines if not not_title(ln.text)
-             and not (is_author_line(ln.text) and ln.size < body + 4)]
-    # Never past the abstract or the first section (of the left column: the right one may start higher).
-    x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
-    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
-                 and _BODY_START.match(ln.text.strip())), None)
-    if stop is not None:
-        cands = [ln for ln in cands if ln.bbox[1] < stop - 1]
-    if not cands:
-        return []
-    big = max(ln.size for ln in cands if len(ln.text.strip()) >= 3)
-    if scanned or big < body + 1.0:
-        # Type of one size (a typewritten memo, an OCR'd scan): the first line that is left.
-        start = cands[0]
-    else:
-        start = min((ln for ln in cands if abs(ln.size - big) < 0.6), key=lambda ln: ln.bbox[1])
-    out = [start]
+# A line set above a title that names a publisher, a series, an institution or the terms of circulation
+# ("AMERICAN MATHEMATICAL SOCIETY", "BRICS", "IRVINE", "Do not quote or cite without permission of the authors.").
+_BANNER_WORDS = re.compile(r"\b(?:SOCIETY|PRESS|SERIES|NOTES|CENT(?:ER|RE)|RESEARCH|SCIENCES?|UNIVERSITY|INSTITUTE|"
+                           r"ASSOCIATION|ACADEMY|LABORATOR(?:Y|IES)|FOUNDATION|COUNCIL|DEPARTMENT|COLLEGE|SCHOOL|"
+                           r"PUBLISHERS?|PROCEEDINGS|REPORTS?|MEMO(?:RANDUM)?|THESIS|DISSERTATION)\b")
+_CIRCULATION = re.compile(r"\b(?:(?:please\s+)?do\s+not|don'?t)\s+(?:quote|cite|circulate|distribute|copy|reproduce)"
+                          r"|without\s+(?:the\s+)?(?:written\s+)?permission|not\s+for\s+(?:distribution|citation|"
+                          r"publication|quotation)|^\s*(?:draft|preliminary\s+draft|working\s+draft)\b"
+                          r"|comments\s+welcome", re.I)
+# Words that end a title line that goes on (or start one that continues the line above).
+_CONNECTIVE = re.compile(r"(?:\b(?:of|for|and|in|on|to|the|a|an|with|by|from|into|via|under|over|at|as|its)|[:,\-–—])$",
+                         re.I)
+_PAREN_DATES = re.compile(r"^\(\s*(?:1[89]|20)\d\d\s*(?:[-–—]+\s*(?:(?:1[89]|20)\d\d|\d\d))?\s*\)$")
+_STRONG = ("author block below", "author block above", "file name", "pdf metadata", "running head")
+
+
+def is_banner(text: str) -> bool:
+    """A publisher's, series', institution's or circulation line, never the title."""
+    t = text.strip()
+    if _CIRCULATION.search(t):
+        return True
+    letters = [c for c in t if c.isalpha()]
+    if not letters or not all(c.isupper() for c in letters):
+        return False
+    return len(t.split()) <= 6 and bool(_BANNER_WORDS.search(t))
+
+
+@dataclass
+class TitleChoice:
+    """The title the page's signals agree on: its lines, text, score, the evidence for it and a confidence."""
+
+    lines: list[Line]
+    text: str
+    score: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    confidence: str = "low"
+
+
+def _glue(lines: list[Line]) -> tuple[list[Line], dict[int, list[Line]]]:
+    """Pieces of one line the text layer cut apart (drawn out of reading order: "Real" after "Time: ...",
+    "Bro" "wn") glued left to right; no space where the glyphs touch. Returns the lines and, for each glued
+    line, the lines it was made of."""
+    out: list[Line] = []
+    parts: dict[int, list[Line]] = {}
+    for ln in sorted(lines, key=lambda ln: (ln.bbox[3], ln.bbox[0])):
+        size = max(ln.size, 1.0)
+        for j in range(len(out) - 1, max(-1, len(out) - 4), -1):
+            prev = out[j]
+            gap = ln.bbox[0] - prev.bbox[2]
+            if abs(prev.bbox[3] - ln.bbox[3]) < 0.25 * size and abs(prev.size - ln.size) < 0.6 and -1 <= gap < 2 * size:
+                sep = [] if gap < 0.12 * size or prev.text.endswith(" ") else \
+                    [Span(" ", ln.size, ln.spans[0].font, 0, ln.bbox)]
+                merged = Line(spans=[*prev.spans, *sep, *ln.spans],
+                              bbox=(prev.bbox[0], min(prev.bbox[1], ln.bbox[1]), ln.bbox[2], max(prev.bbox[3], ln.bbox[3])),
+                              block=prev.block)
+                parts[id(merged)] = parts.pop(id(prev), [prev]) + [ln]
+                out[j] = merged
+                break
+        else:
+            out.append(ln)
+    return out, parts
+
+
+def _names_line(ln: Line, below: Line | None) -> bool:
+    """A line of person names: several names or initials, or one name over an affiliation or an e-mail."""
+    t = ln.text.strip()
+    if is_author_line(t):
+        return True
+    names = parse_authors([t])
+    if len(names) != 1 or len(names[0]) < 0.8 * len(t.strip(" *†‡∗")) or re.search(r"[:?]", t):
+        return False
+    if below is None:
+        return False
+    nb = below.text.strip()
+    return "@" in nb or _affiliation(nb) or bool(_INSTITUTION.search(nb))
+
+
+def _extend(start: Line, lines: list[Line], ok: set[int], body: float, scanned: bool) -> list[Line]:
+    """The run of title lines around `start`: up over the lines of the title set above it (a smaller first
+    line, "Early" over "LISP History"), down over its continuation lines."""
     i = lines.index(start)
-    for ln in lines[i + 1:]:
+    out = [start]
+    for ln in reversed(lines[:i]):      # up
+        first = out[0]
+        if ln.bbox[3] > first.bbox[3] - 0.5 * min(ln.size, first.size):       # beside it, not above it
+            continue
+        if ln.bbox[0] > max(l.bbox[2] for l in out) + 5 or ln.bbox[2] < min(l.bbox[0] for l in out) - 5:
+            continue
+        gap = first.bbox[1] - ln.bbox[3]
+        if id(ln) not in ok or gap > 0.6 * max(ln.size, first.size) or ln.size < max(body + 1.5, 0.7 * start.size) \
+                or ln.size > start.size + 0.6 or is_banner(ln.text) or _names_line(ln, first) or scanned:
+            break
+        out.insert(0, ln)
+        if len(out) >= 4:
+            return out
+    for ln in lines[i + 1:]:            # down
         if ln.bbox[0] > max(l.bbox[2] for l in out) + 5 or ln.bbox[2] < min(l.bbox[0] for l in out) - 5:
             continue  # another column beside the title
         prev = out[-1]
         h = max(1.0, prev.bbox[3] - prev.bbox[1])
         if ln.bbox[1] < prev.bbox[1] + 0.3 * h:
-            # Same baseline: the rest of a line the text layer cut in two.
-            if abs(ln.size - start.size) < 0.6 and ln.bbox[0] > prev.bbox[2] - 1 and ln.bbox[0] - prev.bbox[2] < 3 * ln.size:
-                out.append(ln)
             continue
         gap = ln.bbox[1] - prev.bbox[3]
-        if gap > 1.1 * h or abs(ln.size - start.size) >= 0.6 and not scanned:
-            break
+        nxt = lines[lines.index(ln) + 1] if lines.index(ln) + 1 < len(lines) else None
         same = abs(ln.size - start.size) < 0.6 and start.size >= body + 2
-        if not_title(ln.text) and not (same and not _STAMP_ANYWHERE.search(ln.text)) \
-                or is_author_line(ln.text) and not same or (scanned and re.match(r"^by\b", ln.text, re.I)):
+        if _names_line(ln, nxt) and not (same and not is_author_line(ln.text) and not scanned and ln.bold == start.bold
+                                         and ln.fonts == start.fonts):
+            break
+        if abs(ln.size - start.size) >= 0.6 and not scanned:
+            # A line of another size goes on the title only when the words say so: the line above ends on a
+            # connective or a colon, or this one opens with a parenthesis or a lower-case word.
+            goes_on = _CONNECTIVE.search(prev.text.strip()) or re.match(r"^[(\[]|[a-z]", ln.text.strip())
+            if not (goes_on and gap < 0.6 * h and ln.size >= max(body + 1.5, 0.65 * start.size)
+                    and (not not_title(ln.text) or _PAREN_DATES.match(ln.text.strip())) and not is_banner(ln.text)):
+                break
+            if _PAREN_DATES.match(ln.text.strip()):
+                out.append(ln)
+                break
+        elif gap > 1.1 * h:
+            # Wide leading: a short line of the same type right under a short title line still belongs to it.
+            if not (same and gap < 1.7 * h and ln.fonts == start.fonts and len(ln.text.split()) <= 4
+                    and len(prev.text.split()) <= 4 and not not_title(ln.text)):
+                break
+        if not_title(ln.text) and not (same and not _STAMP_ANYWHERE.search(ln.text)) or is_banner(ln.text) \
+                or (scanned and re.match(r"^by\b", ln.text, re.I)):
             break
         if scanned and len(out) >= 1 and not out[-1].text.rstrip().endswith((":", "-", ",")) \
                 and ln.text[:1].islower() is False and len(out[-1].text) < 0.5 * len(ln.text):
@@ -186,6 +264,197 @@ def find_title(blocks: list[Block], height: float, scanned: bool = False) -> lis
         if len(out) >= 4:
             break
     return out
+
+
+def _file_words(name: str | None) -> set[str]:
+    """The words of a file name, as a person names a paper ("lelewer-data-compression.pdf")."""
+    if not name:
+        return set()
+    stem = re.sub(r"\.pdf$", "", name.rsplit("/", 1)[-1], flags=re.I)
+    stem = re.sub(r"([a-z])([A-Z])", r"\1 \2", stem)
+    return {w for w in norm(stem).split() if len(w) > 1 and not w.isdigit()}
+
+
+def _significant(text: str) -> list[str]:
+    from papervault.ids import SKIP_WORDS
+
+    return [w for w in norm(text).split() if w not in SKIP_WORDS and not w.isdigit()]
+
+
+def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: float, stop: float | None,
+           file_words: set[str], info_title: str, repeats: list[str]) -> None:
+    from papervault.parse.words import dictionary_share
+
+    ev, flags = [], []
+    size = max(ln.size for ln in c.lines)
+    s = 4.0 * max(0.0, size - body) / max(1.0, big - body)
+    if all(ln.bold for ln in c.lines):
+        s += 0.5
+        ev.append("bold")
+    s -= 1.0 * c.lines[0].bbox[1] / max(1.0, height)
+    text = c.text
+    words = norm(text).split()
+    last = lines.index(c.lines[-1]) if c.lines[-1] in lines else len(lines) - 1
+    lo, hi = min(ln.bbox[0] for ln in c.lines), max(ln.bbox[2] for ln in c.lines)
+    wide = (hi - lo) * 0.25 + 20
+    after = [ln for ln in lines[last + 1:] if (stop is None or ln.bbox[1] < stop + 1)
+             and ln.bbox[0] < hi + wide and ln.bbox[2] > lo - wide][:5]      # under it, not in the next column
+    below_first = after[0] if after else None
+    if is_author_line(text) or (len(c.lines) == 1 and _names_line(c.lines[0], below_first)):
+        s -= 6
+        flags.append("author line")
+    if is_banner(text):
+        s -= 6
+        flags.append("banner")
+    letters = [ch for ch in text if ch.isalpha()]
+    if len(words) == 1 and letters and all(ch.isupper() for ch in letters) and not text.rstrip().endswith(":"):
+        s -= 6      # one upper-case word over the title: a series, a place, an acronym's banner ("BRICS")
+        flags.append("banner")
+    elif len(words) == 1:
+        s -= 1.5
+        flags.append("one word")
+    share = dictionary_share([text])
+    if share is not None and share < 0.5:
+        s -= 3
+        flags.append("not words")
+    if text[:1].islower():
+        s -= 2
+        flags.append("starts mid-word")
+    # The author block right under the title (an affiliation or a line of smaller type may come between),
+    # never under another line of title type.
+    for j, ln in enumerate(after[:3]):
+        nxt = after[j + 1] if j + 1 < len(after) else None
+        if "@" in ln.text or _names_line(ln, nxt):
+            s += 2
+            ev.append("author block below")
+            break
+        if ln.size >= size - 1 or j >= 1:
+            break
+    first = lines.index(c.lines[0]) if c.lines[0] in lines else 0
+    before = [ln for ln in lines[max(0, first - 3):first] if ln.bbox[3] < c.lines[0].bbox[3] - 2]
+    if before and any(_names_line(ln, before[k + 1] if k + 1 < len(before) else c.lines[0])
+                      for k, ln in enumerate(before[-2:])) and not is_banner(before[-1].text):
+        s += 1
+        ev.append("author block above")
+    sig = _significant(text)
+    if file_words and sig:
+        hit = sum(w in file_words for w in sig)
+        if hit >= 2 and (hit / len(sig) >= 0.6 or hit >= 3 and hit / len(file_words) >= 0.6):
+            s += 3 * hit / len(sig)
+            ev.append("file name")
+    nt = norm(text)
+    if info_title and nt and len(words) >= 2 and (norm(info_title) == nt or (nt in norm(info_title)
+                                                  and len(nt) > 0.6 * len(norm(info_title)))):
+        s += 3
+        ev.append("pdf metadata")
+    if len(words) >= 2 and any(nt in norm(r) or (norm(r) in nt and len(norm(r)) > 0.6 * len(nt)) for r in repeats):
+        s += 2
+        ev.append("running head")
+    c.score, c.evidence, c.flags = round(s, 3), ev, flags
+
+
+def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
+    """The lines of the title on one page ([] when there is none)."""
+    best = choose_title(blocks, height, scanned=scanned)
+    return best.lines if best else []
+
+
+def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
+                 info_title: str = "", repeats: list[str] | tuple = ()) -> TitleChoice | None:
+    """The title of one page, chosen among the runs of large lines in its top part by the signals of the
+    PDF: type size and weight, an author block (names, affiliations, e-mails) under it, the words of the file
+    name, the document's metadata title, the running head of the next pages; with the evidence and a
+    confidence (`high` when the largest type and one more signal agree, or two signals do, and the text is
+    neither an author line, a banner, one word nor broken words)."""
+    raw = [ln for b in blocks if b.kind in ("text", "title", "heading") for ln in b.lines
+           if ln.bbox[1] < 0.62 * height]
+    if not raw:
+        return None
+    glued, parts = _glue(raw)
+    lines = sorted(glued, key=lambda ln: (ln.bbox[1], ln.bbox[0]))
+    sizes = [ln.size for ln in lines]
+    body = max(set(sizes), key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
+    x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
+    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
+                 and _BODY_START.match(ln.text.strip())), None)
+    cands = [ln for ln in lines if not not_title(ln.text) and (stop is None or ln.bbox[1] < stop - 1)]
+    if not cands:
+        return None
+    ok = {id(ln) for ln in cands}
+    big = max((ln.size for ln in cands if len(ln.text.strip()) >= 3), default=body)
+    if scanned or big < body + 1.0:
+        # Type of one size (a typewritten memo, an OCR'd scan): the first lines that are left.
+        starts = cands[:4]
+    else:
+        starts = sorted((ln for ln in cands if ln.size >= body + 1.0), key=lambda ln: -ln.size)[:8]
+    fw = _file_words(file_name)
+    runs: list[list[Line]] = []
+    for st in starts:
+        run = _extend(st, lines, ok, body, scanned)
+        if run not in runs:
+            runs.append(run)
+    # A run inside a longer one is the same title cut short.
+    runs = [r for r in runs if not any(r != o and all(any(x is y for y in o) for x in r) for o in runs)]
+    choices = [TitleChoice(r, title_text(r)) for r in runs]
+    for c in choices:
+        _score(c, lines, body, big, height, stop, fw, info_title, list(repeats))
+    # The largest type among the runs that are not an author line, a banner or a fragment.
+    top = max((max(ln.size for ln in c.lines) for c in choices if not c.flags), default=big)
+    for c in choices:
+        if max(ln.size for ln in c.lines) >= top - 0.5 and not c.flags:
+            c.evidence.insert(0, "largest type")
+    choices.sort(key=lambda c: -c.score)
+    best = choices[0]
+    margin = best.score - choices[1].score if len(choices) > 1 else 99.0
+    strong = sum(e in best.evidence for e in _STRONG)
+    if not best.flags and margin >= 1.0 and (("largest type" in best.evidence and strong >= 1) or strong >= 2):
+        best.confidence = "high"
+    if scanned:
+        best.evidence.append("OCR")
+    best.lines = [p for ln in best.lines for p in parts.get(id(ln), [ln])]
+    return best
+
+
+def _segment(run: str) -> list[str]:
+    """Letters run together ("DataCompression", "DATACOMPRESSION") split into words: at case changes, else
+    into the fewest dictionary words."""
+    from papervault.parse.words import vocabulary
+
+    pieces = re.findall(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+|[^A-Za-z\d]", run)
+    vocab = vocabulary()
+    if len(pieces) > 1 and all(p.lower() in vocab or not p.isalpha() for p in pieces):
+        return pieces
+    low = run.lower()
+    n = len(low)
+    best: list[tuple[float, int]] = [(0.0, 0)] + [(1e9, 0)] * n
+    for j in range(1, n + 1):
+        for i in range(max(0, j - 24), j):
+            w = low[i:j]
+            cost = 1.0 if (w in vocab and (len(w) > 1 or w in "ai")) or w.isdigit() else 5.0 * len(w)
+            if best[i][0] + cost < best[j][0]:
+                best[j] = (best[i][0] + cost, i)
+    out, j = [], n
+    while j > 0:
+        i = best[j][1]
+        out.append(run[i:j])
+        j = i
+    return out[::-1]
+
+
+def unspace(text: str) -> str:
+    """A letter-spaced line ("D a t a C o m p r e s s i o n", each glyph its own word) made words again;
+    a gap wider than one space (two or more spaces) is kept as a word break."""
+    toks = text.split()
+    if len(toks) < 4 or sum(len(t) == 1 for t in toks) < 0.7 * len(toks):
+        return text
+    words = []
+    for group in re.split(r"\s{2,}", text.strip()):
+        g = group.split()
+        if len(g) >= 3 and sum(len(t) == 1 for t in g) >= 0.7 * len(g):
+            words.extend(_segment("".join(g)))
+        else:
+            words.extend(g)
+    return " ".join(words)
 
 
 def title_text(lines: list[Line]) -> str:
@@ -198,7 +467,7 @@ def title_text(lines: list[Line]) -> str:
             text = text[:-1] + t
         else:
             text = f"{text} {t}" if text else t
-    text = _MEMO_PREFIX.sub("", text)
+    text = _MEMO_PREFIX.sub("", unspace(text))
     text = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", re.sub(r"\s+", " ", text)).strip()
     text = re.sub(r"(\w)[∗*†‡§¶]\d*$", r"\1", text)
     return text.rstrip(" ,;")
@@ -210,13 +479,15 @@ def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[
         return []
     bottom = max(ln.bbox[3] for ln in title)
     left, right = min(ln.bbox[0] for ln in title), max(ln.bbox[2] for ln in title)
-    all_lines = [ln for b in blocks if b.kind in ("text", "heading", "title") for ln in b.lines]
+    title_ids = {id(ln) for ln in title}
+    all_lines, _ = _glue([ln for b in blocks if b.kind in ("text", "heading", "title") for ln in b.lines
+                          if id(ln) not in title_ids])
     width = max((ln.bbox[2] for ln in all_lines), default=right) - min((ln.bbox[0] for ln in all_lines), default=left)
     if right - left < 0.5 * width:  # a title in one column: its authors are under it, not in the other column
         left, right = left - 0.1 * width, right + 0.25 * width
     else:
         left, right = -1e9, 1e9
-    lines = sorted((ln for ln in all_lines if ln.bbox[1] >= bottom - 1 and ln not in title
+    lines = sorted((ln for ln in all_lines if ln.bbox[1] >= bottom - 1
                     and ln.bbox[1] < 0.8 * height and ln.bbox[2] > left and ln.bbox[0] < right),
                    key=lambda ln: (round(ln.bbox[1] / 3), ln.bbox[0]))
     texts: list[str] = []
@@ -235,8 +506,24 @@ def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[
     return _split_runs(parse_authors(texts))
 
 
+def _authors_above(blocks: list[Block], title: list[Line]) -> list[str]:
+    """Names set above the title (an author line first, then the title), with their affiliation under them."""
+    top = min(ln.bbox[1] for ln in title)
+    title_ids = {id(ln) for ln in title}
+    lines, _ = _glue([ln for b in blocks if b.kind in ("text", "heading", "title") for ln in b.lines
+                      if id(ln) not in title_ids and ln.bbox[3] <= top + 1])
+    lines.sort(key=lambda ln: (ln.bbox[1], ln.bbox[0]))
+    names: list[str] = []
+    for i, ln in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else None
+        if _names_line(ln, nxt) and not is_banner(ln.text):
+            names += parse_authors([_spaced(ln, ln.text.strip())])
+    return _split_runs(names)
+
+
 _STOP_PART = re.compile(r"\b(?:universit\w*|institut\w*|laborator\w*|labs?|department|dept|inc|corp\w*|ltd|gmbh|"
-                        r"college|school|faculty|research|centre|center|memo\w*|report|division|group)\b", re.I)
+                        r"college|school|faculty|research|centre|center|memo\w*|report|division|group|"
+                        r"(?:computer|information|mathematical)\s+sciences?)\b", re.I)
 
 
 def _affiliation(text: str) -> bool:
@@ -278,7 +565,9 @@ def _spaced(ln: Line, text: str) -> str:
         if not s.text.strip():
             continue
         if prev is not None:
-            out += "   " if s.bbox[0] - prev > 0.8 * s.size else " "
+            gap = s.bbox[0] - prev
+            touch = gap < 0.12 * s.size and out[-1:].isalpha() and s.text.strip()[:1].islower()   # "Bro" "wn"
+            out += "   " if gap > 0.8 * s.size else "" if touch else " "
         out += s.text.strip()
         prev = s.bbox[2]
     return out if not text.lower().startswith("by ") else out[3:]
@@ -359,28 +648,42 @@ def _plausible_info_title(info_title: str, page_text: str) -> bool:
 
 def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | None = None,
                 rotated: list[str] | None = None, scanned: set[int] | frozenset[int] = frozenset(),
-                cover: bool = False) -> Header:
-    """The header of a paper from the blocks of its first pages (0-based `scanned` page indices)."""
+                cover: bool = False, file_name: str | None = None, repeats: list[str] | None = None) -> Header:
+    """The header of a paper from the blocks of its first pages (0-based `scanned` page indices); `file_name`
+    (a person's own label, often the title slugged) and `repeats` (the running heads of the next pages) are
+    signals for the title."""
     info = info or {}
     rotated = rotated or []
     h = Header()
+    info_title = (info.get("title") or "").strip()
+    # The running heads of the next pages (dropped from their text) often repeat the title.
+    signals = dict(file_name=file_name, info_title=info_title, repeats=list(repeats or ()))
     tp = 1 if cover and len(pages) > 1 else 0
-    title_lines = find_title(pages[tp], heights[tp], scanned=tp in scanned) if pages else []
-    if not title_lines and tp and pages:
+    choice = choose_title(pages[tp], heights[tp], scanned=tp in scanned, **signals) if pages else None
+    if choice is None and tp and pages:
         tp = 0
-        title_lines = find_title(pages[0], heights[0], scanned=0 in scanned)
+        choice = choose_title(pages[0], heights[0], scanned=0 in scanned, **signals)
+    title_lines = choice.lines if choice else []
     h.title_page, h.title_lines = tp, title_lines
     front = [ln.text for p in pages[:tp + 2] for b in p for ln in b.lines]   # blocks in reading order
     page_text = " ".join(ln.text for b in (pages[tp] if pages else []) for ln in b.lines)
-    info_title = (info.get("title") or "").strip()
-    layout_title = title_text(title_lines)
+    layout_title = choice.text if choice else ""
     if info_title and _plausible_info_title(info_title, page_text) and (
             not layout_title or norm(layout_title) in norm(info_title) or norm(info_title) in norm(layout_title)
             or len(norm(info_title)) > 0.8 * len(norm(layout_title))):
         h.title, h.provenance["title"] = re.sub(r"\s+", " ", info_title), "pdf-xmp"
+        h.provenance["title_confidence"] = "high"
+        h.provenance["title_evidence"] = "pdf metadata printed on the first page"
     elif layout_title:
         h.title, h.provenance["title"] = layout_title, "layout"
+        h.provenance["title_confidence"] = choice.confidence
+        h.provenance["title_evidence"] = "; ".join(choice.evidence + [f"not: {f}" for f in choice.flags]) or "none"
     authors = find_authors(pages[tp], title_lines, heights[tp]) if pages else []
+    if not authors and pages and title_lines:
+        authors = _authors_above(pages[tp], title_lines)
+    # A "name" made of the title's own words is a piece of the title, never its author.
+    tw = set(norm(h.title).split())
+    authors = [a for a in authors if not (set(norm(a).split()) <= tw)]
     info_author = (info.get("author") or "").strip()
     if info_author and not re.search(r"\b(?:admin|user|owner|unknown|author)\b", info_author, re.I):
         cand = [a.strip() for a in re.split(r";|,\s*(?:and\s+)?|\s+and\s+|&", info_author) if len(a.strip()) > 2]

@@ -38,7 +38,7 @@ def parse_pdf(path: Path, settings: ParseSettings | None = None, *, password: st
     path = Path(path)
     doc = open_pdf(path, password=password, max_pages=settings.max_pages)
     try:
-        paper = _parse(doc, settings)
+        paper = _parse(doc, settings, name=path.name)
         limit = structure_error(path)
         if limit:
             raise limit
@@ -114,6 +114,10 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
     # The numbers printed in the header or footer, before the running lines are dropped.
     edges = [pages_mod.edge_numbers([ln.text for li, ln in enumerate(lines) if (pi, li) in drop])
              for pi, lines in enumerate(page_lines)]
+    # The running heads of the pages after the first (a title or the authors, often): a signal for the title.
+    heads = list(dict.fromkeys(ln.text for pi, lines in enumerate(page_lines) if pi > 0
+                               for li, ln in enumerate(lines) if (pi, li) in drop
+                               and ln.bbox[3] < 0.5 * sizes[pi][1]))[:20]
     hyph = hyphenated_words([ln.text for lines in page_lines for ln in lines])
     pages: list[list[Block]] = []
     for pi, lines in enumerate(page_lines):
@@ -122,7 +126,7 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
         for b in blocks:
             b.text = join_lines([ln.text for ln in b.lines], hyph)
         pages.append(blocks)
-    return pages, sizes, rotated, ocr_pages, repaired, edges
+    return pages, sizes, rotated, ocr_pages, repaired, edges, heads
 
 
 def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int = 3) -> Header:
@@ -130,20 +134,21 @@ def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int 
     settings = settings or ParseSettings()
     doc = open_pdf(Path(path), max_pages=settings.max_pages)
     try:
-        blocks, sizes, rotated, ocr_pages, _, _ = _read_pages(doc, settings, min(pages, doc.page_count), [])
+        blocks, sizes, rotated, ocr_pages, _, _, heads = _read_pages(doc, settings, min(pages, doc.page_count), [])
         blocks = [reading_order(bl, sizes[i][0]) for i, bl in enumerate(blocks)]
         return read_header(blocks, [h for _, h in sizes], info=doc.metadata or {}, rotated=rotated,
-                           scanned={p - 1 for p in ocr_pages}, cover=_is_cover(blocks, doc.page_count))
+                           scanned={p - 1 for p in ocr_pages}, cover=_is_cover(blocks, doc.page_count),
+                           file_name=Path(path).name, repeats=heads)
     finally:
         doc.close()
 
 
-def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
+def _parse(doc: pymupdf.Document, settings: ParseSettings, name: str | None = None) -> ParsedPaper:
     warnings: list[str] = []
     if getattr(doc, "is_repaired", False):
         warnings.append("the PDF was damaged and repaired while opening; some pages may be missing or empty")
     n = doc.page_count
-    pages, sizes, rotated, ocr_pages, repaired, edges = _read_pages(doc, settings, n, warnings)
+    pages, sizes, rotated, ocr_pages, repaired, edges, heads = _read_pages(doc, settings, n, warnings)
     labels = pages_mod.pdf_labels(doc) or pages_mod.from_printed_numbers(edges)
     body = body_size([b for bl in pages for b in bl])
 
@@ -163,7 +168,8 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings) -> ParsedPaper:
     # A publisher's cover page (USENIX: "This paper is included in the Proceedings of ...") is not the paper:
     # its lines are never headings, and the title and authors come from the paper's own first page.
     head = read_header(pages[:3], [h for _, h in sizes[:3]], info=doc.metadata or {}, rotated=rotated,
-                       scanned={p - 1 for p in ocr_pages}, cover=_is_cover(pages, n))
+                       scanned={p - 1 for p in ocr_pages}, cover=_is_cover(pages, n), file_name=name,
+                       repeats=heads)
     tp = head.title_page
     title = head.title
     title_blocks = _claim_title(pages[tp] if pages else [], head.title_lines)
