@@ -245,8 +245,16 @@ class Ingest:
         for rec, sha in fresh:
             result = parsed.get(rec.pdfs[0]) if rec.pdfs else None
             if isinstance(result, PapervaultError):
-                self.report.problems.append(Problem(rec.source, result.reason if isinstance(result, ParseError) else str(result)))
-                continue
+                reason = result.reason if isinstance(result, ParseError) else str(result)
+                if rec.origin == "pdf" or not rec.title:
+                    self.report.problems.append(Problem(rec.source, reason))
+                    continue
+                # An entry (BibTeX, CSL, Zotero) whose PDF failed or was abandoned keeps its metadata as a
+                # metadata-only paper; with no PDF hash on it, the next `add` of the same file parses it again.
+                self.report.problems.append(Problem(rec.source, f"its PDF was not imported: {reason}; the entry is "
+                                                                "a metadata-only paper, and adding the file again "
+                                                                "retries the PDF"))
+                result, sha = None, None
             try:
                 self._write(rec, result, sha)
             except PapervaultError as exc:
