@@ -220,7 +220,23 @@ def _identity(ws: Workspace) -> list[Check]:
         out.append(Check("paper years", True, f"{plural(len(no_year), 'paper')} without a year: {', '.join(no_year[:5])}",
                          "add the year to the note's frontmatter (or import the paper's BibTeX entry)",
                          level="warning"))
+    out += _doubtful_identities(ws)
     return out
+
+
+def _doubtful_identities(ws: Workspace) -> list[Check]:
+    """Papers whose title or id the PDF alone gave with low confidence (papervault.identity.identity_doubt)."""
+    from papervault.identity import doubtful
+
+    found = doubtful(ws.vault)
+    if not found:
+        return []
+    shown = "; ".join(f"{d['id']} ({d['why']})" for d in found[:5])
+    more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+    return [Check("paper identity", True, f"{plural(len(found), 'paper')} with a low-confidence title or id: "
+                  f"{shown}{more}", "check each title; correct it with `papervault edit ID --title ...` then "
+                  "`papervault rekey ID`, or resolve it online with `papervault enrich ID` ([sources] online = true)",
+                  level="warning")]
 
 
 def _index(ws: Workspace) -> Check:

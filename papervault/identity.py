@@ -212,3 +212,42 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
     except Exception as exc:  # the rename stands; the index catches up on the next `papervault index`
         return {"id": pid, "new": new, "changed": changed, "index": f"not updated: {exc}", "refused": refused}
     return {"id": pid, "new": new, "changed": changed, "index": "updated" if indexed else "none", "refused": refused}
+
+
+# Where an identity field came from when the PDF alone said it (not a person, a library or a resolved id).
+_READ_FROM_PDF = frozenset({"layout", "pdf-xmp"})
+
+
+def identity_doubt(meta: PaperMeta) -> str | None:
+    """Why a paper's identity is low-confidence, or None: a title the header reader chose with low confidence
+    (`provenance.title_confidence`), an id whose author part is "anon" while the paper has a title from its
+    PDF, or an id whose author part is a word of the title (an author line read as the title, or the title
+    as authors). Fields a person or a library gave, or `enrich` resolved, are never doubted."""
+    from papervault.ids import _ascii_word, last_name, normalize_title
+
+    prov = meta.provenance or {}
+    if prov.get("title") not in _READ_FROM_PDF:
+        return None
+    if prov.get("title_confidence") == "low":
+        return f"title read with low confidence ({prov.get('title_evidence') or 'no evidence'})"
+    if prov.get("authors") in (None, *_READ_FROM_PDF):
+        name = _ascii_word(last_name(meta.authors[0])) if meta.authors else ""
+        if not name and meta.id.startswith("anon"):
+            return "no authors found: the id starts with anon"
+        if name and name in normalize_title(meta.title).split():
+            return f"the id's author part {name!r} is a word of the title"
+    return None
+
+
+def doubtful(vault) -> list[dict]:
+    """Papers whose identity is low-confidence: `[{"id", "title", "why"}]` (`status`, `doctor`, `review`)."""
+    out = []
+    for pid in vault.paper_ids():
+        try:
+            meta = vault.read_meta(pid)
+        except Exception:
+            continue   # a broken note is doctor's "notes" check
+        why = identity_doubt(meta)
+        if why:
+            out.append({"id": pid, "title": meta.title, "why": why})
+    return out

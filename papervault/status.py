@@ -32,6 +32,7 @@ def workspace_status(ws: Workspace) -> dict:
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,
         "text_layers": text_layers(ws, ids),
+        "low_confidence": _doubtful(ws),
     }
     try:
         from papervault.index.store import PaperIndex
@@ -54,12 +55,39 @@ def workspace_status(ws: Workspace) -> dict:
         elif health == "ok" and st.get("papers", 0) != len(ids):
             health = f"stale: {st.get('papers', 0)} of {plural(len(ids), 'paper')} indexed; run `papervault index`"
         out["index_health"] = health
+        out["fill"] = _fill_status(ws, st)
     except Exception as exc:  # status must answer even when the index is broken
         out["not_indexed"] = None           # unknown while the index cannot be read
         from papervault.index.store import redact
 
         out["index_health"] = f"unavailable: {redact(' '.join(str(exc).split()), ws.settings.index.uri)[:300]}"
     return out
+
+
+def _fill_status(ws: Workspace, st: dict) -> dict:
+    """How far the background fill of paragraph vectors has come (index/fill.py, docs/index.md)."""
+    from papervault.index import fill
+
+    pending = int(st.get("pending") or 0)
+    pid = fill.running(ws)
+    last = fill.state(ws)
+    out = {"pending": pending, "paragraphs": int((st.get("levels") or {}).get("paragraph", 0)),
+           "running": pid, "last": last or None}
+    if pending and pid:
+        out["hint"] = "a background fill is embedding them; search works meanwhile"
+    elif pending:
+        out["hint"] = "no fill is running: run `papervault index` (background) or `papervault index --wait`"
+    return out
+
+
+def _doubtful(ws: Workspace) -> list[dict]:
+    """Papers whose title or id is low-confidence (`papervault.identity.doubtful`); [] when none."""
+    from papervault.identity import doubtful
+
+    try:
+        return doubtful(ws.vault)
+    except Exception:   # status answers even when a note is broken (doctor reports it)
+        return []
 
 
 # A non-empty `repaired_pages` or `ocr_pages` in a note: a block list ("-" on the next line) or a flow list.

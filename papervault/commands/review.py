@@ -40,6 +40,8 @@ def review(paper_ids, show_diff, mark, reviewer, comment, include_unanalysed, wo
                 flag = "  (new version in note.new.md)" if p.has_new_version else ""
                 seen = f"last reviewed {p.last_review[:8]}" if p.last_review else "never reviewed"
                 click.echo(f"{p.paper_id}  [{p.status}, {p.analyser or '-'}, {seen}]{flag}  {p.title}")
+                if p.identity:
+                    click.echo(f"    identity to check: {p.identity}")
         return
     out = []
     for pid in dict.fromkeys(resolve_all(ws, paper_ids)):

@@ -206,6 +206,15 @@ def status(workspace, as_json):
     click.echo(f"surveys         {st['surveys']}")
     click.echo(f"embedding model {st['embedding_model']} ({st['embedding_precision']})")
     click.echo(f"index           {st['index_health']}")
+    fill = st.get("fill")
+    if fill and fill["paragraphs"]:
+        if not fill["pending"]:
+            click.echo(f"fill            all {plural(fill['paragraphs'], 'paragraph')} have their vectors")
+        else:
+            made = fill["paragraphs"] - fill["pending"]
+            running = f"background fill running (pid {fill['running']})" if fill["running"] else fill["hint"]
+            click.echo(f"fill            {made} of {fill['paragraphs']} paragraph vectors made "
+                       f"({100 * made // fill['paragraphs']}%); {running}")
     click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")
     tl = st["text_layers"]
     repaired = f"{plural(tl['repaired_pages'], 'repaired page')} in {plural(tl['papers_repaired'], 'paper')}"
@@ -216,6 +225,12 @@ def status(workspace, as_json):
         click.echo(f"  {pid}: {'; '.join(what)} (of {p['pages'] or '?'} pages)")
     if len(tl["papers"]) > STATUS_PAPERS:
         click.echo(f"  ... and {plural(len(tl['papers']) - STATUS_PAPERS, 'more paper')} (`papervault status --json` lists all)")
+    low = st.get("low_confidence") or []
+    if low:
+        click.echo(f"identity        {plural(len(low), 'paper')} with a low-confidence title or id "
+                   "(check with `papervault edit`, or `papervault enrich` online)")
+        for d in low[:STATUS_PAPERS]:
+            click.echo(f"  {d['id']}: {d['why']}")
 
 
 STATUS_PAPERS = 20   # papers with repaired or OCR'd pages listed by `status` (--json lists all)

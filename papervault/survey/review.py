@@ -29,6 +29,7 @@ class Pending:
     updated: str | None
     last_review: str | None          # SHA of the last review commit, None if never reviewed
     has_new_version: bool            # note.new.md beside an edited note
+    identity: str | None = None      # why its title or id is low-confidence (papervault.identity.identity_doubt)
 
 
 @dataclass
@@ -62,6 +63,8 @@ def last_review(vault: Vault, paper_id: str) -> git.Commit | None:
 
 def pending(vault: Vault, *, include_unanalysed: bool = False) -> list[Pending]:
     """Notes not yet reviewed: analysed ones (and, if asked, ones only parsed), oldest update first."""
+    from papervault.identity import identity_doubt
+
     wanted = {"analysed"} | ({"parsed", "metadata"} if include_unanalysed else set())
     out = []
     for meta in vault.iter_meta():
@@ -69,7 +72,8 @@ def pending(vault: Vault, *, include_unanalysed: bool = False) -> list[Pending]:
             continue
         lr = last_review(vault, meta.id)
         out.append(Pending(meta.id, meta.title, meta.status, meta.analyser, meta.updated,
-                           lr.hexsha if lr else None, (vault.paper_dir(meta.id) / "note.new.md").is_file()))
+                           lr.hexsha if lr else None, (vault.paper_dir(meta.id) / "note.new.md").is_file(),
+                           identity_doubt(meta)))
     return sorted(out, key=lambda p: (p.updated or "", p.paper_id))
 
 

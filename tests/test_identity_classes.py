@@ -1,0 +1,128 @@
+"""The title a person would write, through `papervault add`, on PDFs made with PyMuPDF in each layout class of
+real papers whose title readers get wrong (an author line larger than the title, a publisher or series banner
+above it, a letter-spaced or out-of-order text layer, a title over lines of several sizes, a scanned first
+page); low-confidence identities listed by `status`, `doctor` and `review`."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from conftest import without_multilingual
+from papervault.ids import fold, last_name, normalize_title
+from papervault.workspace import Workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from identity_pdfs import BODY, CLASSES, make_class  # noqa: E402
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = Workspace.init(tmp_path / "ws")[0].root
+    without_multilingual(root)
+    return Workspace(root)
+
+
+def _added(cli_run, ws, folder: Path) -> dict[str, dict]:
+    """`papervault add FOLDER --json`; {file name: the note metadata of its paper} (two files of one paper,
+    such as the two layouts of *Data Compression*, are one paper with two sources)."""
+    report = json.loads(cli_run(["add", str(folder), "--json", "--workspace", ws.root]).stdout)
+    assert report["problems"] == [], report["problems"]
+    out = {}
+    for pid in report["added"]:
+        meta = json.loads(cli_run(["show", pid, "--json", "--workspace", ws.root]).stdout)["meta"]
+        for src in meta["sources"]:
+            out[Path(src).name] = meta
+    return out
+
+
+def _family(name: str) -> str:
+    return re.sub(r"[^a-z]", "", fold(last_name(name)).lower())
+
+
+@pytest.mark.parametrize("part", ["tuned", "heldout"])
+def test_each_layout_class_gets_the_title_and_an_author_key(ws, tmp_path, cli_run, part):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    want = {}
+    for name, cls, p, _, _, label, _ in CLASSES:
+        if p == part:
+            want[make_class(name, folder).name] = (cls, label)
+    got = _added(cli_run, ws, folder)
+    assert sorted(got) == sorted(want)
+    for fname, (cls, label) in want.items():
+        meta = got[fname]
+        assert normalize_title(meta["title"]) == normalize_title(label["title"]), (cls, fname, meta["title"])
+        assert [_family(a) for a in meta["authors"]] == [_family(a) for a in label["authors"]], (cls, fname)
+        # The key's author part is the first author's family name: never "anon", never a word of the title.
+        assert meta["id"].startswith(_family(label["authors"][0])), (cls, meta["id"])
+        assert meta["provenance"]["title"] == "layout"
+        assert meta["provenance"]["title_confidence"] in ("high", "low")
+        assert meta["provenance"]["title_evidence"]
+
+
+def test_the_banner_author_line_and_fragment_are_the_evidence_against_them(ws, tmp_path, cli_run):
+    """A banner over the title and an author line larger than it are kept out of the title, and the note says
+    why the title was chosen."""
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    for name in ("c-ams", "c-author-big", "c-letters"):
+        make_class(name, folder)
+    got = _added(cli_run, ws, folder)
+    ams = got["c-ams.pdf"]
+    assert ams["title"] == "Tail Bounds for Occupancy Problems" and ams["id"].startswith("erdos")
+    assert "author block below" in ams["provenance"]["title_evidence"]
+    assert got["c-author-big.pdf"]["id"].startswith("saltzer")
+    letters = got["lelewer-data-compression.pdf"]
+    assert letters["title"] == "Data Compression"
+    assert letters["provenance"]["title_confidence"] == "high"
+    assert "file name" in letters["provenance"]["title_evidence"]
+
+
+def _doubtful_pdf(folder: Path) -> Path:
+    """A page whose only large line has nothing to back it: no author block, no abstract, a file name that
+    says nothing, no metadata title."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Notes on Replicated Logs", fontsize=18, fontname="tibo")
+    y = 140
+    for i in range(0, len(BODY), 90):
+        page.insert_text((72, y), BODY[i:i + 90], fontsize=10, fontname="tiro")
+        y += 13
+    path = folder / "scan0001.pdf"
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_low_confidence_identities_are_listed_by_status_doctor_and_review(ws, tmp_path, cli_run):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    _doubtful_pdf(folder)
+    make_class("c-dropcap", folder)
+    got = _added(cli_run, ws, folder)
+    weak, sure = got["scan0001.pdf"], got["c-dropcap.pdf"]
+    assert weak["id"].startswith("anon") and weak["provenance"]["title_confidence"] == "low"
+    assert sure["provenance"]["title_confidence"] == "high" and sure["id"].startswith("meijer")
+    w = ["--workspace", ws.root]
+
+    st = json.loads(cli_run(["status", "--json", *w]).stdout)
+    assert [d["id"] for d in st["low_confidence"]] == [weak["id"]]
+    assert "low confidence" in st["low_confidence"][0]["why"]
+    text = cli_run(["status", *w]).stdout
+    assert "1 paper with a low-confidence title or id" in text and weak["id"] in text
+    checks = {c["name"]: c for c in json.loads(cli_run(["doctor", "--json", *w], check=False).stdout)["checks"]}
+    assert weak["id"] in checks["paper identity"]["detail"] and sure["id"] not in checks["paper identity"]["detail"]
+    assert "papervault edit" in checks["paper identity"]["fix"]
+    listed = cli_run(["review", "--all", *w]).stdout
+    assert f"identity to check: title read with low confidence" in listed
+
+    # A person's correction is the paper's identity: it is no longer doubted.
+    cli_run(["edit", weak["id"], "--title", "Notes on Replicated Logs", "--author", "Ann Roe", *w])
+    st = json.loads(cli_run(["status", "--json", *w]).stdout)
+    assert st["low_confidence"] == []
