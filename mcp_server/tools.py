@@ -295,9 +295,18 @@ class VaultTools:
         if paper is not None:
             paper, renamed = self.paper(paper)
         found = locate(self.ws, quote, paper=paper, limit=_check_limit(limit, "limit", 20))
+        from papervault.pages import printed
+
+        def labels(pid: str) -> list[str]:      # a citation says the printed page (223), the anchor the PDF page
+            try:
+                return self.ws.vault.read_meta(pid).page_labels
+            except Exception:
+                return []
+
         return {"quote": quote[:300], **renamed, "found": [
             {**f.as_dict(), "title": agent_markdown(f.title), "text": agent_markdown(f.text[:1000]),
-             "cite": f"[@{f.paper_id}, p. {f.page}]" if f.page else f"[@{f.paper_id}]"} for f in found]}
+             "cite": f"[@{f.paper_id}, p. {printed(labels(f.paper_id), f.page)}]" if f.page else f"[@{f.paper_id}]"}
+            for f in found]}
 
     @_agent_answer
     def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,

@@ -16,13 +16,15 @@ from typing import Any, Iterable
 import jinja2
 
 from papervault.errors import WorkspaceError
+from papervault import pages as _pages
 from papervault.vault import paper as paper_md
 
 PACKAGE = "papervault.templates"
 
 # Functions every template may call. `page_link(page=N)` is the link to page N of the paper's full text from
 # its note (`paper.md#page-N`); templates never write that fragment by hand (tests/test_paper_md.py checks).
-GLOBALS: dict[str, Any] = {"page_link": paper_md.page_link}
+# `printed_page(labels, N)` is the printed page of PDF page N (`papervault.pages.printed`): what a reader is shown.
+GLOBALS: dict[str, Any] = {"page_link": paper_md.page_link, "printed_page": _pages.printed}
 
 
 def builtin_dir() -> Path:

@@ -126,3 +126,20 @@ def test_low_confidence_identities_are_listed_by_status_doctor_and_review(ws, tm
     cli_run(["edit", weak["id"], "--title", "Notes on Replicated Logs", "--author", "Ann Roe", *w])
     st = json.loads(cli_run(["status", "--json", *w]).stdout)
     assert st["low_confidence"] == []
+
+
+MEGASTORE = "datastores_megastore-providing-scalable-highly-available-storage-for-interactive-services.pdf"
+
+
+def test_a_notes_pages_are_the_printed_pages_with_the_pdf_page_in_the_link(ws, corpus_dir, cli_run):
+    """Megastore is printed on pages 223-234: its note quotes `[p. 225](paper.md#page-3)`, never `[p. 3]`."""
+    report = json.loads(cli_run(["add", str(corpus_dir / MEGASTORE), "--json", "--workspace", ws.root]).stdout)
+    [pid] = report["added"]
+    meta = ws.vault.read_meta(pid)
+    assert meta.page_labels[:3] == ["223", "224", "225"]
+    note = ws.vault.note_path(pid).read_text(encoding="utf-8")
+    cites = re.findall(r"\[p\. ([^\]]+)\]\(paper\.md#page-(\d+)\)", note)
+    assert len(cites) >= 5
+    for label, page in cites:
+        assert label == meta.page_labels[int(page) - 1], (label, page)
+    assert all(223 <= int(label) <= 234 for label, _ in cites)

@@ -407,7 +407,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             warnings.append(f"{page}: cites @{k}, which is not in the vault")
         data = {
             "id": pid, "title": m.title or pid, "authors": m.authors, "year": m.year, "venue": m.venue,
-            "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser,
+            "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser, "page_labels": m.page_labels,
             "links": links or ["none"], "tags_url": rel_link("tags.md", page),
             "fulltext_url": "paper.md",
             "figures": [f for f in e.figures],
