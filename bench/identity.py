@@ -15,7 +15,8 @@ Systems:
 
 The layout classes (`identity_pdfs.CLASSES`: an author line taken as the title, a header or publisher line, a
 broken text layer, a title cut short, a scanned first page) are reported per class, in the part the header
-reader was adjusted on (`tuned`) and the part it was not (`heldout`), with how many titles are marked low
+reader was adjusted on (`tuned`), the part it was not (`heldout`) and layouts written after its last change
+and run once (`fresh`), with how many titles are marked low
 confidence and how many wrong titles are not.
 
 Measures: title exact match (after `ids.normalize_title`: case, accents and punctuation do not count), author
@@ -225,7 +226,7 @@ def main() -> None:
             print(f"{name:14} {part:10} {r['title_exact']:7.1%} {r['author_f1']:9.3f} {r['year_accuracy']:7.1%} "
                   f"{r['ids_without_printed_year']:12d}")
     print("\nlayout classes (papervault): titles right; low confidence; wrong titles with high confidence")
-    for part in ("tuned", "heldout"):
+    for part in ("tuned", "heldout", "fresh"):
         rows = report["classes"].get(part, {})
         for cls, r in sorted(rows.items(), key=lambda kv: kv[0] == "all"):
             print(f"  {part:8} {cls:14} {r['title_right']:3d}/{r['papers']:<3d} {r['title_right'] / r['papers']:7.1%}"

@@ -623,6 +623,47 @@ CLASSES: list[tuple[str, str, str, str, dict, dict, str | None]] = [
       "year": None}, "lamport-clocks.pdf"),
 ]
 
+# The `fresh` part: more held-out layouts, written after the header reader's last change and run once.
+CLASSES += [
+    ("f-author-big", "author-line", "fresh", "author-big",
+     {"title_lines": ["Lottery Scheduling: Flexible", "Proportional-Share Resource Management"], "tsize": 12,
+      "tfont": "tiro", "author_line": "Carl A. Waldspurger and William E. Weihl", "asize": 14, "afont": "tibo",
+      "affil": "MIT Laboratory for Computer Science", "affsize": 11},
+     {"title": "Lottery Scheduling: Flexible Proportional-Share Resource Management",
+      "authors": ["Carl A. Waldspurger", "William E. Weihl"], "year": None}, "lottery.pdf"),
+    ("f-banner", "header-line", "fresh", "banner",
+     {"banner": [("SOCIETY FOR INDUSTRIAL AND APPLIED MATHEMATICS", 16)], "bfont": "tibo",
+      "title_lines": ["Fast Algorithms for Sparse Matrix Inversion"], "tsize": 14, "tfont": "tibo",
+      "author_line": "Ravi Kannan and Santosh Vempala", "affil": "Yale University"},
+     {"title": "Fast Algorithms for Sparse Matrix Inversion", "authors": ["Ravi Kannan", "Santosh Vempala"],
+      "year": None}, None),
+    ("f-banner-word", "header-line", "fresh", "banner",
+     {"banner": [("INRIA", 30), ("RAPPORT DE RECHERCHE", 12)], "bfont": "hebo",
+      "title_lines": ["Typed Closure Conversion for the Calculus", "of Constructions"], "tsize": 15,
+      "tfont": "hebo", "author_line": "Xavier Leroy", "affil": "INRIA Rocquencourt"},
+     {"title": "Typed Closure Conversion for the Calculus of Constructions", "authors": ["Xavier Leroy"],
+      "year": None}, "RR-4242.pdf"),
+    ("f-letters", "broken-layer", "fresh", "letterspaced",
+     {"title_lines": ["SPANNING TREES"], "tsize": 19, "tfont": "tiro", "track": 0.4,
+      "author_line": "Radia Perlman", "affil": "Digital Equipment Corporation"},
+     {"title": "Spanning Trees", "authors": ["Radia Perlman"], "year": None}, None),
+    ("f-pieces", "broken-layer", "fresh", "pieces",
+     {"title_pieces": [["Map", "Reduce: Simplified Data Processing"], ["on Large ", "Clusters"]], "tsize": 18,
+      "tfont": "tibo", "order": [1, 0], "author_pieces": ["Jeffrey Dean, Sanjay Ghem", "awat"],
+      "affil": "Google, Inc."},
+     {"title": "MapReduce: Simplified Data Processing on Large Clusters",
+      "authors": ["Jeffrey Dean", "Sanjay Ghemawat"], "year": None}, None),
+    ("f-sizes", "cut-title", "fresh", "split",
+     {"lines": [("A Brief", 14, 19), ("History of the Internet", 18, 22), ("(1962-1997)", 12, 18)],
+      "tfont": "tibo", "author_line": "Barry M. Leiner and Vinton G. Cerf", "affil": "Internet Society"},
+     {"title": "A Brief History of the Internet (1962\u20131997)", "authors": ["Barry M. Leiner", "Vinton G. Cerf"],
+      "year": None}, "brief-history-internet.pdf"),
+    ("f-leading", "cut-title", "fresh", "split",
+     {"lines": [("Dynamo", 28, 60), ("Revisited", 28, 60)], "tfont": "tiro",
+      "author_line": "Giuseppe DeCandia and Deniz Hastorun", "affil": "Amazon.com"},
+     {"title": "Dynamo Revisited", "authors": ["Giuseppe DeCandia", "Deniz Hastorun"], "year": None}, None),
+]
+
 
 def make_class(name: str, folder: Path) -> Path:
     """Write the PDF of class layout `name` (see CLASSES) into `folder`; returns its path."""
