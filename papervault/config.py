@@ -97,6 +97,10 @@ class IndexSettings(Section):
     cjk_lexicon_weight: float = Field(1.5, description="weight of the full-text ranking of a mostly-CJK query's "
                                       "English translation through the vault's lexicon (0: off)")
     multilingual_weight_en: float = Field(0.0, description="weight of the multilingual vectors for other queries")
+    background_fill: bool = Field(True, description=(
+        "`papervault index` returns once every paper is searchable (full text; vectors of papers, sections, "
+        "notes, figures, tables) and a background process embeds the paragraphs (`status` shows how far; "
+        "`index --wait` does it all at once). Changes how soon search works, never what it finds at the end"))
 
     def chunk_key(self) -> dict[str, Any]:
         """The settings the chunks of a paper depend on (the fusion settings only change how results rank)."""

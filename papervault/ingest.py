@@ -17,6 +17,7 @@ from papervault.hashing import file_sha256, group_sha256
 from papervault.identity import refresh_head
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
 from papervault.pdfstore import keep, kept
+from papervault.timing import phase
 from papervault.wording import plural
 from papervault.workspace import Workspace
 
@@ -57,13 +58,14 @@ class AddReport:
     pdfs_kept: list[str] = field(default_factory=list)      # papers added earlier whose PDF the store now keeps
     reanalysed: list[str] = field(default_factory=list)     # unchanged papers analysed again (--reanalyse)
     commits: list[str] = field(default_factory=list)        # every vault commit of the run (`commit`: the last)
+    timings: dict = field(default_factory=dict)             # wall and CPU seconds per phase (papervault.timing)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
                 "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed,
-                "commits": self.commits}
+                "commits": self.commits, "timings": self.timings}
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
@@ -180,9 +182,10 @@ class Ingest:
         if not paths:
             return {}
         s = self.ws.settings.parse
-        if self.parse_fn is not None:
-            return self.parse_fn(paths, s, self.ws.parse_cache_dir)
-        return parse_many(paths, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers)
+        with phase("add: parse PDFs (parser processes)"):
+            if self.parse_fn is not None:
+                return self.parse_fn(paths, s, self.ws.parse_cache_dir)
+            return parse_many(paths, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers)
 
     def run(self, records: Iterable[SourceRecord | Problem]) -> AddReport:
         done = 0
@@ -256,12 +259,14 @@ class Ingest:
                                                                 "retries the PDF"))
                 result, sha = None, None
             try:
-                self._write(rec, result, sha)
+                with phase("add: write papers into the vault"):
+                    self._write(rec, result, sha)
             except PapervaultError as exc:
                 self.report.problems.append(Problem(rec.source, str(exc)))
             except Exception as exc:  # one bad paper never stops the batch; the report says what broke
                 self.report.problems.append(Problem(rec.source, f"internal error: {type(exc).__name__}: {exc}"))
-        self.analyse_pending()
+        with phase("add: notes (analysis)"):
+            self.analyse_pending()
 
     def _complete(self, rec: SourceRecord) -> SourceRecord:
         """Note the record's warnings and search reason; download its PDF (arXiv, DOI link, URL) unless the
@@ -514,7 +519,8 @@ class Ingest:
         # before the commit that records them.
         sync_files(self.vault.root)
         self.vault.stage(self.touched)
-        sha = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths] if final else [])
+        with phase("add: vault commit"):
+            sha = self.vault.commit(msg, [self.vault.papers_dir, *self.code_paths] if final else [])
         if sha:
             r.commit = sha
             r.commits.append(sha)

@@ -64,6 +64,10 @@ def pytest_configure(config):
     # bit-identical vectors under that load), and so one text per model call (`[embed] batch_size` unset: about
     # 30% less CPU than batches of 16 on one thread). CLI subprocesses and Dask workers inherit it.
     os.environ.setdefault("PAPERVAULT_EMBED_THREADS", "1")
+    # `papervault index` leaves the paragraphs to a background process by default ([index] background_fill), so a
+    # test's searches would see a state that moves under them: the suite indexes in the foreground (the same
+    # vectors, sooner), and tests/test_background_fill.py runs the background fill itself.
+    os.environ.setdefault("PAPERVAULT_INDEX_BACKGROUND_FILL", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Prefect keeps its database in one home per test process (xdist worker), so tests never touch ~/.prefect
     # and parallel workers never share one SQLite file.
@@ -301,7 +305,7 @@ def shared_model_cache():
 # shell or a worker keep these and lose everything else (the model, the workspace), so that a test still shows
 # what the command reads from papervault.toml, without paying for a model copy and a cold cache each time.
 RUN_SPEED_VARS = ("PAPERVAULT_EMBED_THREADS", "PAPERVAULT_EMBED_CACHE_DIR", "PAPERVAULT_EMBED_VECTOR_CACHE",
-                  "PAPERVAULT_PARSE_CACHE_DIR")
+                  "PAPERVAULT_PARSE_CACHE_DIR", "PAPERVAULT_INDEX_BACKGROUND_FILL")
 
 
 def run_speed_env() -> dict[str, str]:

@@ -13,15 +13,24 @@ from papervault.commands.common import (Progress, emit_json, json_option, open_w
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Index everything again (after a model change); searches see the old index until it is done.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option("--wait", is_flag=True, help="Embed the paragraphs now too, instead of in the background "
+              "([index] background_fill).")
+@click.option("--fill", "fill_only", is_flag=True, help="Only embed the paragraphs an earlier `index` left to the "
+              "background (what the background process runs).")
 @runner_options
 @workspace_option
 @json_option
-def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json):
-    """Index the vault incrementally: only new or changed papers are embedded."""
+def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, workspace, as_json):
+    """Index the vault incrementally: only new or changed papers are embedded.
+
+    The index is searchable when this returns; with [index] background_fill (the default) a background
+    process then embeds the paragraphs (`papervault status` shows how far)."""
     from papervault.index.store import PaperIndex
 
     ws = open_workspace(workspace)
     t0 = time.perf_counter()
+    if fill_only:
+        return _fill(ws, quiet, as_json, t0)
     if task_runner:
         from flows.ingest import index as index_flow, run
 
@@ -34,18 +43,50 @@ def index(rebuild, quiet, task_runner, workers, dask_address, workspace, as_json
         return _print_index_report(report, t0, as_json)
     from papervault.app.papers import rechunk_code
 
+    from papervault import timing
+
     progress = Progress(quiet or as_json)
-    with ws.write_lock("index"):
+    defer = ws.settings.index.background_fill and not wait
+    with ws.write_lock("index"), timing.recording() as timings:
         idx = PaperIndex(ws)
         try:
-            report = idx.rebuild(progress=lambda d, t: progress("embed", d, t)) if rebuild else \
-                idx.sync(progress=lambda d, t: progress("embed", d, t))
-            code = rechunk_code(ws, embedder=idx.embedder, progress=progress)
+            with timing.phase("index: model load"):
+                idx.embedder.dim      # loads the model: its cost apart from the embedding's
+            report = idx.rebuild(progress=lambda d, t: progress("embed", d, t), defer=defer) if rebuild else \
+                idx.sync(progress=lambda d, t: progress("embed", d, t), defer=defer)
+            with timing.phase("index: code repositories"):
+                code = rechunk_code(ws, embedder=idx.embedder, progress=progress)
         finally:
             progress.close()
+    report["timings"] = timings.as_dict()
     if code:
         report["code"] = code
+    if defer:
+        from papervault.index import fill
+
+        pending = idx.pending()
+        report["fill"] = {"pending": pending, "pid": fill.start(ws) or fill.running(ws) if pending else None}
     _print_index_report(report, t0, as_json)
+
+
+def _fill(ws, quiet: bool, as_json: bool, t0: float) -> None:
+    """`index --fill`: embed the paragraphs a background-fill `index` left (one fill per workspace)."""
+    from papervault.index import fill
+    from papervault.index.store import PaperIndex
+
+    progress = Progress(quiet or as_json)
+    try:
+        report = fill.run(ws, PaperIndex(ws), progress)
+    finally:
+        progress.close()
+    report["seconds"] = round(time.perf_counter() - t0, 2)
+    if as_json:
+        emit_json(report)
+    elif report.get("running"):
+        click.echo(f"A fill is already running on this workspace (pid {report['running']}).")
+    else:
+        click.echo(f"Filled {plural(report['filled'], 'paragraph')} in {report['seconds']} s "
+                   f"({report['pending']} still pending)")
 
 
 def _print_index_report(report, t0: float, as_json: bool) -> None:
@@ -61,6 +102,11 @@ def _print_index_report(report, t0: float, as_json: bool) -> None:
         click.echo(f"Indexed in {report['seconds']} s ({parts})")
         if report.get("code"):
             click.echo(report["code"]["line"])
+        fill = report.get("fill") or {}
+        if fill.get("pending"):
+            click.echo(f"Searchable now. {plural(fill['pending'], 'paragraph')} get their vectors in the background"
+                       + (f" (pid {fill['pid']})" if fill.get("pid") else "")
+                       + ": `papervault status` shows how far, `papervault index --wait` finishes them here.")
     if errors:
         # A paper in the vault that no search can find is a failure of the run, not a warning: the rest is
         # indexed, and the exit status (and `papervault status`) says which papers are missing.

@@ -73,10 +73,14 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         report = AddReport(**{**done, "problems": [Problem(**p) for p in done["problems"]],
                               "warnings": [Problem(**p) for p in done["warnings"]]})
     else:
+        from papervault import timing
+
         progress = Progress(quiet or as_json)
         try:
-            report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
-                             reanalyse=reanalyse)
+            with timing.recording() as timings:
+                report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
+                                 reanalyse=reanalyse)
+            report.timings = timings.as_dict()
         finally:
             progress.close()
     # Every input failed: the command failed (a script or a Makefile must see it), after saying why.

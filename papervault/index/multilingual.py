@@ -363,7 +363,9 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
             yield from zip(group, embed_batches(texts) if embed_batches is not None else map(embedder.embed, texts))
 
     ml = open_table(db, create=True)
-    want = _ids(chunks, f"level IN ({_sql_list(LEVELS)})")
+    # a passage whose English vector is still pending (index/store.py, DEFERRED_LEVELS) joins this space with it
+    ready = " AND pending = false" if "pending" in chunks.schema.names else ""
+    want = _ids(chunks, f"level IN ({_sql_list(LEVELS)}){ready}")
     have_all = _ids(ml)
     have_terms = {i for i in have_all if i.startswith(TERM_PREFIX)}
     have = have_all - have_terms

@@ -15,13 +15,13 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from papervault.chunking.paper import count_tokens, truncate_tokens
+from papervault.chunking.paper import count_tokens, embed_text, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
-from papervault.index.store import (CHUNKS, PAPERS, RECHUNK_FIX, _sql_list, check_meta, chunk_meta, has_fts,
-                                    open_db, rechunk_needed, table_names)
-from papervault.models import Hit
+from papervault.index.store import (CHUNKS, PAPERS, PENDING, READY, RECHUNK_FIX, _sql_list, check_meta, chunk_meta,
+                                    has_fts, has_pending_column, open_db, rechunk_needed, table_names)
+from papervault.models import Chunk, Hit
 from papervault.vault.paper import mentions as paper_mentions, page_link
 
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note", "highlight")
@@ -33,6 +33,8 @@ SLIM_COLUMNS = ["id", "paper_id"]   # what ranking needs; the winners' full rows
 COARSE_PAPERS = 20     # papers taken from each of the paper-level rankings in coarse-to-fine
 PAPER_BOOST = 0.5      # weight of the paper's own rank in a chunk's final score (coarse-to-fine)
 EXPAND_HITS = 3        # how many of the best hits get neighbours, figures and tables attached
+PENDING_CANDIDATES = 20  # best full-text hits whose pending passages are embedded at query time (fill running)
+CANDIDATE_MEMO = 4096  # vectors of pending passages embedded at query time, kept by a Searcher (by chunk id)
 
 
 class SearchError(PapervaultError):
@@ -96,11 +98,14 @@ def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> li
         q = q.where(where, prefilter=True)
     try:
         # Row ids let the winners' full rows be read directly (`_fetch`).
-        return q.with_row_id(True).select([*columns, "_score"]).limit(n).to_list()
+        rows = q.with_row_id(True).select([*columns, "_score"]).limit(n).to_list()
     except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
         raise
+    # rows of equal score by id: a ranking must not depend on where rows sit in the table (compaction and
+    # rewrites move them), or the fusion would rank the same index differently from one version to the next
+    return sorted(rows, key=lambda r: (-r["_score"], r.get("id") or r.get("paper_id") or ""))
 
 
 def _fts_query(query: str) -> str:
@@ -112,7 +117,9 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     q = table.search(vec, vector_column_name="vector").distance_type("cosine")
     if where:
         q = q.where(where, prefilter=True)
-    return q.with_row_id(True).select([*columns, "_distance"]).limit(n).to_list()
+    rows = q.with_row_id(True).select([*columns, "_distance"]).limit(n).to_list()
+    # equal distances by id, as in _fts (the papers table's rows by paper id)
+    return sorted(rows, key=lambda r: (r["_distance"], r.get("id") or r.get("paper_id") or ""))
 
 
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
@@ -144,6 +151,8 @@ class Searcher:
         self._lexicon: tuple | None = None       # (multilingual table version, Lexicon or None)
         self.notices: list[str] = []
         self._told: set[str] = set()
+        self._pending: tuple[int, int] | None = None   # (chunks version, rows still pending the fill)
+        self._memo: dict[tuple[str, str], np.ndarray] = {}   # (space, chunk id) -> vector made at query time
 
     def _tables(self):
         """The papers and chunks tables at their latest versions. The handles are kept between searches and
@@ -201,6 +210,47 @@ class Searcher:
         if self._lexicon is None or self._lexicon[0] != table.version:
             self._lexicon = (table.version, ml.Lexicon.load(table))
         return self._lexicon[1]
+
+    def pending(self, chunks) -> int:
+        """Rows of `chunks` whose vectors the fill has not made yet (docs/index.md, "Searchable first"),
+        counted once per table version."""
+        if not has_pending_column(chunks):
+            return 0
+        if self._pending is None or self._pending[0] != chunks.version:
+            self._pending = (chunks.version, chunks.count_rows(f"{PENDING} = true"))
+        return self._pending[1]
+
+    def _candidate_vectors(self, space: str, rows: list[dict], embed) -> dict[str, np.ndarray]:
+        """Vectors for pending candidates (full rows), made now and kept for the Searcher's next questions."""
+        todo = [r for r in rows if (space, r["id"]) not in self._memo]
+        if todo:
+            vecs = embed(todo)
+            if len(self._memo) + len(todo) > CANDIDATE_MEMO:
+                self._memo.clear()
+            self._memo.update({(space, r["id"]): v for r, v in zip(todo, vecs)})
+        return {r["id"]: self._memo[(space, r["id"])] for r in rows}
+
+    def _with_pending(self, chunks, found: list[dict], ranked: list[dict], vec, n: int, space: str) -> list[dict]:
+        """The vector ranking `ranked` (rows with `_distance`) completed with the candidates of the other
+        rankings (`found`) whose passages are still pending the fill: their vectors are made now, at query
+        time, so a passage the full text found is placed among the vector hits where its own vector puts it,
+        as it will be once the fill has run."""
+        have = {r["id"] for r in ranked}
+        ids = list(dict.fromkeys(r["id"] for r in found[:PENDING_CANDIDATES] if r.get(PENDING) and r["id"] not in have))
+        if not ids:
+            return ranked
+        full = _fetch(chunks, [{"id": i} for i in ids])
+        rows = [full[i] for i in ids if i in full]
+        if space == "en":
+            vecs = self._candidate_vectors(space, rows, lambda rs: self.embedder.embed(
+                [embed_text(Chunk(id=r["id"], paper_id=r["paper_id"], level=r["level"], text=r["text"] or "",
+                                  section_path=r["section_path"] or ""), r["title"] or r["paper_id"])
+                 for r in rs]))
+        else:
+            vecs = self._candidate_vectors(space, rows, lambda rs: self._ml_embedder.embed([ml.ml_text(r) for r in rs]))
+        extra = [{"id": r["id"], "paper_id": r["paper_id"], "_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
+                 for r in rows]
+        return sorted([*ranked, *extra], key=lambda r: (r["_distance"], r["id"]))[:n]
 
     def _tell(self, key: str, text: str) -> None:
         if key not in self._told:
@@ -260,9 +310,14 @@ class Searcher:
         ml_vec = ml_vecs[0] if ml_vecs is not None else None
         lex_query = lexicon.full_text_query(query, words, ml_vecs[1:]) if lexicon is not None else ""
         pool = self._pool()
-        f_fts = pool.submit(_fts, chunks, query, where, n, SLIM_COLUMNS) if mode != "vector" else None
-        f_vec = pool.submit(_vector, chunks, vec, where, n, SLIM_COLUMNS) if vec is not None else None
-        f_lex = pool.submit(_fts, chunks, lex_query, where, n, SLIM_COLUMNS) if lex_query else None
+        # Passages still pending the fill hold a placeholder vector: no vector query returns them, and those the
+        # full text finds get their vectors now (`_with_pending`).
+        pending = self.pending(chunks) > 0
+        slim = [*SLIM_COLUMNS, PENDING] if pending else SLIM_COLUMNS
+        vwhere = (f"({where}) AND {READY}" if where else READY) if pending else where
+        f_fts = pool.submit(_fts, chunks, query, where, n, slim) if mode != "vector" else None
+        f_vec = pool.submit(_vector, chunks, vec, vwhere, n, SLIM_COLUMNS) if vec is not None else None
+        f_lex = pool.submit(_fts, chunks, lex_query, where, n, slim) if lex_query else None
         if ml_vec is not None:
             ml_where = f"({where}) AND level <> '{ml.TERM_LEVEL}'" if where else f"level <> '{ml.TERM_LEVEL}'"
             ml_rows = _vector(ml_table, ml_vec, ml_where, n, SLIM_COLUMNS)
@@ -279,6 +334,11 @@ class Searcher:
         fts_rows = f_fts.result() if f_fts else []
         vec_rows = f_vec.result() if f_vec else []
         lex_rows = f_lex.result() if f_lex else []
+        if pending:
+            if vec is not None:
+                vec_rows = self._with_pending(chunks, fts_rows, vec_rows, vec, n, "en")
+            if ml_vec is not None:
+                ml_rows = self._with_pending(chunks, [*fts_rows, *lex_rows], ml_rows, ml_vec, n, "ml")
         rows = {r["id"]: r for r in (*ml_rows, *vec_rows, *lex_rows, *fts_rows)}
         if mode == "fts":
             scores = {r["id"]: float(r["_score"]) for r in fts_rows}
@@ -291,7 +351,7 @@ class Searcher:
                           ([r["id"] for r in ml_rows], w_ml), ([r["id"] for r in lex_rows], w_lex)], k)
             if coarse:
                 scores = _coarse_to_fine(p_vec, rows, scores, k)
-        order = sorted(scores, key=lambda cid: -scores[cid])[:limit]
+        order = sorted(scores, key=lambda cid: (-scores[cid], cid))[:limit]
         full = _fetch(chunks, [rows[cid] for cid in order])
         hits = [_hit(full[cid], scores[cid]) for cid in order if cid in full]
         if budget is not None:

@@ -22,6 +22,7 @@ from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index.embed import Embedder, resolved_model_path
 from papervault.models import Chunk, PaperMeta
+from papervault.timing import phase
 from papervault.wording import plural
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,29 @@ COMPACT_ROWS = 16_384   # rows a compacted fragment reaches; larger fragments ar
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
 GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
 WINDOW_CHUNKS = 8192  # chunks held in memory at once: a sync of 90,000 papers streams through windows
+# Passages whose vectors a sync may leave to the fill (`[index] background_fill`, docs/index.md "Searchable
+# first, passages behind"): paragraphs are two thirds of a paper's embedded tokens, and the full-text ranking
+# finds them from the first second; every other level (papers, sections, notes, figures, tables, highlights) is
+# embedded by the sync itself. Such a row is written with `pending` true and PLACEHOLDER as its vector, which no
+# vector query returns (`READY`); `PaperIndex.fill` embeds them and clears the flag.
+DEFERRED_LEVELS = ("paragraph",)
+FILL_BATCH = 128     # passages per fill write: a killed fill loses at most one batch of work
+PENDING = "pending"
+READY = "pending = false"   # the vector-query filter: rows whose vector is their own
+
+
+def placeholder(dim: int) -> np.ndarray:
+    """The vector a pending row holds until the fill embeds it: a unit vector (an index over cosine distance
+    must never see a zero vector); no vector query returns a pending row."""
+    vec = np.zeros(dim, dtype=np.float32)
+    vec[0] = 1.0
+    return vec
+
+
+def has_pending_column(table) -> bool:
+    """Whether this `chunks` table has the `pending` column (tables built before it existed have not: every
+    row of those has its own vector)."""
+    return PENDING in table.schema.names
 
 
 # The standard AWS variables -> LanceDB (object_store) storage options, for an index on S3 or MinIO.
@@ -231,6 +255,7 @@ def chunks_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
         pa.field("tags", pa.list_(pa.string())),
         pa.field("source", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
+        pa.field(PENDING, pa.bool_()),          # the vector is a placeholder until the fill embeds the text
     ], metadata=meta)
 
 
@@ -345,6 +370,9 @@ class PaperIndex:
             for table in (chunks, papers):
                 check_meta(table, self._expected_cheap())   # names first: a wrong model is never loaded
                 check_meta(table, {"dim": str(self.embedder.dim)})
+            if create and not has_pending_column(chunks):
+                # built before passages could be filled behind: every row has its own vector
+                chunks.add_columns({PENDING: "CAST(false AS boolean)"})
             return papers, chunks
         if not create:
             return None, None
@@ -394,14 +422,14 @@ class PaperIndex:
 
     # --- sync ------------------------------------------------------------------------------------
 
-    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> dict:
+    def rebuild(self, progress: Callable[[int, int], None] | None = None, defer: bool = False) -> dict:
         """Index the whole vault again (after a model change) into staging tables, then replace the
         live tables with them, one overwrite commit each: until then readers search the previous index, never
         an empty or half-built one (LanceDB OSS cannot rename a table)."""
         staging = PaperIndex(self.workspace, self.embedder, self.embed_batches, self.embed_ml_batches)
         staging.names = tuple(f"{n}_rebuild" for n in self.names)
         staging.drop()                      # what a killed rebuild left
-        report = staging.sync(progress)
+        report = staging.sync(progress, defer=defer)
         new_papers, new_chunks = staging._tables(create=False)
         p_name, c_name = self.names
         # streamed batch by batch: the copy never holds the whole table (its indexes are then built anew over it)
@@ -411,11 +439,16 @@ class PaperIndex:
         staging.drop()
         return report
 
-    def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None) -> dict:
+    def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None,
+             defer: bool = False) -> dict:
         """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost.
 
-        With `paper_ids`, only those papers are looked at (a survey syncs its selection, not the library)."""
+        With `paper_ids`, only those papers are looked at (a survey syncs its selection, not the library).
+        With `defer`, new passages (DEFERRED_LEVELS) are written searchable by full text with a placeholder vector
+        and left to `fill` (report `chunks_pending`); without it, the sync also fills what an earlier deferred
+        sync left, so its caller gets an index whose every row has its own vector."""
         t0 = time.perf_counter()
+        self.defer = defer
         vault = self.workspace.vault
         papers, chunks = self._tables(create=True)
         indexed = {}
@@ -426,7 +459,7 @@ class PaperIndex:
         name = index_name(self.embedder.settings, self.settings)
         ids = vault.paper_ids() if paper_ids is None else [p for p in dict.fromkeys(paper_ids) if vault.has_paper(p)]
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
-                  "chunks_embedded": 0, "chunks_reused": 0, "errors": {}}
+                  "chunks_embedded": 0, "chunks_reused": 0, "chunks_pending": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
         state = {"done": 0, "total": 0, "progress": progress, "wrote": False}   # wrote: rows not yet maintained
         held = 0
@@ -443,13 +476,15 @@ class PaperIndex:
                 if indexed.get(pid) == digest:
                     report["unchanged"] += 1
                     continue
-                meta, body = vault.read_note(pid)
+                with phase("index: read and chunk"):
+                    meta, body = vault.read_note(pid)
                 if meta.id != pid:   # rows are keyed by folder; indexing it under `id` would never converge
                     raise WorkspaceError(f"note id {meta.id!r} differs from its folder papers/{pid}/; not indexed",
                                          fix=f"set `id: {pid}` in its frontmatter, or rename the folder")
                 fulltext = ft_raw.decode("utf-8", errors="replace")
-                todo.append((meta, chunk_paper(meta, fulltext, body, self.settings,
-                                                 rn_raw.decode("utf-8", errors="replace")), digest, bool(fulltext.strip())))
+                with phase("index: read and chunk"):
+                    chunked = chunk_paper(meta, fulltext, body, self.settings, rn_raw.decode("utf-8", errors="replace"))
+                todo.append((meta, chunked, digest, bool(fulltext.strip())))
                 report["updated" if pid in indexed else "added"].append(pid)
                 held += len(todo[-1][1])
             except Exception as exc:   # one bad note (broken YAML, unreadable file) never stops the batch
@@ -479,19 +514,105 @@ class PaperIndex:
                     table.to_lance().update_schema_metadata(expected)
                     table.checkout_latest()
         report["index_name"] = name
+        if not defer and has_pending_column(chunks) and chunks.count_rows(f"{PENDING} = true"):
+            # what an earlier deferred sync left to a fill (stopped, or still running: its writes wait for ours)
+            filled = self.fill(progress=progress, chunks=chunks, papers=papers, multilingual=False)
+            report["chunks_embedded"] += filled["filled"]
         if self.multilingual:
             # The second space follows `chunks` by chunk id: only ids it lacks are embedded, so switching it on
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
             from papervault.index import multilingual as ml
 
             # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
-            done = ml.sync(self.db, chunks, ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
-                           progress=progress, lexicon=paper_ids is None, embed_batches=self.embed_ml_batches)
+            with phase("index: multilingual space (chunks and lexicon)"):
+                done = ml.sync(self.db, chunks, ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
+                               progress=progress, lexicon=paper_ids is None, embed_batches=self.embed_ml_batches)
             done["removed"] += state.get("ml_removed", 0)   # rows the re-chunked papers' rewrite dropped
             report["multilingual"] = {**done, "carried": state.get("ml_carried", 0)}
         report["chunks"] = chunks.count_rows()
         report["seconds"] = round(time.perf_counter() - t0, 3)
         return report
+
+    # --- the fill: passages a deferred sync left ----------------------------------------------------
+
+    def pending(self) -> int:
+        """How many rows of `chunks` still hold a placeholder vector (0 when there is no index)."""
+        papers, chunks = self._tables(create=False)
+        if chunks is None or not has_pending_column(chunks):
+            return 0
+        return chunks.count_rows(f"{PENDING} = true")
+
+    def fill(self, progress: Callable[[int, int], None] | None = None, *, chunks=None, papers=None,
+             multilingual: bool = True, lock: Callable[[], object] | None = None,
+             batch: int = FILL_BATCH) -> dict:
+        """Embed the passages a deferred sync left (rows with `pending` true) a batch at a time, each batch
+        written in one merge that sets its vectors and clears the flag; then the multilingual space follows.
+        `lock` (a context-manager factory) is taken around each write only, so a fill running behind lets other
+        writers in between its batches; the caller of a plain sync already holds the lock. Safe to kill at any
+        point: what is still pending is what the next fill (or a sync without `defer`) embeds. A row the vault
+        changed meanwhile is gone from `chunks` and its vector is dropped (the merge updates matching ids only)."""
+        import contextlib
+
+        lock = lock or contextlib.nullcontext
+        if chunks is None:
+            papers, chunks = self._tables(create=False)
+        out = {"filled": 0, "pending": 0}
+        if chunks is None or not has_pending_column(chunks):
+            return out
+        total = chunks.count_rows(f"{PENDING} = true")
+        done = 0
+        if progress and total:
+            progress(0, total)
+        cols = [f.name for f in chunks.schema]
+        seen: set[str] = set()
+        while True:
+            chunks.checkout_latest()
+            rows = (chunks.search().where(f"{PENDING} = true").select(cols).limit(batch + len(seen)).to_list())
+            rows = [r for r in rows if r["id"] not in seen][:batch]
+            if not rows:
+                break
+            texts = [embed_text(Chunk(id=r["id"], paper_id=r["paper_id"], level=r["level"], text=r["text"] or "",
+                                      section_path=r["section_path"] or ""), r["title"] or r["paper_id"])
+                     for r in rows]
+            with phase("fill: embed paragraphs (English)"):
+                vecs = self.embedder.embed(texts)
+            for r, v in zip(rows, vecs):
+                r.pop("_distance", None)
+                r.pop("_rowid", None)
+                r["vector"], r[PENDING] = v, False
+                seen.add(r["id"])
+            tab = pa.Table.from_pylist(rows, schema=chunks.schema)
+            with lock():
+                chunks.checkout_latest()
+                chunks.merge_insert("id").when_matched_update_all().execute(tab)
+            done += len(rows)
+            out["filled"] += len(rows)
+            if progress:
+                progress(done, max(total, done))
+        if out["filled"]:
+            with lock():
+                chunks.checkout_latest()
+                if papers is not None:
+                    papers.checkout_latest()
+                self._maintain(chunks, papers) if papers is not None else optimize(chunks)
+                if not chunks.count_rows(f"{PENDING} = true"):
+                    # The fill rewrote every passage row, and a full-text index updated in place keeps counting
+                    # the rows it replaced in its term statistics: built anew, it ranks as the index of a
+                    # foreground sync does (once per fill, in the background process).
+                    from lancedb.index import FTS
+
+                    chunks.create_index("fts_text", config=FTS(), replace=True)
+                    prune_versions(chunks)
+        if multilingual and self.multilingual and out["filled"]:
+            from papervault.index import multilingual as ml
+
+            with lock():
+                chunks.checkout_latest()
+                out["multilingual"] = ml.sync(self.db, chunks,
+                                              ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
+                                              lexicon=False)
+        out["pending"] = chunks.count_rows(f"{PENDING} = true")
+        return out
 
     def _old_vectors(self, chunks, paper_ids: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         """The stored vectors of these papers by the digest of the text they embed ({text key: vector}), and
@@ -506,9 +627,10 @@ class PaperIndex:
         by_text: dict[str, np.ndarray] = {}
         keys: dict[str, str] = {}
         cols = ["id", "level", "title", "section_path", "text", "vector"]
+        ready = f" AND {READY}" if has_pending_column(chunks) else ""   # a placeholder is nobody's vector
         for i in range(0, len(paper_ids), 200):
             part = paper_ids[i:i + 200]
-            tab = (chunks.search().where(f"paper_id IN ({_sql_list(part)})")
+            tab = (chunks.search().where(f"paper_id IN ({_sql_list(part)}){ready}")
                    .select(cols).limit(None).to_arrow())
             if not len(tab):
                 continue
@@ -525,7 +647,8 @@ class PaperIndex:
         """Embed what is new and write, a group of papers at a time: an interrupted sync keeps what it finished."""
         updated = set(report["updated"])
         state["updated"] = updated
-        by_text, old_keys = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
+        with phase("index: stored vectors to reuse"):
+            by_text, old_keys = self._old_vectors(chunks, [m.id for m, *_ in todo if m.id in updated])
         old: dict[str, np.ndarray] = {}     # new chunk id -> the stored vector of the same embedded text
         keys: dict[str, str] = {}           # new chunk id -> its text key
         for m, cs, *_ in todo:
@@ -534,9 +657,13 @@ class PaperIndex:
                 if key in by_text:
                     old[c.id] = by_text[key]
         state["keys"], state["old_keys"] = keys, old_keys
-        total = sum(c.id not in old for _, cs, *_ in todo for c in cs)
+        deferred = {c.id for _, cs, *_ in todo for c in cs
+                    if c.id not in old and self._defers(c)}
+        state["deferred"] = deferred
+        total = sum(c.id not in old and c.id not in deferred for _, cs, *_ in todo for c in cs)
         report["chunks_embedded"] += total
-        report["chunks_reused"] += sum(len(cs) for _, cs, *_ in todo) - total
+        report["chunks_pending"] += len(deferred)
+        report["chunks_reused"] += sum(len(cs) for _, cs, *_ in todo) - total - len(deferred)
         state["total"] += total     # a window at a time: the total grows as the sync reads the vault
         state["wrote"] = True
         if state["progress"]:
@@ -544,27 +671,35 @@ class PaperIndex:
         group, size = [], 0
         for item in todo:
             group.append(item)
-            size += sum(c.id not in old for c in item[1])
+            size += sum(c.id not in old and c.id not in deferred for c in item[1])
             if size >= GROUP_CHUNKS:
                 self._write_group(papers, chunks, group, old, state)
                 group, size = [], 0
         if group:
             self._write_group(papers, chunks, group, old, state)
 
+    def _defers(self, chunk: Chunk) -> bool:
+        """Whether this sync leaves the chunk's vector to the fill (see DEFERRED_LEVELS)."""
+        return getattr(self, "defer", False) and chunk.level in DEFERRED_LEVELS
+
     def _write_group(self, papers, chunks, group, old, state) -> None:
-        need = [(c, m.title or m.id) for m, cs, *_ in group for c in cs if c.id not in old]
+        deferred = state.get("deferred", set())
+        need = [(c, m.title or m.id) for m, cs, *_ in group for c in cs if c.id not in old and c.id not in deferred]
+        stand_in = placeholder(self.embedder.dim)
         fresh: dict[str, np.ndarray] = {}
         batches = [need[i:i + WRITE_BATCH] for i in range(0, len(need), WRITE_BATCH)]
         if self.embed_batches is not None and batches:
             texts = [[embed_text(c, title) for c, title in batch] for batch in batches]
-            for batch, vecs in zip(batches, self.embed_batches(texts)):
-                fresh.update(zip((c.id for c, _ in batch), vecs))
+            with phase("index: embed (English)"):
+                for batch, vecs in zip(batches, self.embed_batches(texts)):
+                    fresh.update(zip((c.id for c, _ in batch), vecs))
             state["done"] += len(need)
             if state["progress"]:
                 state["progress"](state["done"], state["total"])
             batches = []
         for batch in batches:
-            vecs = self.embedder.embed([embed_text(c, title) for c, title in batch])
+            with phase("index: embed (English)"):
+                vecs = self.embedder.embed([embed_text(c, title) for c, title in batch])
             fresh.update(zip((c.id for c, _ in batch), vecs))
             state["done"] += len(batch)
             if state["progress"]:
@@ -587,7 +722,8 @@ class PaperIndex:
                     "tokens": count_tokens(c.text), "extra": json.dumps(c.extra) if c.extra else "",
                     "title": meta.title or meta.id, "year": meta.year, "venue": meta.venue or "",
                     "tags": list(meta.tags), "source": source,
-                    "vector": old[c.id] if c.id in old else fresh[c.id],
+                    "vector": old[c.id] if c.id in old else stand_in if c.id in deferred else fresh[c.id],
+                    PENDING: c.id in deferred,
                 })
             head = cs[0]  # the paper chunk always comes first
             paper_rows.append({
@@ -597,6 +733,10 @@ class PaperIndex:
                 "has_fulltext": has_ft, "content_hash": digest, "chunks": len(cs), "text": head.text,
                 "vector": old[head.id] if head.id in old else fresh[head.id],
             })
+        with phase("index: write rows"):
+            self._write_rows(papers, chunks, group, chunk_rows, paper_rows, state)
+
+    def _write_rows(self, papers, chunks, group, chunk_rows, paper_rows, state) -> None:
         group_ids = sorted({m.id for m, *_ in group})
         pids = _sql_list(group_ids)
         chunk_tab = pa.Table.from_pylist(chunk_rows, schema=chunks.schema)
@@ -631,6 +771,10 @@ class PaperIndex:
         adds the rows written since to both: the memory and time of a sync follow what it wrote, not the size
         of the library (rebuilding the full-text index at every sync held the whole table's postings, and the
         first vector index all its vectors: 117 MB and 262 MB more at 30,000 papers, and growing)."""
+        with phase("index: compact and update indexes"):
+            self._maintain_tables(chunks, papers)
+
+    def _maintain_tables(self, chunks, papers) -> None:
         from lancedb.index import FTS
 
         from papervault.index.malloc import trim
@@ -672,6 +816,7 @@ class PaperIndex:
                    embedding_model=found.get("embedding_model"), dim=int(found.get("dim", 0)) or None,
                    chunker_version=found.get("chunker_version"), index_name=found.get("index_name"),
                    embed_max_tokens=found.get("embed_max_tokens"), chunk_settings=found.get("chunk_settings"))
+        out["pending"] = chunks.count_rows(f"{PENDING} = true") if has_pending_column(chunks) else 0
         in_vault = set(self.workspace.vault.paper_ids())
         indexed = set(columns(papers, ["paper_id"])["paper_id"].to_pylist()) if out["papers"] else set()
         pending = in_vault ^ indexed

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from papervault.errors import LockedError
 
+FILL_HOLDER = "index --fill"   # index/fill.py: holds the lock one batch at a time
+FILL_GRACE = 300.0             # seconds another writer waits for such a holder (a batch, or its last maintenance)
+
 
 class WriteLock:
     def __init__(self, path: Path, *, command: str, wait: float = 0.0):
@@ -25,14 +28,24 @@ class WriteLock:
         except (OSError, ValueError):
             return "another papervault command"
 
+    def _holder_command(self) -> str | None:
+        try:
+            return json.loads(self.path.read_text() or "{}").get("command")
+        except (OSError, ValueError):
+            return None
+
     def acquire(self) -> "WriteLock":
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait
+        extended = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not extended and self._holder_command() == FILL_HOLDER:
+                    # a background fill (index/fill.py) holds the lock for one batch at a time: wait it out
+                    deadline, extended = max(deadline, time.monotonic() + FILL_GRACE), True
                 if time.monotonic() >= deadline:
                     holder = self._holder()
                     os.close(fd)

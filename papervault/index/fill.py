@@ -1,0 +1,105 @@
+"""The background fill: the passages a deferred sync left (index/store.py, DEFERRED_LEVELS) embedded by a
+process of their own, so `papervault index` returns as soon as the index is searchable.
+
+One fill runs per workspace at a time (an flock on `.papervault/fill.lock`, released by the kernel if the process
+dies). It takes the workspace write lock only around each batch it writes, so another writer waits at most one
+batch for it (vault/lock.py gives a fill's holder that grace). It writes what it is doing to
+`.papervault/fill.json` for `papervault status`, and its output to `.papervault/logs/fill.log`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FILL_COMMAND = "index --fill"   # the write lock's holder name while a fill writes a batch
+
+
+def lock_path(ws) -> Path:
+    return ws.state_dir / "fill.lock"
+
+
+def state_path(ws) -> Path:
+    return ws.state_dir / "fill.json"
+
+
+def running(ws) -> int | None:
+    """The pid of the fill running on this workspace, or None."""
+    path = lock_path(ws)
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            return int(json.loads(state_path(ws).read_text()).get("pid") or 0) or -1
+        except (OSError, ValueError):
+            return -1
+    finally:
+        os.close(fd)
+    return None
+
+
+def state(ws) -> dict:
+    """What the last or current fill reported: pid, done, total, started, updated, finished (or {})."""
+    try:
+        return json.loads(state_path(ws).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def start(ws) -> int | None:
+    """Start a fill process for this workspace unless one runs; returns its pid (None when one was running).
+    The process is detached (its own session): it outlives the command that started it."""
+    if running(ws):
+        return None
+    log_dir = ws.state_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / "fill.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "papervault", "index", "--fill", "--quiet",
+                                 "--workspace", str(ws.root)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
+                                start_new_session=True, cwd=str(ws.root))
+    return proc.pid
+
+
+def run(ws, index, progress=None) -> dict:
+    """Run the fill here (the `papervault index --fill` process): returns the fill's report, or
+    {"running": pid} when another fill holds the workspace."""
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return {"running": running(ws)}
+        started = time.time()
+        info = {"pid": os.getpid(), "started": started, "done": 0, "total": index.pending()}
+        _write_state(ws, info)
+
+        def step(done: int, total: int) -> None:
+            info.update(done=done, total=total, updated=time.time())
+            _write_state(ws, info)
+            if progress:
+                progress("fill", done, total)
+
+        # another writer waits for one batch of ours at most; we wait for a whole command of theirs
+        report = index.fill(progress=step, lock=lambda: ws.write_lock(FILL_COMMAND, wait=24 * 3600))
+        info.update(finished=time.time(), filled=report["filled"], pending=report["pending"],
+                    seconds=round(time.time() - started, 2))
+        _write_state(ws, info)
+        return report
+    finally:
+        os.close(fd)
+
+
+def _write_state(ws, info: dict) -> None:
+    tmp = state_path(ws).with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, state_path(ws))
