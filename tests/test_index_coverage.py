@@ -21,8 +21,9 @@ LINE_BREAKS = ["\r", "\r\n", "\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85
 
 
 def _hostile_paper(words: list[str], breaks: list[str]) -> str:
-    """A paper in the writer's format whose prose lines end with every kind of line break."""
-    prose = "".join(f"{w}{b}" for w, b in zip(words, breaks))
+    """A paper in the writer's format whose prose lines end with every kind of line break (its text escaped as
+    the parser writes it: `escape_html`, so no `<!x` of a PDF's text opens an HTML block over the next pages)."""
+    prose = "".join(f"{paper_md.escape_html(w)}{b}" for w, b in zip(words, breaks))
     return "\n".join([
         page_anchor(1), "", "# A Paper Read Back", "", "## 1 Introduction", "", prose, "",
         page_anchor(2), "", "## 2 Design\r", "", "Leases bound the recovery time.\rSecond line.\r\rThird para.", "",
