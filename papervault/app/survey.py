@@ -423,6 +423,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
     before the other seven stages run (the next run keeps the edits)."""
     from papervault.survey import export as E
     from papervault.survey.correlate import Correlation
+    from papervault.survey.figures import write_figures
     from papervault.survey.outline import Outline, Section, render_outline
     from papervault.survey.polish import SUPPORT_THRESHOLD, Change, Flag, PolishResult
     from papervault.survey.select import load_papers, selection_digest
@@ -508,6 +509,8 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         corr_d = stages.correlate(topic, ids, backend, inputs)
         corr = Correlation.from_dict(corr_d)
         _write(ws.vault, sdir / "correlation.md", E.render("correlation.md.j2", tdir, c=corr, topic=topic, slug=slug, inputs=inputs))
+        # the lineage graph and the timeline (SVG, beside survey.md), drawn from the correlation
+        figures_md, figure_paths = write_figures(ws.vault, slug, corr, survey_papers)
         stages.table_artifact(
             f"survey-{slug}-comparison"[:100].lower(),
             [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
@@ -515,7 +518,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
             f"Comparison table of the survey “{topic}”")
         stage_done("correlate", t0, f"survey {slug}: correlate {plural(len(ids), 'paper')} ({plural(len(corr.clusters), 'theme')}, "
                    f"{len(corr.lineages)} lineages, {len(corr.gaps)} gaps) to plan the outline",
-                   [sdir / "correlation.md"])
+                   [sdir / "correlation.md", *figure_paths])
 
         # 6. outline (a person's edited outline is kept)
         t0 = time.perf_counter()
@@ -536,7 +539,7 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
         # 7. draft, per section
         t0 = time.perf_counter()
         drafts = stages.draft([s.__dict__ | {} for s in o.sections], topic, ids, backend, corr_d, inputs)
-        doc = assemble_survey(ws, slug, topic, backend, drafts, survey_papers)
+        doc = assemble_survey(ws, slug, topic, backend, drafts, survey_papers, figures=figures_md)
         stage_done("draft", t0, f"survey {slug}: draft {plural(len(drafts), 'section')} citing {plural(len(doc['cited']), 'paper')} "
                    f"(before polishing)", [sdir])
 
@@ -565,9 +568,10 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
 
 
 def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: list[dict[str, Any]],
-                    survey_papers: list) -> dict[str, Any]:
+                    survey_papers: list, figures: str = "") -> dict[str, Any]:
     """The drafted sections joined into `survey.md` (before polishing) with `references.bib` and
-    `references.json` of every paper it cites; returns the body, header and title for `write_survey`."""
+    `references.json` of every paper it cites; returns the body, header, title and `figures` (the figures'
+    captions and text alternatives, `papervault.survey.figures`) for `write_survey`."""
     from papervault.survey import export as E
     from papervault.survey.select import load_papers
 
@@ -581,18 +585,18 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
     _write(ws.vault, sdir / "references.json", json.dumps(E.csl_json(bib_papers), indent=2, ensure_ascii=False) + "\n")
     title = f"{topic[:1].upper()}{topic[1:]}: a survey"
     doc = {"body": body, "cited": sorted(cited), "title": title,
-           "header": E.yaml_header(title, slug, {"csl-json": "references.json"})}
+           "header": E.yaml_header(title, slug, {"csl-json": "references.json"}), "figures": figures}
     write_survey(ws, slug, doc, body, survey_papers, backend)
     return doc
 
 
 def write_survey(ws: Workspace, slug: str, doc: dict[str, Any], body: str, survey_papers: list, backend: str) -> None:
-    """`survey.md`: the header, title, paper list and `body` rendered through `survey.md.j2`."""
+    """`survey.md`: the header, title, paper list, figures and `body` rendered through `survey.md.j2`."""
     from papervault.survey import export as E
 
     _write(ws.vault, ws.vault.survey_dir(slug) / "survey.md",
            E.render("survey.md.j2", ws.root / "templates" / "survey", header=doc["header"], title=doc["title"],
-                    papers=survey_papers, backend=backend, body=body))
+                    papers=survey_papers, backend=backend, body=body, figures=doc.get("figures", "")))
 
 
 def run_survey_inprocess(topic: str, *, workspace: str | Path | None = None, **params: Any) -> dict[str, Any]:
