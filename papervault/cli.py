@@ -27,6 +27,8 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),
+    ("papervault.commands.synccmd", "sync"),
+    ("papervault.commands.synccmd", "changes"),
     ("papervault.commands.survey", "survey"),
     ("papervault.commands.site", "site"),
     ("papervault.commands.mcp", "mcp"),

@@ -215,6 +215,20 @@ class SourcesSettings(Section):
     commit_every: int = Field(4096, ge=1, description="records between two vault commits of a big `add`")
 
 
+class SyncSettings(Section):
+    section: ClassVar[str] = "sync"
+    model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SYNC_", extra="forbid")
+
+    zotero: str | None = Field(None, description="Zotero data directory `papervault sync` follows (off when unset)")
+    collections: list[str] = Field(default_factory=list, description="with zotero: only these collections (and "
+                                   "their sub-collections); empty: the whole library")
+    folders: list[str] = Field(default_factory=list, description="folders of PDFs `papervault sync` follows")
+    arxiv: list[str] = Field(default_factory=list, description="saved arXiv queries whose new matches sync adds")
+    arxiv_max: int = Field(10, ge=1, le=100, description="matches taken from each saved arXiv query per pass")
+    arxiv_versions: bool = Field(False, description="follow new versions of the vault's arXiv papers (not "
+                                 "done yet: a pass reports it as skipped)")
+
+
 class SiteSettings(Section):
     section: ClassVar[str] = "site"
     model_config = SettingsConfigDict(env_prefix="PAPERVAULT_SITE_", extra="forbid")
@@ -238,7 +252,7 @@ def index_name(embed: EmbedSettings, index: IndexSettings) -> str:
 SECTIONS: dict[str, type[Section]] = {
     cls.section: cls
     for cls in (EmbedSettings, IndexSettings, ParseSettings, AgentSettings, ClaudeSettings, OpenAISettings,
-                ArxivSettings, ZoteroSettings, SourcesSettings, SiteSettings)
+                ArxivSettings, ZoteroSettings, SourcesSettings, SyncSettings, SiteSettings)
 }
 
 
@@ -270,6 +284,7 @@ class Settings:
     arxiv: ArxivSettings
     zotero: ZoteroSettings
     sources: SourcesSettings
+    sync: SyncSettings
     site: SiteSettings
 
     @classmethod

@@ -1,0 +1,684 @@
+"""`papervault sync`: one pass over every source the workspace follows (`[sync]` in papervault.toml).
+
+A pass adds what is new, updates what changed, marks what left its source (a Zotero item in the trash or out of
+a followed collection, a file gone from a watched folder) without deleting its note, then brings the index up to
+date. Its cost follows the changes, not the library: each source keeps a cursor in derived state
+(`.papervault/sync/<source>.json`):
+
+- Zotero: the database file's stat (an untouched `zotero.sqlite` is not even copied), and per followed item a
+  stamp (the highest `version` and `dateModified` of the item, its attachments, notes and annotations) with the
+  paper it became and the fields it last gave;
+- a folder: each PDF's (size, mtime_ns) and content hash (a file whose stat is unchanged is not read);
+- an arXiv query: the ids it already brought in.
+
+What a person changed is kept: a field is updated from the source only while the note still has the value the
+source gave last time; Zotero notes and annotations are appended to `reader-notes.md`, never rewritten; a note
+body a person edited is never rewritten. A source that fails (Zotero locked, arXiv unreachable) is reported and
+the others go on. Each pass is appended to `.papervault/sync/log.jsonl` (read by `papervault changes`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from papervault.errors import PapervaultError, SourceError
+from papervault.models import SourceRecord
+from papervault.workspace import Workspace
+
+Progress = Callable[[str, int, int | None], None]
+
+# The record fields a source's update may change (only while the note still says what the source said).
+FIELDS = ("title", "authors", "year", "venue", "doi", "url", "abstract")
+LISTS = ("tags", "collections")
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class SyncReport:
+    added: list[dict] = field(default_factory=list)     # {source, item, paper, reason}
+    updated: list[dict] = field(default_factory=list)   # {source, item, paper, fields, kept?, reason}
+    marked: list[dict] = field(default_factory=list)    # {source, item, paper, reason}
+    skipped: list[dict] = field(default_factory=list)   # {source, item?, reason}
+    sources: list[dict] = field(default_factory=list)   # {source, status: changed|unchanged|failed, seconds, error?}
+    commits: list[str] = field(default_factory=list)
+    index: dict | None = None
+    started: str = field(default_factory=now_iso)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.marked)
+
+    def as_dict(self) -> dict:
+        return {"started": self.started, "seconds": self.seconds, "added": self.added, "updated": self.updated,
+                "marked": self.marked, "skipped": self.skipped, "sources": self.sources, "commits": self.commits,
+                "index": self.index}
+
+
+# --- derived state -------------------------------------------------------------------------------
+
+def sync_dir(ws: Workspace) -> Path:
+    return ws.state_dir / "sync"
+
+
+def _slug(kind: str, name: str) -> str:
+    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def load_cursor(ws: Workspace, name: str) -> dict:
+    path = sync_dir(ws) / f"{name}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}       # none yet, or unreadable (derived state): the next pass rebuilds it
+
+
+def save_cursor(ws: Workspace, name: str, data: dict) -> None:
+    from papervault.vault.store import atomic_write
+
+    sync_dir(ws).mkdir(parents=True, exist_ok=True)
+    atomic_write(sync_dir(ws) / f"{name}.json", json.dumps(data, ensure_ascii=False, sort_keys=True))
+
+
+def _log(ws: Workspace, report: SyncReport) -> None:
+    sync_dir(ws).mkdir(parents=True, exist_ok=True)
+    line = {"at": report.started, "added": report.added, "updated": report.updated, "marked": report.marked,
+            "failed": [s for s in report.sources if s["status"] == "failed"]}
+    with open(sync_dir(ws) / "log.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def read_log(ws: Workspace) -> list[dict]:
+    path = sync_dir(ws) / "log.jsonl"
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue        # a line cut by a killed pass
+    return out
+
+
+# --- writing into the vault ----------------------------------------------------------------------
+
+def _ingest(ws: Workspace, records: list[SourceRecord], what: str) -> tuple[Any, dict[str, str]]:
+    """Import `records` as `add` does (its journal, dedup and one commit); returns the AddReport and, for each
+    record's source, the paper it is now (new, merged or unchanged)."""
+    from papervault.ingest import Ingest, recover
+
+    with ws.write_lock("sync"):
+        recover(ws)
+        job = Ingest(ws, backend=ws.settings.agents.backend)
+        job.what = what
+        try:
+            job.run(records)
+            job.commit()
+            papers = {}
+            for rec in records:
+                match = job.dedup.find(rec)
+                if match is None and rec.pdfs:
+                    try:
+                        from papervault.hashing import file_sha256, group_sha256
+
+                        pid = job.by_hash.get(group_sha256([file_sha256(Path(p)) for p in rec.pdfs]))
+                    except OSError:
+                        pid = None
+                    if pid:
+                        papers[rec.source] = pid
+                elif match is not None:
+                    papers[rec.source] = match.paper_id
+        finally:
+            job.close()
+    return job.report, papers
+
+
+def _record_ingest(report: SyncReport, source: str, add_report, papers: dict[str, str],
+                   items: dict[str, str]) -> None:
+    """Say what `_ingest` did: `items` maps a record's source to the item name the report shows."""
+    added = set(add_report.added)
+    merged = {m["source"]: m for m in add_report.merged}
+    problems = {p.source: p.error for p in add_report.problems}
+    for src, item in items.items():
+        pid = papers.get(src)
+        if src in problems and (pid is None or pid not in added):
+            report.skipped.append({"source": source, "item": item, "reason": problems[src]})
+        elif pid in added:
+            report.added.append({"source": source, "item": item, "paper": pid, "reason": "new in the source"})
+        elif src in merged:
+            report.updated.append({"source": source, "item": item, "paper": pid,
+                                   "reason": f"already in the vault ({merged[src]['reason']}): merged"})
+        elif pid:
+            report.skipped.append({"source": source, "item": item, "paper": pid,
+                                   "reason": "already in the vault, nothing new"})
+    for w in add_report.warnings:
+        report.skipped.append({"source": source, "item": w.source, "reason": f"warning: {w.error}"})
+
+
+class _Writer:
+    """Metadata updates and marks of one source, under the write lock, journaled like `add`, one commit."""
+
+    def __init__(self, ws: Workspace, what: str):
+        from papervault.vault.journal import Journal
+
+        self.ws, self.vault, self.what = ws, ws.vault, what
+        self.journal = Journal(ws.state_dir / "journal" / "add", ws.vault)
+        self.touched: list[Path] = []
+        self.lines: list[str] = []
+
+    def update(self, pid: str, rec: SourceRecord, before: dict) -> tuple[list[str], list[str]]:
+        """Fields of `rec` that changed since `before` (what the source said last time) written into the note,
+        unless a person changed them in the vault; reader notes appended. Returns (changed, kept) field names."""
+        from papervault.identity import refresh_head
+
+        meta = self.vault.read_meta(pid)
+        changes: dict[str, Any] = {}
+        kept: list[str] = []
+        for f in FIELDS:
+            new, old, have = getattr(rec, f), before.get(f), getattr(meta, f)
+            if new in (None, "", []) or new == old or new == have:
+                continue
+            if have in (None, "", []) or have == old:
+                changes[f] = new
+            else:
+                kept.append(f)          # the note says something else than the source did: a person's edit
+        for f in LISTS:
+            have = list(getattr(meta, f))
+            gone = set(before.get(f) or []) - set(getattr(rec, f))
+            value = [x for x in have if x not in gone] + [x for x in getattr(rec, f) if x not in have]
+            if value != have:
+                changes[f] = value
+        if getattr(meta, "left_source", None):
+            changes["left_source"] = None       # back in the source (restored from the trash)
+        notes = self._append_notes(pid, rec)
+        if changes:
+            self.journal.touch(pid)
+            self.vault.update_meta(pid, **changes)
+            refresh_head(self.vault, pid)       # the note's title line follows, unless its body was edited
+        done = [f for f in changes if f != "left_source"] + (["reader notes"] if notes else [])
+        if changes or notes:
+            self.touched.append(self.vault.paper_dir(pid))
+            self.lines.append(f"- {pid}: updated {', '.join(done) or 'back in the source'}")
+        return done, kept
+
+    def _append_notes(self, pid: str, rec: SourceRecord) -> bool:
+        """Zotero notes and annotations the paper's `reader-notes.md` does not hold yet, appended after what is
+        there (a person's own lines in that file stay as they are)."""
+        path = self.vault.guard(self.vault.paper_dir(pid) / "reader-notes.md")
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        new = "\n\n".join(n.strip() for n in rec.reader_notes if n.strip() and n.strip() not in old)
+        if not new:
+            return False
+        self.journal.touch(pid)
+        self.vault.write(path, (old.rstrip() + "\n\n" + new).strip() + "\n")
+        return True
+
+    def mark(self, pid: str, source: str, reason: str) -> bool:
+        if not self.vault.has_paper(pid):
+            return False
+        meta = self.vault.read_meta(pid)
+        if getattr(meta, "left_source", None):
+            return False
+        self.journal.touch(pid)
+        self.vault.update_meta(pid, left_source={"source": source, "reason": reason, "since": now_iso()})
+        self.touched.append(self.vault.paper_dir(pid))
+        self.lines.append(f"- {pid}: marked ({reason})")
+        return True
+
+    def commit(self) -> str | None:
+        if not self.touched:
+            self.journal.clear()
+            return None
+        sha = self.vault.commit(f"sync: {self.what}: {len(self.lines)} changed\n\n" + "\n".join(self.lines[:200]),
+                                list(dict.fromkeys(self.touched)))
+        self.journal.clear()
+        return sha
+
+
+# --- Zotero --------------------------------------------------------------------------------------
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _zotero_stamps(lib) -> dict[int, str]:
+    """Per item: its highest version and dateModified with those of its attachments, notes and annotations, and
+    how many of them there are (a child moved to the trash changes the count)."""
+    nd = (lambda col: f" AND {col} NOT IN (SELECT itemID FROM deletedItems)") if lib.deleted else (lambda col: "")
+    parts = ["SELECT itemID AS root, version, dateModified FROM items",
+             "SELECT a.parentItemID, i.version, i.dateModified FROM itemAttachments a JOIN items i "
+             "ON i.itemID = a.itemID WHERE a.parentItemID IS NOT NULL" + nd("a.itemID")]
+    if "itemNotes" in lib.tables:
+        parts.append("SELECT n.parentItemID, i.version, i.dateModified FROM itemNotes n JOIN items i "
+                     "ON i.itemID = n.itemID WHERE n.parentItemID IS NOT NULL" + nd("n.itemID"))
+    if "itemAnnotations" in lib.tables:
+        parts.append("SELECT a.parentItemID, i.version, i.dateModified FROM itemAnnotations an "
+                     "JOIN itemAttachments a ON a.itemID = an.parentItemID JOIN items i ON i.itemID = an.itemID "
+                     "WHERE a.parentItemID IS NOT NULL" + nd("an.itemID"))
+    sql = ("SELECT root, MAX(version), MAX(dateModified), COUNT(*) FROM (" + " UNION ALL ".join(parts)
+           + ") GROUP BY root")
+    return {r[0]: f"{r[1]}|{r[2]}|{r[3]}" for r in lib.conn.execute(sql)}
+
+
+def _snapshot(rec: SourceRecord) -> dict:
+    return {f: getattr(rec, f) for f in (*FIELDS, *LISTS)}
+
+
+def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> str:
+    """One pass over the Zotero library of `[sync] zotero`; returns "changed" or "unchanged"."""
+    from papervault.sources import zotero as z
+
+    s = ws.settings.sync
+    data_dir = Path(s.zotero).expanduser()
+    if not data_dir.is_absolute():
+        data_dir = (ws.root / data_dir).resolve()
+    db = data_dir / "zotero.sqlite"
+    if not db.is_file():
+        raise SourceError(f"no zotero.sqlite in {data_dir}", fix="set [sync] zotero to the Zotero data directory")
+    stat = [_stat(db), _stat(data_dir / "zotero.sqlite-wal")]
+    cursor = load_cursor(ws, "zotero")
+    follow = {"dir": str(data_dir), "collections": sorted(s.collections)}
+    if not force and cursor.get("stat") == stat and cursor.get("follow") == follow:
+        return "unchanged"      # the database file is as it was: nothing in the library changed
+    known: dict[str, dict] = cursor.get("items", {}) if cursor.get("follow") == follow else {}
+    tmp = Path(tempfile.mkdtemp(prefix="papervault-sync-"))
+    try:
+        copy = z._copy_database(data_dir, tmp)
+        conn = z._connect(copy, db)
+        try:
+            lib = z._Library(conn, data_dir, z.base_attachment_dir(data_dir))
+            items: dict[int, tuple] = {}
+            for coll in (s.collections or [None]):
+                for row in lib.item_ids(coll, None):
+                    items[row[0]] = row
+            stamps = _zotero_stamps(lib)
+            trashed = {r[0] for r in conn.execute("SELECT i.key FROM items i JOIN deletedItems d USING (itemID)")} \
+                if lib.deleted else set()
+            all_keys = {r[0] for r in conn.execute("SELECT key FROM items")}
+            current = {row[1]: (iid, stamps.get(iid, "")) for iid, row in items.items()}
+            todo = [items[iid] for key, (iid, stamp) in current.items()
+                    if key not in known or known[key].get("stamp") != stamp]
+            records: dict[str, SourceRecord] = {}
+            for r in lib.records(sorted(todo), data_dir):
+                if isinstance(r, SourceRecord):
+                    records[r.zotero_key] = r
+                else:
+                    report.skipped.append({"source": "zotero", "item": r.source, "reason": r.message})
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        raise SourceError(f"{db}: could not be read ({exc})",
+                          fix="Zotero may be writing it: the next pass tries again") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    new = {k: r for k, r in records.items() if k not in known or not known[k].get("paper")}
+    changed = {k: r for k, r in records.items() if k not in new}
+    if new:
+        add_report, papers = _ingest(ws, list(new.values()), "sync zotero")
+        report.commits += add_report.commits
+        _record_ingest(report, "zotero", add_report, papers, {r.source: k for k, r in new.items()})
+        for k, r in new.items():
+            if papers.get(r.source):
+                known[k] = {"stamp": current[k][1], "paper": papers[r.source], "fields": _snapshot(r)}
+    gone = [k for k in known if k not in current]
+    if changed or gone:
+        with ws.write_lock("sync"):
+            writer = _Writer(ws, "zotero")
+            for k, r in changed.items():
+                pid = known[k]["paper"]
+                if not ws.vault.has_paper(pid):
+                    report.skipped.append({"source": "zotero", "item": k, "paper": pid,
+                                           "reason": "its paper was deleted from the vault"})
+                    known[k]["stamp"] = current[k][1]
+                    continue
+                done, kept = writer.update(pid, r, known[k].get("fields") or {})
+                if done:
+                    entry = {"source": "zotero", "item": k, "paper": pid, "fields": done,
+                             "reason": "changed in Zotero"}
+                    if kept:
+                        entry["kept"] = kept
+                    report.updated.append(entry)
+                elif kept:
+                    report.skipped.append({"source": "zotero", "item": k, "paper": pid,
+                                           "reason": f"changed in Zotero, but {', '.join(kept)} edited in the "
+                                                     "vault: kept as edited"})
+                else:
+                    report.skipped.append({"source": "zotero", "item": k, "paper": pid,
+                                           "reason": "modified in Zotero, nothing papervault keeps changed"})
+                known[k] = {"stamp": current[k][1], "paper": pid, "fields": _snapshot(r)}
+            for k in gone:
+                pid = known[k].get("paper")
+                reason = ("moved to Zotero's trash" if k in trashed else
+                          "removed from the followed collections" if k in all_keys and s.collections else
+                          "deleted from Zotero")
+                if pid and writer.mark(pid, "zotero", reason):
+                    report.marked.append({"source": "zotero", "item": k, "paper": pid, "reason": reason})
+                del known[k]
+            sha = writer.commit()
+            if sha:
+                report.commits.append(sha)
+    save_cursor(ws, "zotero", {"stat": stat, "follow": follow, "items": known, "synced": now_iso()})
+    return "changed" if (new or changed or gone) else "unchanged"
+
+
+# --- folders -------------------------------------------------------------------------------------
+
+def _pdfs(folder: Path) -> dict[str, list[int]]:
+    out = {}
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.lower().endswith(".pdf") and not name.startswith("."):
+                p = Path(root) / name
+                st = _stat(p)
+                if st:
+                    out[str(p.relative_to(folder))] = st
+    return out
+
+
+def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
+    """One pass over a watched folder of PDFs; returns "changed" or "unchanged"."""
+    from papervault.hashing import file_sha256
+    from papervault.sources.files import pdf_record
+
+    folder = Path(folder_setting).expanduser()
+    if not folder.is_absolute():
+        folder = (ws.root / folder).resolve()
+    name = _slug("folder", str(folder))
+    label = f"folder:{folder_setting}"
+    if not folder.is_dir():
+        raise SourceError(f"watched folder {folder} does not exist", fix="create it or remove it from [sync] folders")
+    cursor = load_cursor(ws, name)
+    known: dict[str, dict] = cursor.get("files", {})
+    now = _pdfs(folder)
+    fresh, replaced = [], []
+    for rel, st in now.items():
+        before = known.get(rel)
+        if before and before.get("stat") == st:
+            continue
+        try:
+            sha = file_sha256(folder / rel)
+        except OSError as exc:
+            report.skipped.append({"source": label, "item": rel, "reason": f"cannot read: {exc.strerror or exc}"})
+            continue
+        if before and before.get("sha") == sha:
+            before["stat"] = st         # touched, same bytes
+            continue
+        (replaced if before and before.get("paper") else fresh).append((rel, st, sha))
+    gone = [rel for rel in known if rel not in now]
+    if fresh:
+        recs = {rel: pdf_record([folder / rel]) for rel, _, _ in fresh}
+        add_report, papers = _ingest(ws, list(recs.values()), "sync folder")
+        report.commits += add_report.commits
+        _record_ingest(report, label, add_report, papers, {r.source: rel for rel, r in recs.items()})
+        for rel, st, sha in fresh:
+            pid = papers.get(recs[rel].source)
+            if pid:
+                known[rel] = {"stat": st, "sha": sha, "paper": pid}
+    for rel, st, sha in replaced:
+        pid = known[rel]["paper"]
+        try:
+            done = _reparse(ws, pid, folder / rel, sha)
+        except PapervaultError as exc:
+            report.skipped.append({"source": label, "item": rel, "paper": pid, "reason": str(exc)})
+            continue
+        if done.get("error"):
+            report.skipped.append({"source": label, "item": rel, "paper": pid, "reason": done["error"]})
+            continue
+        report.commits += [c for c in [done.get("commit")] if c]
+        report.updated.append({"source": label, "item": rel, "paper": pid, "fields": ["full text"],
+                               "reason": "the file's content changed: parsed again"
+                                         + ("; the note was edited by a person and kept" if done.get("kept") else "")})
+        known[rel] = {"stat": st, "sha": sha, "paper": pid}
+    if gone:
+        with ws.write_lock("sync"):
+            writer = _Writer(ws, label)
+            for rel in gone:
+                pid = known[rel].get("paper")
+                reason = "file removed from the watched folder"
+                if pid and writer.mark(pid, label, reason):
+                    report.marked.append({"source": label, "item": rel, "paper": pid, "reason": reason})
+                del known[rel]
+            sha = writer.commit()
+            if sha:
+                report.commits.append(sha)
+    save_cursor(ws, name, {"folder": str(folder), "files": known, "synced": now_iso()})
+    return "changed" if (fresh or replaced or gone) else "unchanged"
+
+
+def _reparse(ws: Workspace, pid: str, path: Path, sha: str) -> dict:
+    """Parse a paper's replaced PDF again and write its full text (and its note, unless a person edited it),
+    through `add`'s own writer: journaled, one commit."""
+    from papervault.errors import ParseError
+    from papervault.ingest import Ingest, recover
+    from papervault.sources.files import pdf_record
+
+    rec = pdf_record([path])
+    with ws.write_lock("sync"):
+        recover(ws)
+        job = Ingest(ws, backend=ws.settings.agents.backend)
+        job.what = "sync folder"
+        try:
+            parsed = job.parse([rec]).get(rec.pdfs[0])
+            if isinstance(parsed, ParseError) or parsed is None:
+                return {"error": parsed.reason if isinstance(parsed, ParseError) else "not parsed"}
+            meta = job.vault.read_meta(pid)
+            meta.sources = list(dict.fromkeys([*meta.sources, rec.source]))
+            edited = job.vault.is_edited(pid)
+            job._store(meta, rec, parsed, sha)
+            job.analyse_pending()
+            job.report.merged.append({"id": pid, "source": rec.source, "origin": "pdf", "reason": "file replaced",
+                                      "gained_pdf": False, "new_source": False})
+            commit = job.commit()
+        finally:
+            job.close()
+    return {"commit": commit, "kept": edited}
+
+
+# --- arXiv saved queries -------------------------------------------------------------------------
+
+def sync_arxiv(ws: Workspace, query: str, report: SyncReport) -> str:
+    from papervault.sources import arxiv
+
+    name = _slug("arxiv", query)
+    label = f"arxiv:{query}"
+    cursor = load_cursor(ws, name)
+    seen = set(cursor.get("seen", []))
+    found = arxiv.search(query, ws.settings.sync.arxiv_max, ws.settings)
+    fresh = [c.record for c in found if c.record.arxiv and c.record.arxiv not in seen]
+    if fresh:
+        add_report, papers = _ingest(ws, fresh, "sync arxiv")
+        report.commits += add_report.commits
+        _record_ingest(report, label, add_report, papers, {r.source: r.arxiv for r in fresh})
+        problems = {p.source for p in add_report.problems}
+        seen |= {r.arxiv for r in fresh if papers.get(r.source) or r.source not in problems}
+    save_cursor(ws, name, {"query": query, "seen": sorted(seen), "synced": now_iso()})
+    return "changed" if fresh else "unchanged"
+
+
+# --- the pass ------------------------------------------------------------------------------------
+
+def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
+    """(name, one pass) of every source `[sync]` follows, in order."""
+    s = ws.settings.sync
+    out: list[tuple[str, Callable[[SyncReport], str]]] = []
+    if s.zotero:
+        out.append(("zotero", lambda r: sync_zotero(ws, r)))
+    for folder in s.folders:
+        out.append((f"folder:{folder}", lambda r, f=folder: sync_folder(ws, f, r)))
+    for query in s.arxiv:
+        out.append((f"arxiv:{query}", lambda r, q=query: sync_arxiv(ws, q, r)))
+    return out
+
+
+def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True) -> SyncReport:
+    """One pass over every followed source, then the index (when anything changed, or an earlier pass died
+    before its index was brought up to date)."""
+    from papervault.errors import WorkspaceError
+
+    ws.require()
+    t0 = time.perf_counter()
+    report = SyncReport()
+    todo = sources(ws)
+    if not todo:
+        raise WorkspaceError("papervault.toml follows no source", fix="add a [sync] section: zotero = \"~/Zotero\", "
+                             "folders = [\"~/Papers\"] or arxiv = [\"a saved query\"] (docs/sources.md)")
+    if ws.settings.sync.arxiv_versions:
+        report.skipped.append({"source": "arxiv_versions", "reason": "following new arXiv versions is not "
+                               "implemented yet"})
+    for n, (name, run) in enumerate(todo, 1):
+        t = time.perf_counter()
+        try:
+            status = run(report)
+            entry = {"source": name, "status": status}
+        except PapervaultError as exc:      # one source failing never stops the others
+            entry = {"source": name, "status": "failed", "error": str(exc)}
+        except Exception as exc:
+            entry = {"source": name, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
+        entry["seconds"] = round(time.perf_counter() - t, 3)
+        report.sources.append(entry)
+        if progress:
+            progress("sync", n, len(todo))
+    flag = sync_dir(ws) / "index-pending"
+    if index and (report.changed or flag.exists()):
+        sync_dir(ws).mkdir(parents=True, exist_ok=True)
+        flag.touch()        # a pass that dies before the index is done leaves it for the next pass
+        report.index = update_index(ws)
+        if "error" not in report.index:
+            flag.unlink(missing_ok=True)
+    report.seconds = round(time.perf_counter() - t0, 3)
+    if report.changed or any(s["status"] == "failed" for s in report.sources):
+        _log(ws, report)
+    return report
+
+
+def update_index(ws: Workspace) -> dict:
+    """`PaperIndex.sync`, its paragraph vectors left to the background fill as `papervault index` does."""
+    try:
+        from papervault.index import fill
+        from papervault.index.store import PaperIndex
+    except ImportError as exc:
+        return {"error": f"the index is not available ({exc}); run `papervault index`"}
+    defer = ws.settings.index.background_fill
+    try:
+        with ws.write_lock("index", wait=60):
+            idx = PaperIndex(ws)
+            out = dict(idx.sync(defer=defer) or {})
+        if defer:
+            pending = idx.pending()
+            out["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
+        return out
+    except PapervaultError as exc:
+        return {"error": str(exc)}
+
+
+# --- what changed --------------------------------------------------------------------------------
+
+def parse_since(since: str | None) -> _dt.datetime:
+    """`7d`, `12h`, `30m`, `2w` ago, or a date (YYYY-MM-DD) or ISO time, as an aware UTC datetime."""
+    import re
+
+    from papervault.errors import InputError
+
+    text = (since or "7d").strip().lower()
+    m = re.fullmatch(r"(\d{1,6})\s*([mhdw])", text)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    if m:
+        n = int(m.group(1))
+        return now - {"m": _dt.timedelta(minutes=n), "h": _dt.timedelta(hours=n), "d": _dt.timedelta(days=n),
+                      "w": _dt.timedelta(weeks=n)}[m.group(2)]
+    try:
+        when = _dt.datetime.fromisoformat(text.upper() if "t" in text else text)
+    except ValueError:
+        raise InputError(f"--since {since!r} is neither a duration nor a date",
+                         fix="give 7d, 12h, 30m, 2w, or a date like 2026-01-31") from None
+    return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
+
+
+MAX_CHANGES = 1000      # entries per kind in one answer (the rest counted)
+
+
+def changes(ws: Workspace, since: str | None = "7d") -> dict:
+    """Papers added, updated and deleted since `since` (from the vault's git history: a commit adding a note
+    added the paper, one changing its folder updated it) and marked as gone from their source (the sync log)."""
+    import subprocess
+
+    ws.require()
+    when = parse_since(since)
+    vault = ws.vault
+    out: dict[str, Any] = {"since": when.isoformat(), "added": [], "updated": [], "marked": [], "deleted": []}
+    proc = subprocess.run(["git", "-C", str(vault.root), "log", f"--since={when.isoformat()}", "--reverse",
+                           "--format=@@%H %cI %s", "--name-status", "--", "papers"],
+                          capture_output=True, text=True)
+    added: dict[str, dict] = {}
+    updated: dict[str, dict] = {}
+    deleted: dict[str, dict] = {}
+    sha = at = subject = ""
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        if line.startswith("@@"):
+            sha, at, subject = (line[2:].split(" ", 2) + ["", ""])[:3]
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2:
+            continue
+        status, path = parts[0], parts[-1]
+        bits = path.split("/")
+        if len(bits) < 3 or bits[0] != "papers":
+            continue
+        pid, name = bits[1], "/".join(bits[2:])
+        if name == "note.md" and status.startswith("A"):
+            added[pid] = {"id": pid, "at": at, "commit": sha[:12], "why": subject[:200]}
+            deleted.pop(pid, None)
+        elif name == "note.md" and status.startswith("D"):
+            deleted[pid] = {"id": pid, "at": at, "commit": sha[:12], "why": subject[:200]}
+            added.pop(pid, None)
+            updated.pop(pid, None)
+        elif pid not in added:
+            e = updated.setdefault(pid, {"id": pid, "at": at, "commit": sha[:12], "what": []})
+            e.update(at=at, commit=sha[:12])
+            what = {"note.md": "note", "paper.md": "full text", "reader-notes.md": "highlights and notes"}.get(
+                name, "figures" if name.startswith("figures/") else name)
+            if what not in e["what"]:
+                e["what"].append(what)
+    for kind, found in (("added", added), ("updated", updated), ("deleted", deleted)):
+        rows = list(found.values())
+        for e in rows[:MAX_CHANGES]:
+            if kind != "deleted" and vault.has_paper(e["id"]):
+                meta = vault.read_meta(e["id"])
+                e["title"] = meta.title
+                if getattr(meta, "left_source", None):
+                    e["left_source"] = meta.left_source
+        out[kind] = rows[:MAX_CHANGES]
+        if len(rows) > MAX_CHANGES:
+            out[f"{kind}_more"] = len(rows) - MAX_CHANGES
+    for entry in read_log(ws):
+        try:
+            at = _dt.datetime.fromisoformat(entry.get("at", ""))
+        except ValueError:
+            continue
+        if at < when:
+            continue
+        for m in entry.get("marked", []):
+            out["marked"].append({"id": m.get("paper"), "at": entry["at"], "source": m.get("source"),
+                                  "item": m.get("item"), "reason": m.get("reason")})
+    out["marked"] = out["marked"][:MAX_CHANGES]
+    return out

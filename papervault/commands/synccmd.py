@@ -1,0 +1,89 @@
+"""`sync` and `changes`: keep the vault current with the sources it follows, and say what changed."""
+
+from __future__ import annotations
+
+import click
+
+from papervault.commands.common import Progress, emit_json, json_option, open_workspace, plural, workspace_option
+
+
+@click.command()
+@click.option("--every", metavar="INTERVAL", help="Run a pass every INTERVAL (30m, 1h, 1d) with Prefect's own "
+              "serving, until stopped; each pass is a run of the `sync` flow.")
+@click.option("--no-index", "no_index", is_flag=True, help="Do not bring the index up to date after the pass.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@workspace_option
+@json_option
+def sync(every, no_index, quiet, workspace, as_json):
+    """One pass over every source papervault.toml [sync] follows (Zotero, folders, arXiv queries): add what is
+    new, update what changed, mark what left its source, then update the index."""
+    ws = open_workspace(workspace)
+    if every:
+        from papervault.app.sync_schedule import parse_interval, serve
+
+        interval = parse_interval(every)
+        from papervault.app.sync import sources
+
+        if not sources(ws):
+            from papervault.app.sync import sync as run_sync
+
+            run_sync(ws)      # raises the error that says how to follow a source
+        click.echo(f"Serving the sync flow for {ws.root} every {every} (Ctrl-C stops it)")
+        serve(ws, interval, index=not no_index)
+        return
+    from papervault.app.sync import sync as run_sync
+
+    progress = Progress(quiet or as_json)
+    try:
+        report = run_sync(ws, progress=progress, index=not no_index)
+    finally:
+        progress.close()
+    out = report.as_dict()
+    if as_json:
+        emit_json(out)
+    else:
+        print_report(out)
+    if report.sources and all(s["status"] == "failed" for s in report.sources):
+        raise SystemExit(1)
+
+
+def print_report(out: dict) -> None:
+    for kind in ("added", "updated", "marked"):
+        for e in out[kind]:
+            click.echo(f"{kind:8} {e.get('paper') or '-':32} {e['source']}: {e.get('item')} ({e['reason']})")
+    for e in out["skipped"]:
+        click.echo(f"skipped  {e.get('paper') or '-':32} {e['source']}: {e.get('item') or ''} ({e['reason']})")
+    for s in out["sources"]:
+        if s["status"] == "failed":
+            click.echo(f"error: {s['source']}: {s['error']}", err=True)
+    index = out.get("index") or {}
+    if index.get("error"):
+        click.echo(f"error: index not updated: {index['error']}", err=True)
+    click.echo(f"Synced {plural(len(out['sources']), 'source')} in {out['seconds']} s: added {len(out['added'])}, "
+               f"updated {len(out['updated'])}, marked {len(out['marked'])}, skipped {len(out['skipped'])}"
+               + (f"; {sum(1 for s in out['sources'] if s['status'] == 'failed')} failed"
+                  if any(s["status"] == "failed" for s in out["sources"]) else ""))
+
+
+@click.command()
+@click.option("--since", default="7d", show_default=True, metavar="WHEN",
+              help="How far back: 7d, 12h, 2w, or a date (YYYY-MM-DD).")
+@workspace_option
+@json_option
+def changes(since, workspace, as_json):
+    """What changed in the vault: papers added, updated, marked as gone from their source."""
+    from papervault.app.sync import changes as run_changes
+
+    ws = open_workspace(workspace)
+    out = run_changes(ws, since)
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"Since {out['since']}:")
+    for kind in ("added", "updated", "marked", "deleted"):
+        for e in out[kind]:
+            what = e.get("title") or ""
+            extra = e.get("reason") or ", ".join(e.get("what", []))
+            click.echo(f"  {kind:8} {e['id']:32} {what[:60]}" + (f" ({extra})" if extra else ""))
+    click.echo(f"{plural(len(out['added']), 'paper')} added, {len(out['updated'])} updated, "
+               f"{len(out['marked'])} marked, {len(out['deleted'])} deleted")
