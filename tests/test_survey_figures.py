@@ -184,3 +184,46 @@ def test_field_map_escapes_theme_labels_and_keys():
     md = figures_markdown(fm)
     assert "<img" not in md and "n.d." in md          # the undated paper has its own column
     assert "[b2002y](../../papers/b2002y/note.md)" in md   # no full text: its note
+
+
+EVIL_SVG = """<?xml version="1.0"?>
+<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" onload="alert(1)">
+<script>alert(2)</script><style>rect { fill: url(https://evil.example/x) }</style>
+<a href="javascript:alert(3)"><text x="1" y="2">js</text></a>
+<a xlink:href="https://evil.example/"><text x="1" y="2">away</text></a>
+<a href="../../../papers/ongaro2014raft/paper.md"><rect x="1" y="1" width="5" height="5" fill="url(https://evil.example/p)" onclick="alert(4)"/><text x="1" y="9">raft</text></a>
+<foreignObject><div xmlns="http://www.w3.org/1999/xhtml">html</div></foreignObject>
+<image href="https://evil.example/i.png"/><use href="#x"/>
+<text x="3" y="4" style="fill:red">kept &lt;b&gt;</text>
+</svg>
+"""
+
+
+def test_site_publishes_the_figures_sanitised(log_survey, cli_run):
+    ws = log_survey.parents[2]
+    (log_survey / "figures" / "evil.svg").write_text(EVIL_SVG, encoding="utf-8")
+    (ws / "vault" / "drawing.svg").write_text(EVIL_SVG, encoding="utf-8")     # an SVG outside a survey's figures
+    out = json.loads(cli_run(["site", "build", "--json", "--workspace", ws]).stdout)
+    site = Path(out["site_dir"])
+    page = (site / "surveys" / "logs" / "survey.html").read_text(encoding="utf-8")
+    assert re.search(r'<img[^>]+src="figures/lineage\.svg"', page) and re.search(r'<img[^>]+src="figures/timeline\.svg"', page)
+    assert "Figure 1 as a list" in page
+    assert not (site / "drawing.svg").exists()
+    assert any("drawing.svg: not published" in w for w in out["warnings"]), out["warnings"]
+
+    fig = site / "surveys" / "logs" / "figures" / "lineage.svg"
+    assert not fig.is_symlink()              # a staged, rebuilt copy, not the vault's file
+    root = ET.fromstring(fig.read_text(encoding="utf-8"))
+    hrefs = {a.get("href") for a in root.iter(f"{SVG}a")}
+    assert hrefs == {f"../../../papers/{pid}/paper.html" for pid in PAPERS}
+    for h in hrefs:                          # every node opens a page of the site
+        assert (fig.parent / h).resolve().is_file(), h
+    assert "&lt;script&gt;" in fig.read_text(encoding="utf-8")
+
+    evil = (site / "surveys" / "logs" / "figures" / "evil.svg").read_text(encoding="utf-8")
+    eroot = ET.fromstring(evil)
+    names = {e.tag.split("}")[-1] for e in eroot.iter()}
+    assert not names & {"script", "style", "foreignObject", "image", "use", "div"}, names
+    assert "alert" not in evil and "evil.example" not in evil and "javascript" not in evil.lower()
+    assert [a.get("href") for a in eroot.iter(f"{SVG}a")] == [None, None, "../../../papers/ongaro2014raft/paper.html"]
+    assert "kept &lt;b&gt;" in evil and "style=" not in evil

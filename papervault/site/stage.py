@@ -23,6 +23,7 @@ from papervault.models import PaperMeta
 from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.redirects import redirect_pages
+from papervault.site.svg import sanitise_svg
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
 from papervault.vault import frontmatter
@@ -46,6 +47,8 @@ PAPER_SKIP = {"note.new.md", ".gitkeep"}
 IMAGE_TYPES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 PUBLISHED_TYPES = IMAGE_TYPES | {".pdf"}
 TEXT_TYPES = frozenset({".bib", ".json", ".csv", ".txt", ".ris"})
+# The one exception to "no SVG": a survey's figures (surveys/<slug>/figures/*.svg), which are never published
+# as they are but rebuilt from an allow-list of SVG elements and attributes (site/svg.py).
 
 
 def publishable(path: Path) -> bool:
@@ -61,6 +64,14 @@ def publishable(path: Path) -> bool:
             return False
         return not head.lstrip(b"\xef\xbb\xbf \t\r\n\f").startswith(b"<")
     return False
+
+
+def survey_figure(rel: str) -> bool:
+    """Whether a vault file (its path from the vault's root) is a survey's figure,
+    `surveys/<slug>/figures/<name>.svg`: published sanitised, never as it is."""
+    from papervault.site.svg import FIGURE_PATH
+
+    return bool(FIGURE_PATH.fullmatch(rel))
 
 
 @dataclass
@@ -89,6 +100,7 @@ class SurveyEntry:
     text: str
     pages: dict[str, str] = field(default_factory=dict)   # other Markdown files of the survey folder
     files: list[str] = field(default_factory=list)         # non-Markdown files (references.bib, CSL-JSON)
+    figures: dict[str, str] = field(default_factory=dict)  # figures/<name>.svg -> its text (sanitised when staged)
 
 
 @dataclass
@@ -111,6 +123,7 @@ class SitePlan:
     nav: list[Any]
     not_in_nav: list[str]
     warnings: list[str]
+    files: dict[str, str] = field(default_factory=dict)   # relative path -> text of a staged file (not a page)
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -129,7 +142,8 @@ def read_vault(vault_root: Path, *, include_pdfs: bool = True, pdf_store: Path |
         except UnsafePathError as exc:
             snap.problems.append(str(exc))
             return False
-        if path.suffix != ".md" and path.is_file() and not publishable(path):
+        if path.suffix != ".md" and path.is_file() and not publishable(path) \
+                and not survey_figure(path.relative_to(vault_root).as_posix()):
             snap.problems.append(f"{path.relative_to(vault_root).as_posix()}: not published (a {path.suffix or 'file'}"
                                  " file is not among the types the site publishes; see docs/site.md)")
             return False
@@ -250,6 +264,8 @@ def _read_survey(sdir: Path, inside) -> SurveyEntry:
         rel = f.relative_to(sdir).as_posix()
         if f.suffix == ".md":
             entry.pages[rel] = f.read_text(encoding="utf-8", errors="replace")
+        elif f.suffix.lower() == ".svg":
+            entry.figures[rel] = f.read_text(encoding="utf-8", errors="replace")
         else:
             entry.files.append(rel)
     return entry
@@ -322,6 +338,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     env = template_env(template_dirs)
     pages: dict[str, str] = {}
     assets: dict[str, Path] = {}
+    files: dict[str, str] = {}
     warnings: list[str] = list(snap.problems)
     papers = snap.papers
 
@@ -466,6 +483,13 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         for rel in s.files:
             assets[f"surveys/{s.slug}/{rel}"] = snap.root / "surveys" / s.slug / rel
             extra.append({"name": rel, "url": f"{s.slug}/{rel}"})
+        for rel, text in s.figures.items():
+            target = f"surveys/{s.slug}/{rel}"
+            clean = sanitise_svg(text, target, set(papers), {pid for pid, e in papers.items() if e.fulltext})
+            if clean is None:
+                warnings.append(f"{target}: not published (not an SVG figure papervault can read)")
+                continue
+            files[target] = clean
         survey_rows.append({"slug": s.slug, "title": s.title, "cited": survey_cites.get(s.slug, []),
                             "url": f"surveys/{s.slug}/survey.md", "extra": extra})
 
@@ -528,7 +552,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         # the theme prints navigation titles unescaped
         nav.append({"Notes": [{html_text(u["title"]): u["path"]} for u in user_rows]})
     not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/"]
-    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings)
+    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings, files=files)
 
 
 # Frontmatter keys of a vault page that reach the staged page; the theme prints some values unescaped
@@ -574,7 +598,7 @@ def write_stage(plan: SitePlan, stage_dir: Path, extra_assets: dict[str, Path] |
     stage_dir.mkdir(parents=True, exist_ok=True)
     wanted: set[str] = set()
     written = linked = 0
-    for rel, text in plan.pages.items():
+    for rel, text in {**plan.files, **plan.pages}.items():
         wanted.add(rel)
         path = stage_dir / rel
         data = text.encode("utf-8")
