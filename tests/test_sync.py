@@ -202,3 +202,68 @@ def test_no_source_followed_and_bad_since_are_one_line_errors(workspace_env, cli
         assert exc.value.code != 0
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# --- on a schedule, as Prefect does it ------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_prefect_yaml_sync_deployment_is_valid():
+    """The `sync` deployment of prefect.yaml: its entrypoint loads the flow, its parameters fit the flow's
+    signature, its schedule is an interval Prefect accepts, and it runs one pass at a time."""
+    import datetime as dt
+
+    import yaml
+    from prefect.client.schemas.schedules import IntervalSchedule
+    from prefect.flows import load_flow_from_entrypoint
+
+    doc = yaml.safe_load((ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    dep = next(d for d in doc["deployments"] if d["name"] == "sync")
+    path, name = dep["entrypoint"].split(":")
+    flow = load_flow_from_entrypoint(str(ROOT / path) + ":" + name)
+    assert flow.name == "sync"
+    flow.validate_parameters({**dep.get("parameters", {}), "workspace": "/tmp/ws"})
+    (schedule,) = dep["schedules"]
+    assert IntervalSchedule(interval=dt.timedelta(seconds=schedule["interval"])).interval == dt.timedelta(hours=1)
+    assert dep["concurrency_limit"] == 1 and dep["work_pool"]["name"] == "papervault"
+
+
+def test_every_parses_and_builds_the_served_deployment(workspace_env, cli_run, capsys):
+    import datetime as dt
+
+    from flows.sync import parse_interval, served_deployment
+    from papervault.cli import main
+
+    assert parse_interval("1h") == dt.timedelta(hours=1)
+    assert parse_interval("30m") == dt.timedelta(minutes=30)
+    assert parse_interval("2d") == dt.timedelta(days=2)
+    dep = served_deployment(str(workspace_env), parse_interval("1h"))
+    assert dep.name == "sync-every" and dep.parameters == {"workspace": str(workspace_env), "index": True}
+    (schedule,) = dep.schedules
+    assert schedule.schedule.interval == dt.timedelta(hours=1)
+
+    cli_run(["init"])
+    for every, said in (("hourly", "is not an interval"), ("10s", "shorter than a minute")):
+        with pytest.raises(SystemExit):
+            main(["sync", "--every", every])
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):         # nothing followed: said before any server starts
+        main(["sync", "--every", "1h"])
+    assert "follows no source" in capsys.readouterr().err
+
+
+def test_the_sync_flow_runs_a_pass(tmp_path, workspace_env, cli_run):
+    """The flow the deployment and `--every` run: the same pass, its report as the run's result."""
+    from flows.sync import sync as sync_flow
+
+    cli_run(["init"])
+    folder = tmp_path / "Papers"
+    folder.mkdir()
+    (folder / "one.pdf").write_bytes(make_pdf("Time Clocks and the Ordering of Events", authors="Leslie Lamport"))
+    _follow(workspace_env, folders=[str(folder)])
+    first = sync_flow(workspace=str(workspace_env), index=False)
+    assert [x["item"] for x in first["added"]] == ["one.pdf"]
+    second = sync_flow(workspace=str(workspace_env), index=False)
+    assert (second["added"], second["updated"], second["marked"]) == ([], [], [])

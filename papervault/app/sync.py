@@ -530,18 +530,24 @@ def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
     return out
 
 
-def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True) -> SyncReport:
-    """One pass over every followed source, then the index (when anything changed, or an earlier pass died
-    before its index was brought up to date)."""
+def require_sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
+    """`sources`, or the error that says how to follow one."""
     from papervault.errors import WorkspaceError
 
-    ws.require()
-    t0 = time.perf_counter()
-    report = SyncReport()
     todo = sources(ws)
     if not todo:
         raise WorkspaceError("papervault.toml follows no source", fix="add a [sync] section: zotero = \"~/Zotero\", "
                              "folders = [\"~/Papers\"] or arxiv = [\"a saved query\"] (docs/sources.md)")
+    return todo
+
+
+def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True) -> SyncReport:
+    """One pass over every followed source, then the index (when anything changed, or an earlier pass died
+    before its index was brought up to date)."""
+    ws.require()
+    t0 = time.perf_counter()
+    report = SyncReport()
+    todo = require_sources(ws)
     if ws.settings.sync.arxiv_versions:
         report.skipped.append({"source": "arxiv_versions", "reason": "following new arXiv versions is not "
                                "implemented yet"})

@@ -19,17 +19,14 @@ def sync(every, no_index, quiet, workspace, as_json):
     new, update what changed, mark what left its source, then update the index."""
     ws = open_workspace(workspace)
     if every:
-        from papervault.app.sync_schedule import parse_interval, serve
+        from papervault.app.sync import require_sources
+
+        from flows.sync import parse_interval, serve
 
         interval = parse_interval(every)
-        from papervault.app.sync import sources
-
-        if not sources(ws):
-            from papervault.app.sync import sync as run_sync
-
-            run_sync(ws)      # raises the error that says how to follow a source
-        click.echo(f"Serving the sync flow for {ws.root} every {every} (Ctrl-C stops it)")
-        serve(ws, interval, index=not no_index)
+        require_sources(ws)     # before a server starts: a workspace that follows nothing says so now
+        click.echo(f"Serving the sync flow for {ws.root} every {interval} (Ctrl-C stops it)")
+        serve(str(ws.root), interval, index=not no_index)
         return
     from papervault.app.sync import sync as run_sync
 
