@@ -172,6 +172,16 @@ each match has paper_id, title, page, anchor, score (1.0 = exact), exact, text a
         return vt.locate(quote, paper=paper, limit=limit)
 
     @mcp.tool(annotations=READ_ONLY, description="""\
+A paper's citation neighbourhood in the vault: `cites` (the vault papers its reference list names) and
+`cited_by` (the vault papers whose reference lists name it), each with id, title, year and evidence: the
+citing paper (`in`), the reference line that names the cited paper, its page, printed_page, anchor
+(papers/<id>/paper.md#page-N) and cite. Matching is by DOI, arXiv id or title; papers outside the vault are
+not listed.""")
+    @_errors
+    def citations(paper_id: ID) -> dict[str, Any]:
+        return vt.citations(paper_id)
+
+    @mcp.tool(annotations=READ_ONLY, description="""\
 List the papers in the vault (id, title, authors, year, venue, status, pages, tags), filtered and paged.
 Filters: tag, year (2019 or 2015-2020), venue/author/title (case-insensitive substrings), status (metadata |
 parsed | analysed | reviewed). Pass next_offset as offset for the next page. To find papers by topic, use
@@ -193,6 +203,15 @@ uncommitted changes. Call it when search returns nothing.""")
     @_errors
     def status() -> dict[str, Any]:
         return vt.status()
+
+    @mcp.tool(annotations=READ_ONLY, description="""\
+What changed in the vault since a time: papers added, updated (note, full text, highlights and notes),
+marked as gone from their source (moved to Zotero's trash, out of a followed collection, file removed) and
+deleted, each with its id, title and when. `since`: 7d, 12h, 30m, 2w, or a date (YYYY-MM-DD).""")
+    @_errors
+    def changes(since: Annotated[str, Field(description="7d, 12h, 2w or YYYY-MM-DD", max_length=40)] = "7d",
+                limit: Annotated[int, Field(ge=1, le=T.MAX_LIST)] = 100) -> dict[str, Any]:
+        return vt.changes(since, limit=limit)
 
     # --- write tools (only with --allow-write) ---------------------------------------------------
 

@@ -288,6 +288,21 @@ class VaultTools:
         return out
 
     @_agent_answer
+    def citations(self, paper_id: str) -> dict[str, Any]:
+        """The vault papers a paper cites and those citing it, with each edge's reference line and page."""
+        from papervault.app.graph import neighbourhood
+
+        paper_id, renamed = self.paper(paper_id)
+        got = neighbourhood(self.ws, paper_id)
+        for row in got["cites"] + got["cited_by"]:
+            ev = row["evidence"]
+            row["title"] = agent_markdown(row["title"])
+            ev["reference"] = agent_markdown(ev["reference"])
+            ev["cite"] = f"[@{ev['in']}, p. {ev['printed_page']}]" if ev["page"] else f"[@{ev['in']}]"
+        got["paper"]["title"] = agent_markdown(got["paper"]["title"])
+        return {**renamed, **got}
+
+    @_agent_answer
     def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:
         from papervault.app.locate import locate
 
@@ -445,6 +460,22 @@ class VaultTools:
         from papervault.status import workspace_status
 
         return workspace_status(self.ws)
+
+    @_agent_answer
+    def changes(self, since: str = "7d", *, limit: int = 100) -> dict[str, Any]:
+        """Papers added, updated, marked as gone from their source, and deleted since `since` (`papervault
+        changes`), at most `limit` of each kind, saying how many more there are."""
+        from papervault.app.sync import changes
+
+        _check_limit(limit, "limit", MAX_LIST)
+        out = changes(self.ws, (since or "7d")[:40])
+        for kind in ("added", "updated", "marked", "deleted"):
+            rows = out[kind]
+            more = len(rows) - limit + out.pop(f"{kind}_more", 0)
+            out[kind] = rows[:limit]
+            if more > 0:
+                out[f"{kind}_more"] = more
+        return out
 
     # writes (only with --allow-write) --------------------------------------------------------
 

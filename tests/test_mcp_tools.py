@@ -183,3 +183,33 @@ def test_bearer_check_and_loopback_only():
         BearerAuth(app, "")
     with pytest.raises(PapervaultError, match="refusing to listen on 0.0.0.0"):
         serve_http(object(), token="t", host="0.0.0.0")
+
+
+def test_changes_since_lists_added_updated_and_marked(tools):
+    from papervault.app.sync import now_iso
+
+    vault = tools.vault
+    vault.commit("add: the fixture's papers")
+    vault.update_meta("kim2016gears", title="Gears <script>alert(1)</script>")
+    vault.update_meta("roe2012sprocket", left_source={"source": "zotero", "reason": "moved to Zotero's trash",
+                                                      "since": now_iso()})
+    vault.commit("sync: zotero")
+    out = tools.changes("1d")
+    assert {p["id"] for p in out["added"]} == {PID, "roe2012sprocket", "kim2016gears"}
+    assert out["updated"] == []          # changed in the same window they were added in: said as added
+    gears = next(p for p in out["added"] if p["id"] == "kim2016gears")
+    assert "<script>" not in gears["title"] and "&lt;script>" in gears["title"]
+    assert next(p for p in out["added"] if p["id"] == "roe2012sprocket")["left_source"]["reason"] \
+        == "moved to Zotero's trash"
+    assert tools.changes("1d", limit=1)["added_more"] == 2
+    with pytest.raises(ToolInputError):
+        tools.changes("last tuesday")
+
+    async def main():
+        async with Client(__import__("mcp_server.server", fromlist=["build_server"]).build_server(tools.ws)) as c:
+            r = await c.call_tool("changes", {"since": "2d"})
+            assert not r.is_error and len(r.structured_content["added"]) == 3
+            r = await c.call_tool("changes", {"since": "whenever"})
+            assert r.is_error and "--since" in r.content[0].text
+
+    anyio.run(main)

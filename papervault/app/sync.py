@@ -654,6 +654,7 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
         if name == "note.md" and status.startswith("A"):
             added[pid] = {"id": pid, "at": at, "commit": sha[:12], "why": subject[:200]}
             deleted.pop(pid, None)
+            updated.pop(pid, None)     # its other files, listed before note.md in the same commit
         elif name == "note.md" and status.startswith("D"):
             deleted[pid] = {"id": pid, "at": at, "commit": sha[:12], "why": subject[:200]}
             added.pop(pid, None)
