@@ -24,6 +24,7 @@ COMMANDS = [
     ("papervault.commands.vaultcmds", "delete"),
     ("papervault.commands.export", "export"),
     ("papervault.commands.locate", "locate"),
+    ("papervault.commands.graph", "graph"),
     ("papervault.commands.vaultcmds", "status"),
     ("papervault.commands.indexcmds", "index"),
     ("papervault.commands.indexcmds", "search"),

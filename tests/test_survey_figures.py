@@ -227,3 +227,58 @@ def test_site_publishes_the_figures_sanitised(log_survey, cli_run):
     assert "alert" not in evil and "evil.example" not in evil and "javascript" not in evil.lower()
     assert [a.get("href") for a in eroot.iter(f"{SVG}a")] == [None, None, "../../../papers/ongaro2014raft/paper.html"]
     assert "kept &lt;b&gt;" in evil and "style=" not in evil
+
+
+def _edges_ok(got: dict, pid: str) -> None:
+    """`got` (a neighbourhood of `pid`) holds exactly the vault's edges, each with its reference line and page."""
+    cites = {r["id"]: r["evidence"] for r in got["cites"]}
+    cited_by = {r["id"]: r["evidence"] for r in got["cited_by"]}
+    assert set(cites) == {b for a, b in EDGES if a == pid}, cites
+    assert set(cited_by) == {a for a, b in EDGES if b == pid}, cited_by
+    for cited, ev in cites.items():
+        assert ev["in"] == pid and PAPERS[cited][0] in ev["reference"] and ev["reference"].startswith("[")
+        assert ev["page"] == 2 and ev["anchor"] == f"papers/{pid}/paper.md#page-2"
+    for citing, ev in cited_by.items():
+        assert ev["in"] == citing and PAPERS[pid][0] in ev["reference"] and ev["page"] == 2
+        assert ev["anchor"] == f"papers/{citing}/paper.md#page-2"
+
+
+def test_graph_json_gives_citing_and_cited_papers_with_evidence(log_vault, cli_run):
+    got = json.loads(cli_run(["graph", "ongaro2014raft", "--json", "--workspace", log_vault]).stdout)
+    assert got["paper"]["id"] == "ongaro2014raft" and got["has_references"]
+    _edges_ok(got, "ongaro2014raft")
+    first = json.loads(cli_run(["graph", "lamport1998parttime", "--json", "--workspace", log_vault]).stdout)
+    _edges_ok(first, "lamport1998parttime")
+    assert first["cites"] == [] and not first["has_references"]
+    text = cli_run(["graph", "ongaro2014raft", "--workspace", log_vault]).stdout
+    assert "Cites, in the vault (2):" in text and "Cited by, in the vault (1):" in text and "p. 2" in text
+    from papervault.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match="no paper 'nobody1900none'"):    # one line from `papervault`
+        cli_run(["graph", "nobody1900none", "--workspace", log_vault])
+
+
+def test_mcp_citations_tool_gives_the_same_edges(log_vault):
+    import anyio
+    from mcp import Client
+
+    from mcp_server.server import build_server
+    from papervault.workspace import Workspace
+
+    async def main():
+        async with Client(build_server(Workspace(log_vault).require())) as c:
+            listed = {t.name: t for t in (await c.list_tools()).tools}
+            assert listed["citations"].annotations.read_only_hint
+            r = await c.call_tool("citations", {"paper_id": "renesse2004chain"})
+            assert not r.is_error, r.content
+            got = r.structured_content
+            _edges_ok(got, "renesse2004chain")
+            assert got["cites"][0]["evidence"]["cite"] == "[@renesse2004chain, p. 2]"
+            # the hostile title reaches the agent as text, not markup
+            assert "<script>" not in json.dumps(got) and "alert" in got["paper"]["title"]
+            r = await c.call_tool("citations", {"paper_id": "lamport1998parttime"})
+            _edges_ok(r.structured_content, "lamport1998parttime")
+            r = await c.call_tool("citations", {"paper_id": "nobody1900none"})
+            assert r.is_error
+
+    anyio.run(main)

@@ -92,3 +92,63 @@ def build_graph(vault, ids: list[str], titles: list[str], dois: list[str], arxiv
             for c in named:
                 g.cited_by.setdefault(c, set()).add(pid)
     return g
+
+
+# --- the evidence of an edge: the reference line and its page --------------------------------------
+
+_MARK = re.compile(r"(?:^|\s)\[(\d{1,3})\]\s")
+_PARAGRAPH = re.compile(r"\S(?:[^\n]|\n(?![ \t]*\n))*")
+
+
+@dataclass
+class Reference:
+    """One entry of a paper's reference list, as one line, with the PDF page it is printed on."""
+
+    text: str
+    page: int | None
+
+
+def reference_lines(fulltext: str) -> list[Reference]:
+    """The entries of a paper's reference list with their pages: each paragraph after the references heading,
+    split at `[n]` markers when it holds several, line-break hyphenation joined."""
+    from papervault.agents.otherwork import _dehyphen
+    from papervault.vault import paper as paper_md
+
+    doc = paper_md.read(fulltext)
+    start = doc.references_start
+    if start is None:
+        return []
+    out: list[Reference] = []
+    for m in _PARAGRAPH.finditer(fulltext, start):
+        para = m.group(0)
+        if para.startswith("#") or paper_md.without_anchors(para).strip() == "":
+            continue
+        at = m.start()
+        marks = list(_MARK.finditer(para))
+        spans = [(a.start(), b.start() if b else len(para)) for a, b in zip(marks, marks[1:] + [None])] \
+            if len(marks) > 1 else [(0, len(para))]
+        for a, b in spans:
+            text = _dehyphen(" ".join(paper_md.without_anchors(para[a:b]).split()))
+            if text:
+                out.append(Reference(text[:1000], doc.page_at(at + a + 1)))
+    return out
+
+
+def cited_with_evidence(matcher: Matcher, fulltext: str) -> dict[str, Reference]:
+    """The vault papers a paper's reference list names, each with the entry that names it (the first). A
+    paper named only across two entries (a title broken by a page) gets the two joined."""
+    lines = reference_lines(fulltext)
+    out: dict[str, Reference] = {}
+    for r in lines:
+        for pid in sorted(matcher.named(r.text)):
+            out.setdefault(pid, r)
+    whole = matcher.named(reference_list(fulltext)) - set(out)
+    for a, b in zip(lines, lines[1:]):
+        if not whole:
+            break
+        for pid in sorted(matcher.named(a.text + " " + b.text) & whole):
+            out[pid] = Reference(a.text + " " + b.text, a.page)
+            whole.discard(pid)
+    for pid in whole:
+        out[pid] = Reference("", None)
+    return out
