@@ -92,7 +92,7 @@ def test_index_is_searchable_at_once_and_the_fill_ends_with_the_foreground_index
     # and the same answers: the same scores, and the same chunks at each score. The generated papers repeat their
     # sentences, so equal scores are common: a full-text or vector ranking cut at its 50 candidates may keep
     # another of several rows of equal score, which moves the lower fused scores; the first five are compared.
-    for q in (NEEDLE, "consensus latency", "token17 token18 parameter"):
+    for q in (NEEDLE, "consensus latency", "type inference for workload 3 improvement"):
         got, want = (_ranked(cli_run, root, q)[:5] for root in (ws.root, fg.root))
         assert [s for s, _ in got] == [s for s, _ in want], q
         last = got[-1][0]   # the lowest score shown may be one of several rows of that score, cut by the limit

@@ -29,7 +29,7 @@ MODES = ("hybrid", "fts", "vector")
 FILTER_KEYS = ("year", "venue", "tag", "tags", "paper", "paper_id", "level")
 CHUNK_COLUMNS = ["id", "paper_id", "level", "section_path", "page_start", "page_end", "ordinal", "parent_id",
                  "text", "tokens", "extra", "title", "source"]
-SLIM_COLUMNS = ["id", "paper_id"]   # what ranking needs; the winners' full rows are read afterwards
+SLIM_COLUMNS = ["id", "paper_id", "ordinal"]   # what ranking needs; the winners' full rows are read afterwards
 COARSE_PAPERS = 20     # papers taken from each of the paper-level rankings in coarse-to-fine
 PAPER_BOOST = 0.5      # weight of the paper's own rank in a chunk's final score (coarse-to-fine)
 EXPAND_HITS = 3        # how many of the best hits get neighbours, figures and tables attached
@@ -103,9 +103,10 @@ def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> li
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
         raise
-    # rows of equal score by id: a ranking must not depend on where rows sit in the table (compaction and
-    # rewrites move them), or the fusion would rank the same index differently from one version to the next
-    return sorted(rows, key=lambda r: (-r["_score"], r.get("id") or r.get("paper_id") or ""))
+    # rows of equal score in reading order: a ranking must not depend on where rows sit in the table (compaction
+    # and the background fill's rewrites move them), or the fusion would rank the same index differently from
+    # one version to the next
+    return sorted(rows, key=lambda r: (-r["_score"], *_reading_order(r)))
 
 
 def _fts_query(query: str) -> str:
@@ -118,8 +119,13 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     if where:
         q = q.where(where, prefilter=True)
     rows = q.with_row_id(True).select([*columns, "_distance"]).limit(n).to_list()
-    # equal distances by id, as in _fts (the papers table's rows by paper id)
-    return sorted(rows, key=lambda r: (r["_distance"], r.get("id") or r.get("paper_id") or ""))
+    return sorted(rows, key=lambda r: (r["_distance"], *_reading_order(r)))   # equal distances as in _fts
+
+
+def _reading_order(row: dict) -> tuple:
+    """A row's place in the vault's reading order (paper, then position in it): how rows of equal score are
+    ordered, as a table written paper by paper holds them."""
+    return row.get("paper_id") or "", row.get("ordinal") or 0, row.get("id") or ""
 
 
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
@@ -248,9 +254,10 @@ class Searcher:
                  for r in rs]))
         else:
             vecs = self._candidate_vectors(space, rows, lambda rs: self._ml_embedder.embed([ml.ml_text(r) for r in rs]))
-        extra = [{"id": r["id"], "paper_id": r["paper_id"], "_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
+        extra = [{"id": r["id"], "paper_id": r["paper_id"], "ordinal": r["ordinal"],
+                  "_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
                  for r in rows]
-        return sorted([*ranked, *extra], key=lambda r: (r["_distance"], r["id"]))[:n]
+        return sorted([*ranked, *extra], key=lambda r: (r["_distance"], *_reading_order(r)))[:n]
 
     def _tell(self, key: str, text: str) -> None:
         if key not in self._told:
@@ -320,7 +327,7 @@ class Searcher:
         f_lex = pool.submit(_fts, chunks, lex_query, where, n, slim) if lex_query else None
         if ml_vec is not None:
             ml_where = f"({where}) AND level <> '{ml.TERM_LEVEL}'" if where else f"level <> '{ml.TERM_LEVEL}'"
-            ml_rows = _vector(ml_table, ml_vec, ml_where, n, SLIM_COLUMNS)
+            ml_rows = _vector(ml_table, ml_vec, ml_where, n, ["id", "paper_id"])   # no reading order in that table
             for r in ml_rows:
                 r.pop("_rowid", None)   # a row id of the companion table, not of `chunks`
         else:
@@ -351,7 +358,7 @@ class Searcher:
                           ([r["id"] for r in ml_rows], w_ml), ([r["id"] for r in lex_rows], w_lex)], k)
             if coarse:
                 scores = _coarse_to_fine(p_vec, rows, scores, k)
-        order = sorted(scores, key=lambda cid: (-scores[cid], cid))[:limit]
+        order = sorted(scores, key=lambda cid: -scores[cid])[:limit]
         full = _fetch(chunks, [rows[cid] for cid in order])
         hits = [_hit(full[cid], scores[cid]) for cid in order if cid in full]
         if budget is not None:
