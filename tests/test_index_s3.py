@@ -135,3 +135,36 @@ def test_unreachable_object_store_is_one_typed_line(tmp_path, monkeypatch):
     with pytest.raises(PapervaultError) as err:
         PaperIndex(ws)
     assert "unknown scheme" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_background_fill_on_loopback_s3(tmp_path, s3_index, model_dir, cli_run, monkeypatch):
+    """The background fill of paragraph vectors works on an index in object storage: `index` returns with the
+    paragraphs pending, the fill process (which inherits the AWS variables) embeds them, and search finds a
+    paragraph both before and after."""
+    import json
+    import time
+
+    from conftest import without_multilingual
+    from support_index import synthetic_paper
+
+    monkeypatch.setenv("PAPERVAULT_INDEX_BACKGROUND_FILL", "true")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    without_multilingual(ws.root)
+    for i in range(3):
+        title, md = synthetic_paper(i)
+        add_paper(ws.vault, f"paper{i}", title=title, fulltext=md, status="parsed")
+    report = json.loads(cli_run(["index", "--json", "--workspace", str(ws.root)]).output)
+    assert report["chunks_pending"] > 0 and report["fill"]["pid"]
+    query = "Paragraph 2 on page 3 of paper 1"
+    hits = json.loads(cli_run(["search", query, "--json", "--workspace", str(ws.root)]).output)
+    assert hits and hits[0]["paper_id"] == "paper1"
+    deadline = time.monotonic() + 240
+    while True:
+        st = json.loads(cli_run(["status", "--json", "--workspace", str(ws.root)]).output)
+        if not st["fill"]["pending"] and not st["fill"]["running"]:
+            break
+        assert time.monotonic() < deadline, st["fill"]
+        time.sleep(1)
+    assert st["index"]["uri"].startswith("s3://") and st["fill"]["last"]["filled"] == report["chunks_pending"]
+    hits = json.loads(cli_run(["search", query, "--json", "--workspace", str(ws.root)]).output)
+    assert hits[0]["paper_id"] == "paper1"
