@@ -268,6 +268,18 @@ def _index(ws: Workspace) -> Check:
                      "run `papervault index` (it names what stops a paper from being indexed)", level="warning")
     if health.startswith("stale"):
         return Check("index", True, health, "run `papervault index`", level="warning")
+    pending = st.get("pending") or 0
+    if pending:
+        # paragraphs a background fill has not embedded yet: searchable by their words, not yet by meaning
+        from papervault.index import fill
+
+        pid = fill.running(ws)
+        if pid:
+            return Check("index", True, f"{plural(pending, 'paragraph')} still get their vectors from the "
+                         f"background fill (pid {pid}); search works meanwhile", level="info")
+        return Check("index", True, f"{plural(pending, 'paragraph')} without their vectors and no fill running "
+                     "(a fill was stopped)", "run `papervault index` (a background fill) or `papervault index "
+                     "--wait`", level="warning")
     return Check("index", True, f"{health}: {plural(st.get('papers') or 0, 'paper')}, "
                  f"{plural(st.get('chunks') or 0, 'chunk')}, "
                  f"model {st.get('embedding_model')}")

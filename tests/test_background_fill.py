@@ -119,6 +119,9 @@ def test_a_killed_fill_leaves_the_rest_pending_and_index_finishes_it(tmp_path, c
     assert PaperIndex(ws).pending() == report["chunks_pending"]     # nothing half-written
     st = json.loads(cli_run(["status", "--json", "--workspace", str(ws.root)]).output)
     assert st["fill"]["running"] is None and "index" in st["fill"]["hint"]
+    doc = json.loads(cli_run(["doctor", "--json", "--workspace", str(ws.root)], check=False).output)
+    check = next(c for c in (doc["checks"] if isinstance(doc, dict) else doc) if c["name"] == "index")
+    assert "no fill running" in check["detail"] and "--wait" in check["fix"]
     # a foreground `index` finishes what the fill left
     done = json.loads(cli_run(["index", "--wait", "--json", "--workspace", str(ws.root)]).output)
     assert done["chunks_embedded"] == report["chunks_pending"] and PaperIndex(ws).pending() == 0
