@@ -101,11 +101,11 @@ def test_indexes_are_built_once_then_follow_each_window(tmp_path, model_dir, mon
     postings in memory at once."""
     import lancedb.table
 
-    from papervault.index import store
+    from papervault.index import store, tables
     from papervault.index.search import search
 
     monkeypatch.setattr(store, "WINDOW_CHUNKS", 32)
-    monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 150)
+    monkeypatch.setattr(tables, "VECTOR_INDEX_MIN_ROWS", 150)
     made: list[tuple[str, int]] = []
     real = lancedb.table.LanceTable.create_index
 
@@ -179,14 +179,14 @@ def test_old_table_versions_are_pruned(tmp_path, model_dir, monkeypatch):
     keeps them a week by default: 6.4 GB for 1.1 GB of latest versions at 90,000 abstracts); the latest stays."""
     from datetime import timedelta
 
-    from papervault.index import store
+    from papervault.index import store, tables
 
     ws = _abstract_vault(tmp_path / "v", 20, multilingual=False)
     _sync(ws)
     table = store.open_db(ws).open_table(store.CHUNKS)
     kept = len(table.list_versions())
     assert kept > 1      # within KEEP_VERSIONS: a reader on a version of a moment ago still finds its files
-    monkeypatch.setattr(store, "KEEP_VERSIONS", timedelta(0))
+    monkeypatch.setattr(tables, "KEEP_VERSIONS", timedelta(0))
     add_paper(ws.vault, "zpaper", title="Quorum leases", abstract="Leases let a replica answer reads.", year=2024)
     assert _sync(Workspace(ws.root))["added"] == ["zpaper"]
     table.checkout_latest()

@@ -23,12 +23,12 @@ import pyarrow as pa
 from papervault.chunking.code import CHUNKER_VERSION, KINDS, CodeChunk, split_identifier
 from papervault.errors import IndexMismatchError, NotFoundError, PapervaultError
 from papervault.index.embed import Embedder
-from papervault.index.store import open_db, table_names
+from papervault.index.fusion import rrf
+from papervault.index.tables import CODE, open_db, recorded_meta as recorded, sql_list as _sql, table_names
 from papervault.models import now_iso
 
 log = logging.getLogger(__name__)
 
-CODE = "code"
 LINKS = "links"
 REPOS = "repos"
 REBUILD_FIX = "run `papervault add-repo PATH --rebuild` for each repository to re-index its code"
@@ -100,10 +100,6 @@ def repos_schema() -> pa.Schema:
         pa.field("remotes", pa.list_(pa.string())),  # normalised (`github.com/owner/repo`), what paper URLs match
         pa.field("note", pa.string()),           # JSON: what the code note is rendered from, papers aside
     ])
-
-
-def _sql(values: Iterable[str]) -> str:
-    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
 
 
 def _embed_hash(chunk: CodeChunk, model: str) -> str:
@@ -409,11 +405,6 @@ class CodeIndex:
         return {r["repo"]: set(r["remotes"]) for r in rows if r["repo"] in indexed and r["remotes"]}
 
 
-def recorded(tbl) -> dict[str, str]:
-    """The facts a `code` table's schema metadata records (model, dimension, chunker, token limit)."""
-    return {k.decode(): v.decode() for k, v in (tbl.schema.metadata or {}).items()}
-
-
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(np.asarray(a), np.asarray(b))
@@ -453,14 +444,6 @@ def _where(repo: str | None, language: str | None, kind: str | Iterable[str] | N
             raise CodeSearchError(f"unknown kind(s) {bad}", fix=f"use one of {', '.join(KINDS)}")
         clauses.append(f"kind IN ({_sql(kinds)})")
     return " AND ".join(f"({c})" for c in clauses) or None
-
-
-def _fuse(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
-    out: dict[str, float] = defaultdict(float)
-    for ids, weight in rankings:
-        for rank, key in enumerate(ids, start=1):
-            out[key] += weight / (k + rank)
-    return out
 
 
 def _result(row: dict, score: float) -> dict:
@@ -514,7 +497,7 @@ class CodeSearcher:
             for h in hits:
                 rows.setdefault(h["id"], h)
             rankings.append(([h["id"] for h in hits], self.settings.vector_weight))
-        scores = _fuse(rankings, self.settings.rrf_k)
+        scores = rrf(rankings, self.settings.rrf_k)
         best = sorted(scores, key=lambda i: -scores[i])[:limit]
         results = [_result(rows[i], scores[i]) for i in best]
         if budget is not None:

@@ -12,6 +12,10 @@ import numpy as np
 
 from papervault.config import EmbedSettings
 from papervault.errors import IndexMismatchError
+from papervault.index.packaged_model import MODEL_NAME as PACKAGED_MODEL_NAME, ensure_packaged_model
+from papervault.index.quantize import int8_model_dir, model_cache_root
+from papervault.index.tables import recorded_meta_of
+from papervault.index.vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
 _MODELS: dict[tuple, object] = {}
@@ -44,9 +48,7 @@ def _load(settings: EmbedSettings):
             model_name = settings.model
             if settings.model_path == PACKAGED:
                 # The model that installs from PyPI (no hub): built once into an ONNX folder in the user cache.
-                from papervault.index.packaged_model import MODEL_NAME, ensure_packaged_model
-
-                model_name = MODEL_NAME
+                model_name = PACKAGED_MODEL_NAME
                 kwargs["specific_model_path"] = str(ensure_packaged_model(packaged_model_dir()))
             elif settings.model_path:
                 # A local ONNX folder: fastembed still needs the model name to know pooling and dimension.
@@ -63,8 +65,6 @@ def _int8_folder(settings: EmbedSettings, model_name: str, kwargs: dict) -> Path
     """The int8 copy of the model these kwargs load (index/quantize.py). fastembed is asked, without loading the
     model, which folder and file it would load (a local folder, or its download of a hub model)."""
     from fastembed import TextEmbedding
-
-    from papervault.index.quantize import int8_model_dir, model_cache_root
 
     probe = _construct(TextEmbedding, settings, model_name, {**kwargs, "lazy_load": True}).model
     return int8_model_dir(probe._model_dir, probe.model_description.model_file, model_cache_root(settings.cache_dir))
@@ -162,22 +162,6 @@ def _limit_tokens(model, max_tokens: int | None) -> None:
         tok.enable_truncation(max_length=min(current, max_tokens))
 
 
-def recorded_meta_of(workspace) -> dict[str, str]:
-    """The metadata recorded in the schema of the workspace's `chunks` table (else its `code` table), or {}."""
-    from papervault.index.code import CODE
-    from papervault.index.store import CHUNKS, open_db, table_names
-
-    try:
-        db = open_db(workspace)
-        names = table_names(db)
-        table = next((t for t in (CHUNKS, CODE) if t in names), None)
-        if table is None:
-            return {}
-        return {k.decode(): v.decode() for k, v in (db.open_table(table).schema.metadata or {}).items()}
-    except Exception:  # noqa: BLE001 - an unreadable index is reported by the index itself, not here
-        return {}
-
-
 def recorded_model(workspace) -> tuple[str | None, str | None]:
     """(model name, model path) recorded in the schema of the workspace's `chunks` table, or (None, None)."""
     meta = recorded_meta_of(workspace)
@@ -262,8 +246,6 @@ class Embedder:
         folder = self.settings.vector_cache
         if not folder:
             return None
-        from papervault.index.vector_cache import VectorCache
-
         if self._cache is None:
             self._cache = VectorCache(folder, {"embedder": "fastembed", **self.settings.vector_key(),
                                                "model_path": resolved_model_path(self.settings)})

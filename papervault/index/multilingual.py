@@ -33,6 +33,9 @@ import numpy as np
 import pyarrow as pa
 
 from papervault.errors import IndexMismatchError
+from papervault.index.malloc import trim
+from papervault.index.tables import add_vector_index, optimize, prune_versions, recorded_meta, sql_list, table_names
+from papervault.index.vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +129,6 @@ class MultilingualEmbedder:
         """`vector_cache`: the folder of `[embed] vector_cache` (index/vector_cache.py), or None."""
         self._cache = None
         if vector_cache:
-            from papervault.index.vector_cache import VectorCache
-
             self._cache = VectorCache(vector_cache, {"embedder": MODEL_NAME, "dim": DIM, "max_chars": MAX_CHARS})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -173,7 +174,7 @@ def vocabulary(chunks) -> list[str]:
     df: Counter = Counter()
     if not chunks.count_rows():
         return []
-    where = f"level IN ({_sql_list(LEVELS)})"
+    where = f"level IN ({sql_list(LEVELS)})"
     # a small read-ahead: the default (16 batches of 4,096 texts, 64 MB of I/O buffer) held 258 MB at 180,000
     # chunks for a count that needs one batch at a time (115 MB so)
     for batch in chunks.to_lance().to_batches(columns=["text"], filter=where, batch_size=512, batch_readahead=1,
@@ -307,10 +308,6 @@ def schema() -> pa.Schema:
     ], metadata={"embedding_model": MODEL_NAME, "dim": str(DIM), "format": FORMAT_VERSION})
 
 
-def _sql_list(values) -> str:
-    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
-
-
 def _ids(table, where: str | None = None) -> set[str]:
     if not table.count_rows():
         return set()
@@ -322,11 +319,9 @@ def _ids(table, where: str | None = None) -> set[str]:
 
 def open_table(db, *, create: bool):
     """The companion table (None when absent and not creating); another encoder's table is an error."""
-    from papervault.index.store import table_names
-
     if CHUNKS_ML in table_names(db):
         table = db.open_table(CHUNKS_ML)
-        found = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        found = recorded_meta(table)
         if found.get("embedding_model") != MODEL_NAME or found.get("format") != FORMAT_VERSION:
             if not create:
                 raise IndexMismatchError(
@@ -365,7 +360,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     ml = open_table(db, create=True)
     # a passage whose English vector is still pending (index/store.py, DEFERRED_LEVELS) joins this space with it
     ready = " AND pending = false" if "pending" in chunks.schema.names else ""
-    want = _ids(chunks, f"level IN ({_sql_list(LEVELS)}){ready}")
+    want = _ids(chunks, f"level IN ({sql_list(LEVELS)}){ready}")
     have_all = _ids(ml)
     have_terms = {i for i in have_all if i.startswith(TERM_PREFIX)}
     have = have_all - have_terms
@@ -376,7 +371,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     if progress and missing:
         progress(0, len(missing))
     cols = ["id", "paper_id", "level", "title", "section_path", "text", "year", "venue", "tags"]
-    fetched = (chunks.search().where(f"id IN ({_sql_list(part)})").select(cols).limit(len(part)).to_list()
+    fetched = (chunks.search().where(f"id IN ({sql_list(part)})").select(cols).limit(len(part)).to_list()
                for part in (missing[i:i + BATCH_ROWS] for i in range(0, len(missing), BATCH_ROWS)))
     for rows, vecs in embedded(fetched, ml_text, GROUP_ROWS // BATCH_ROWS):
         ml.add(pa.Table.from_pylist(
@@ -411,7 +406,7 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
 
 def _delete(table, ids: list[str]) -> None:
     for i in range(0, len(ids), 500):
-        table.delete(f"id IN ({_sql_list(ids[i:i + 500])})")
+        table.delete(f"id IN ({sql_list(ids[i:i + 500])})")
 
 
 def _window(ml, written: int, more: int) -> int:
@@ -426,9 +421,6 @@ def _window(ml, written: int, more: int) -> int:
 
 def _maintain(ml) -> None:
     """Compact, and add the rows written since to the vector index (made once, at VECTOR_INDEX_MIN_ROWS)."""
-    from papervault.index.malloc import trim
-    from papervault.index.store import add_vector_index, optimize, prune_versions
-
     optimize(ml)
     add_vector_index(ml, DIM)
     prune_versions(ml)
@@ -450,7 +442,7 @@ def follow(db, paper_ids: Sequence[str], chunk_rows: list[dict], keys: dict[str,
         return {"carried": 0, "removed": 0}   # another encoder's table: `sync` drops and rebuilds it
     if ml is None or not paper_ids:
         return {"carried": 0, "removed": 0}
-    where = f"paper_id IN ({_sql_list(paper_ids)})"
+    where = f"paper_id IN ({sql_list(paper_ids)})"
     tab = ml.search().where(where).select(["id", "vector"]).limit(None).to_arrow() if ml.count_rows() else None
     by_id: dict[str, np.ndarray] = {}
     by_key: dict[str, np.ndarray] = {}

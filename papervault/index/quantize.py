@@ -18,6 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
+from papervault.errors import IndexMismatchError
+
 log = logging.getLogger(__name__)
 QUANTIZER_VERSION = "2"   # how the copy is made: another value makes new copies
 
@@ -57,8 +59,6 @@ def _locked(path: Path):
 def int8_model_dir(source_dir: str | Path, model_file: str, cache_root: Path) -> Path:
     """A folder laid out like `source_dir` (tokenizer and config files copied) whose `model_file` is the 8-bit
     quantization of the source's: made on first use, then found again."""
-    from papervault.errors import IndexMismatchError
-
     source_dir = Path(source_dir)
     src = source_dir / model_file
     if not src.is_file():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
@@ -19,8 +18,10 @@ from papervault.chunking.paper import count_tokens, embed_text, truncate_tokens
 from papervault.errors import PapervaultError
 from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder
-from papervault.index.store import (CHUNKS, PAPERS, PENDING, READY, RECHUNK_FIX, _sql_list, check_meta, chunk_meta,
-                                    has_fts, has_pending_column, open_db, rechunk_needed, table_names)
+from papervault.index.fusion import rrf
+from papervault.index.store import (PENDING, READY, RECHUNK_FIX, check_meta, chunk_meta, has_pending_column,
+                                    rechunk_needed)
+from papervault.index.tables import CHUNKS, PAPERS, has_fts, open_db, sql_list as _sql_list, table_names
 from papervault.models import Chunk, Hit
 from papervault.vault.paper import mentions as paper_mentions, page_link
 
@@ -126,15 +127,6 @@ def _reading_order(row: dict) -> tuple:
     """A row's place in the vault's reading order (paper, then position in it): how rows of equal score are
     ordered, as a table written paper by paper holds them."""
     return row.get("paper_id") or "", row.get("ordinal") or 0, row.get("id") or ""
-
-
-def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings a key appears in."""
-    out: dict[str, float] = defaultdict(float)
-    for keys, weight in rankings:
-        for rank, key in enumerate(keys, start=1):
-            out[key] += weight / (k + rank)
-    return out
 
 
 class Searcher:

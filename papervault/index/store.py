@@ -6,12 +6,12 @@ never lock: every write is a new LanceDB table version, and a reader keeps the v
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import time
-from datetime import timedelta
 from typing import Callable, Iterable
 
 import numpy as np
@@ -20,31 +20,27 @@ import pyarrow as pa
 from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens, embed_text, text_key
 from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
+from papervault.index import multilingual as ml
 from papervault.index.embed import Embedder, resolved_model_path
+from papervault.index.malloc import limit_arenas, trim
+# The table plumbing lives in index/tables.py; the names are kept here too, where callers have always found them.
+from papervault.index.tables import (CHUNKS, COMPACT_ROWS, KEEP_VERSIONS, PAPERS, S3_ENV,  # noqa: F401
+                                     VECTOR_INDEX_MIN_ROWS, add_vector_index, batches as _batches, columns,
+                                     has_fts, index_location, is_remote, open_db, optimize, prune_versions,
+                                     recorded_meta, redact, redact_uri, sql_list as _sql_list, table_names)
 from papervault.models import Chunk, PaperMeta
+from papervault.pdfstore import kept
 from papervault.timing import phase
 from papervault.wording import plural
 
 log = logging.getLogger(__name__)
 
-PAPERS = "papers"
-CHUNKS = "chunks"
 REBUILD_FIX = "run `papervault index --rebuild` to rebuild the index with the current settings"
 RECHUNK_FIX = "run `papervault index` to re-chunk the papers with the current settings"
 # A recorded metadata key named by its setting, in messages (the others keep their recorded names).
 META_LABELS = {"embed_max_tokens": "[embed] max_tokens", "embed_precision": "[embed] precision"}
 # What an index records nothing of holds the value it had before the setting existed.
 META_DEFAULTS = {"embed_precision": "float32"}
-# Brute-force vector search costs about 1.9 ms per 1,000 rows here (185 ms at 100,000); from 20,000 rows on,
-# IVF-PQ answers in ~10 ms whatever the size, finding 85% of the exact top 10 (bench/index.py, docs/index.md).
-# Below it, exact search is fast enough and loses nothing.
-VECTOR_INDEX_MIN_ROWS = 20_000
-# Every write and compaction makes a table version; LanceDB keeps superseded versions' files for 7 days, so one
-# `index` of 90,000 abstracts left 6.4 GB on disk for 1.1 GB of latest versions. After each index update, versions
-# older than this go (never the latest): a reader moves to the latest version at every search, so only a search
-# that stayed on an old version this long could miss its files (it is then reopened, index/search.py).
-KEEP_VERSIONS = timedelta(minutes=10)
-COMPACT_ROWS = 16_384   # rows a compacted fragment reaches; larger fragments are never rewritten by a sync
 WRITE_BATCH = 256    # chunks per embedding call, between progress reports
 GROUP_CHUNKS = 2048  # new chunks per write: an interrupted sync keeps the groups it wrote
 WINDOW_CHUNKS = 8192  # chunks held in memory at once: a sync of 90,000 papers streams through windows
@@ -71,147 +67,6 @@ def has_pending_column(table) -> bool:
     """Whether this `chunks` table has the `pending` column (tables built before it existed have not: every
     row of those has its own vector)."""
     return PENDING in table.schema.names
-
-
-# The standard AWS variables -> LanceDB (object_store) storage options, for an index on S3 or MinIO.
-S3_ENV = {"AWS_ENDPOINT_URL": "aws_endpoint", "AWS_ACCESS_KEY_ID": "aws_access_key_id",
-          "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key", "AWS_SESSION_TOKEN": "aws_session_token",
-          "AWS_REGION": "aws_region", "AWS_ALLOW_HTTP": "allow_http"}
-
-
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]*)@")
-_QUERY_VALUE = re.compile(r"(?P<key>[?&][^=&#\s]+=)(?P<value>[^&#\s]*)")
-REDACTED = "***"
-
-
-def redact_uri(uri: str) -> str:
-    """An index URI as it may be printed: the credentials of its user part (`s3://KEY:SECRET@bucket/x`) and
-    the values of its query string (`?X-Amz-Signature=...`, `?sas=...`) replaced by `***`."""
-    uri = str(uri)
-    head, sep, query = uri.partition("?")
-    head = _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", head)
-    if sep:
-        query = _QUERY_VALUE.sub(lambda m: f"{m['key']}{REDACTED}", "?" + query)[1:]
-    return head + sep + query
-
-
-def redact(text: str, uri: str | None) -> str:
-    """`text` (an error from LanceDB or the object store) with the secrets of `uri` taken out, wherever they
-    appear: the whole URI, its user part, its query values."""
-    text = str(text)
-    if not uri:
-        return text
-    secrets = [str(uri)]
-    m = _USERINFO.search(str(uri))
-    if m and m["userinfo"]:
-        secrets += [m["userinfo"], *m["userinfo"].split(":")]
-    if "?" in str(uri):
-        secrets += [v["value"] for v in _QUERY_VALUE.finditer("?" + str(uri).split("?", 1)[1])]
-    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
-        text = text.replace(secret, redact_uri(uri) if secret == str(uri) else REDACTED)
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
-
-
-def is_remote(workspace) -> bool:
-    """Whether the index lives on object storage (s3://, gs://, az://): reached over the network."""
-    uri = workspace.settings.index.uri or ""
-    return uri.split("://", 1)[0].lower() in {"s3", "s3+ddb", "gs", "az"} if "://" in uri else False
-
-
-def index_location(workspace) -> tuple[str, dict[str, str]]:
-    """Where the index lives and how to reach it: (`[index] uri` or the local folder, storage options).
-
-    A `s3://bucket/prefix` URI takes its endpoint and credentials from the standard AWS environment variables
-    (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`)."""
-    import os
-
-    uri = workspace.settings.index.uri
-    if not uri:
-        workspace.index_dir.mkdir(parents=True, exist_ok=True)
-        return str(workspace.index_dir), {}
-    if "://" not in uri:
-        return uri, {}
-    scheme = uri.split("://", 1)[0].lower()
-    if scheme not in {"s3", "s3+ddb", "gs", "az", "file", "memory"}:
-        raise WorkspaceError(f"the index URI {redact_uri(uri)!r} has an unknown scheme {scheme!r}",
-                             fix="set [index] uri to a folder or s3://bucket/prefix (PAPERVAULT_INDEX_URI)")
-    options = {opt: os.environ[var] for var, opt in S3_ENV.items() if os.environ.get(var)} if scheme.startswith("s3") else {}
-    return uri, options
-
-
-def open_db(workspace):
-    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`; may be s3://...)."""
-    import lancedb
-
-    uri, options = index_location(workspace)
-    try:
-        return lancedb.connect(uri, storage_options=options or None)
-    except (OSError, ValueError, RuntimeError) as exc:
-        raise WorkspaceError(f"cannot open the index at {redact_uri(uri)}: {redact(' '.join(str(exc).split()), uri)[:200]}",
-                             fix="check [index] uri and the AWS_* variables (endpoint, credentials, region)") from None
-
-
-def table_names(db) -> list[str]:
-    names = db.list_tables()
-    return list(getattr(names, "tables", names))
-
-
-def has_fts(table) -> bool:
-    """Whether this version of the table carries its full-text index (a table overwritten by a rebuild does not,
-    until the writer builds it again)."""
-    try:
-        return any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices())
-    except Exception:  # noqa: BLE001 - a version without index metadata
-        return False
-
-
-def add_vector_index(table, dim: int) -> None:
-    """An IVF-PQ index on `vector` once the table reaches VECTOR_INDEX_MIN_ROWS, made once: later rows join it
-    through `optimize()`, which assigns them to the trained partitions without reading the rows indexed before.
-    Its partitions stay those trained then; `papervault index --rebuild` trains them again over the whole table."""
-    n = table.count_rows()
-    # LanceDB names the type "IvfPq": a check for "IVF" never matched, and every sync rebuilt the index
-    if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.upper().startswith("IVF") for ix in table.list_indices()):
-        from lancedb.index import IvfPq
-
-        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(n ** 0.5)),
-                                                  num_sub_vectors=max(1, dim // 16)))
-
-
-def optimize(table) -> None:
-    """Compact the small fragments the writes made, then take the new rows into the existing indexes.
-
-    LanceDB's `optimize()` compacts towards fragments of a million rows, so every window rewrote the table's
-    one large fragment with the new rows: at 90,000 papers that held 247 MB for the papers table alone, and more
-    as the library grew. Fragments of COMPACT_ROWS are left as they are; only the smaller ones are merged."""
-    ds = table.to_lance()
-    ds.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
-    table.checkout_latest()
-    table.to_lance().optimize.optimize_indices()
-    table.checkout_latest()
-
-
-def prune_versions(table) -> None:
-    """Drop the files of table versions older than KEEP_VERSIONS (the latest is always kept)."""
-    try:
-        table.to_lance().cleanup_old_versions(older_than=KEEP_VERSIONS)
-    except Exception as exc:  # noqa: BLE001 - space, not correctness: the next update tries again
-        log.warning("index: could not prune old versions of %s: %s", table.name, exc)
-
-
-def _batches(table, size: int = 4096) -> pa.RecordBatchReader:
-    """A table's rows as a stream of record batches, with its schema (and the metadata recorded in it)."""
-    return pa.RecordBatchReader.from_batches(table.schema, table.to_lance().to_batches(batch_size=size))
-
-
-def columns(table, names: list[str]) -> pa.Table:
-    """Only these columns of every row: `to_arrow()` would read the whole table first, vectors and texts
-    included (about 3 KB a paper, 250 MB at 90,000 papers, to compare two short strings)."""
-    return table.search().select(names).limit(None).to_arrow()
-
-
-def _sql_list(values: Iterable[str]) -> str:
-    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
 def vector_meta(embedder: Embedder) -> dict[str, str]:
@@ -280,10 +135,6 @@ def papers_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
     ], metadata=meta)
 
 
-def recorded_meta(table) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-
-
 def check_meta(table, expected: dict[str, str]) -> None:
     """Raise IndexMismatchError when a table was built with another model, dimension or token limit."""
     found = recorded_meta(table)
@@ -339,8 +190,6 @@ class PaperIndex:
     def __init__(self, workspace, embedder: Embedder | None = None,
                  embed_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None,
                  embed_ml_batches: Callable[[list[list[str]]], list[np.ndarray]] | None = None):
-        from papervault.index.malloc import limit_arenas
-
         limit_arenas()   # a no-op when the command line did it already; before open_db starts LanceDB's threads
         self.workspace = workspace
         self.settings = workspace.settings.index
@@ -389,7 +238,6 @@ class PaperIndex:
     def multilingual(self) -> bool:
         """Whether the multilingual space is kept (index/multilingual.py): `[embed] multilingual`, else on when
         its package is installed."""
-        from papervault.index import multilingual as ml
 
         setting = self.workspace.settings.embed.multilingual
         if setting and not ml.available():
@@ -413,9 +261,7 @@ class PaperIndex:
     def drop(self) -> None:
         names = list(reversed(self.names))
         if self.names == (PAPERS, CHUNKS):      # the live index: its multilingual companion goes with it
-            from papervault.index.multilingual import CHUNKS_ML
-
-            names.insert(0, CHUNKS_ML)
+            names.insert(0, ml.CHUNKS_ML)
         for name in names:
             if name in table_names(self.db):
                 self.db.drop_table(name)
@@ -521,7 +367,6 @@ class PaperIndex:
         if self.multilingual:
             # The second space follows `chunks` by chunk id: only ids it lacks are embedded, so switching it on
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
-            from papervault.index import multilingual as ml
 
             # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
             with phase("index: multilingual space (chunks and lexicon)"):
@@ -551,8 +396,6 @@ class PaperIndex:
         writers in between its batches; the caller of a plain sync already holds the lock. Safe to kill at any
         point: what is still pending is what the next fill (or a sync without `defer`) embeds. A row the vault
         changed meanwhile is gone from `chunks` and its vector is dropped (the merge updates matching ids only)."""
-        import contextlib
-
         lock = lock or contextlib.nullcontext
         if chunks is None:
             papers, chunks = self._tables(create=False)
@@ -599,12 +442,11 @@ class PaperIndex:
                     # The fill rewrote every passage row, and a full-text index updated in place keeps counting
                     # the rows it replaced in its term statistics: built anew, it ranks as the index of a
                     # foreground sync does (once per fill, in the background process).
-                    from lancedb.index import FTS
+                    from lancedb.index import FTS  # deferred: lancedb is imported when a table is opened (tables.open_db)
 
                     chunks.create_index("fts_text", config=FTS(), replace=True)
                     prune_versions(chunks)
         if multilingual and self.multilingual and out["filled"]:
-            from papervault.index import multilingual as ml
 
             with lock():
                 chunks.checkout_latest()
@@ -709,8 +551,6 @@ class PaperIndex:
         for meta, cs, digest, has_ft in group:
             # The text comes from the PDF: a merged paper's hits name it, not the .bib entry that came first;
             # the workspace's own copy (pdfs/<sha256>.pdf) first, as the original may have moved.
-            from papervault.pdfstore import kept
-
             stored = kept(self.workspace.root, meta.pdf)
             source = str(stored) if stored else (meta.files[0] if meta.files else (meta.sources[0] if meta.sources else None))
             for c in cs:
@@ -758,7 +598,6 @@ class PaperIndex:
             chunks.add(chunk_tab)
             papers.add(paper_tab)
         if self.names == (PAPERS, CHUNKS) and self.multilingual:
-            from papervault.index import multilingual as ml
 
             moved = ml.follow(self.db, sorted({m.id for m, *_ in group}), chunk_rows, state["keys"], state["old_keys"])
             for key in ("carried", "removed"):
@@ -775,9 +614,7 @@ class PaperIndex:
             self._maintain_tables(chunks, papers)
 
     def _maintain_tables(self, chunks, papers) -> None:
-        from lancedb.index import FTS
-
-        from papervault.index.malloc import trim
+        from lancedb.index import FTS  # deferred: lancedb is imported when a table is opened (tables.open_db)
 
         for table in (chunks, papers):
             optimize(table)    # compaction, then new rows into the existing indexes
@@ -824,7 +661,6 @@ class PaperIndex:
         if out["chunks"]:
             levels = chunks.to_lance().to_table(columns=["level"])["level"].value_counts().to_pylist()
             out["levels"] = {d["values"]: d["counts"] for d in levels}
-        from papervault.index import multilingual as ml
 
         if ml.CHUNKS_ML in names:
             table = self.db.open_table(ml.CHUNKS_ML)
