@@ -45,7 +45,7 @@ def stage(ws: Workspace) -> dict[str, Any]:
     changes = write_stage(plan, stage_dir(ws), assets)
     config_path = write_config(ws, plan.nav, plan.not_in_nav)
     return {"config": config_path, "pages": len(plan.pages), "papers": len(snap.papers),
-            "surveys": len(snap.surveys), "warnings": plan.warnings, **changes}
+            "surveys": len(snap.surveys), "warnings": plan.warnings, "timings": plan.timings, **changes}
 
 
 def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:

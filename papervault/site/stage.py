@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ class SitePlan:
     not_in_nav: list[str]
     warnings: list[str]
     files: dict[str, str] = field(default_factory=dict)   # relative path -> text of a staged file (not a page)
+    timings: dict[str, float] = field(default_factory=dict)   # seconds: "graph", "neighbourhoods", "map"
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -340,6 +342,7 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     assets: dict[str, Path] = {}
     files: dict[str, str] = {}
     warnings: list[str] = list(snap.problems)
+    timings: dict[str, float] = {}
     papers = snap.papers
 
     def note_path(pid: str) -> str:
@@ -376,6 +379,19 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
         for k in sorted(refs):
             if k in papers and k != pid:
                 cited_by_papers.setdefault(k, []).append(pid)
+
+    # Who cites whom by reference lists: matched once for the whole vault, for the map and every paper page.
+    from papervault.site import citemap
+
+    graph = citemap.vault_graph(papers)
+    timings["graph"] = graph.seconds
+    on_site, with_text = set(papers), {pid for pid, e in papers.items() if e.fulltext}
+    labels = {pid: cite_label(e.meta) for pid, e in papers.items()}
+
+    def sanitise(svg: str, target: str) -> str | None:
+        return sanitise_svg(svg, target, on_site, with_text)
+
+    t_nb = 0.0
 
     def card(pid: str) -> dict[str, Any]:
         m = papers[pid].meta
@@ -435,6 +451,18 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
                             "page": h.page if e.fulltext else None, "label": h.page_label}
                            for h in parse_reader_notes(e.reader_notes, m.page_labels)] if e.reader_notes else [],
         }
+        t1 = time.perf_counter()
+        nb = citemap.neighbourhood(graph, papers, pid, label_of=labels.__getitem__, md=md_escape)
+        if nb:
+            svg_path = f"papers/{pid}/{nb['svg']}"
+            clean = sanitise(citemap.neighbourhood_svg(graph, papers, pid, labels.__getitem__,
+                                                       lambda k: f"../../{note_path(k)}"), svg_path)
+            if clean is None:
+                nb["svg"] = None
+            else:
+                files[svg_path] = clean
+        data["neighbourhood"] = nb
+        t_nb += time.perf_counter() - t1
         pages[page] = env.get_template("paper.md.j2").render(p=data, body=body.strip())
         if e.fulltext:
             ft_page = f"papers/{pid}/paper.md"
@@ -452,6 +480,16 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
             assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
         if e.pdf:
             assets[f"papers/{pid}/paper.pdf"] = e.pdf     # the kept copy wins over a paper.pdf in the folder
+
+    timings["neighbourhoods"] = t_nb
+
+    # --- the citation map: the most-cited papers, and a map per tag and per decade ---
+    maps = citemap.map_pages(graph, papers, label_of=labels.__getitem__, md=md_escape, sanitise=sanitise,
+                             rel_link=rel_link)
+    pages.update(maps.pages)
+    files.update(maps.files)
+    warnings += maps.warnings
+    timings.update(maps.seconds)
 
     # Former ids keep their URLs: static pages that redirect to the paper's pages (site/redirects.py).
     pages.update(redirect_pages(alias, {pid: e.meta.title or pid for pid, e in papers.items()},
@@ -545,14 +583,16 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     # --- navigation: generated, never hand-edited; a paper's pages are reached from the indexes, because a
     # navigation entry per paper would be rendered into every page (quadratic in the number of papers).
     nav: list[Any] = [{"Home": "index.md"},
-                      {"Papers": ["papers/index.md", {"By venue": "papers/venues.md"}, {"Tags": "tags.md"}]},
+                      {"Papers": ["papers/index.md", {"By venue": "papers/venues.md"}, {"Tags": "tags.md"},
+                                  {"Citation map": "map.md"}]},
                       {"Surveys": ["surveys/index.md"] + [{html_text(r["title"]): r["url"]} for r in survey_rows]},
                       {"Code": ["code/index.md"] + [{html_text(c["title"]): c["path"]} for c in code_rows][:50]}]
     if user_rows:
         # the theme prints navigation titles unescaped
         nav.append({"Notes": [{html_text(u["title"]): u["path"]} for u in user_rows]})
-    not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/"]
-    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings, files=files)
+    not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/", "/map/"]
+    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings, files=files,
+                    timings=timings)
 
 
 # Frontmatter keys of a vault page that reach the staged page; the theme prints some values unescaped

@@ -1,0 +1,196 @@
+"""The site's citation map and each paper's citation neighbourhood, built with `papervault site build`.
+
+The vault: six papers on replicated logs whose reference lists (on page 2 of their full texts) cite each other
+by title, one with a hostile title (markup, quotes, an XML end marker) and one without a full text (it can be
+cited, it cannot cite); two tags and three decades. Built through the Vault in tmp_path.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from papervault.models import PaperMeta, ParsedPaper
+
+SVG = "{http://www.w3.org/2000/svg}"
+HOSTILE = 'Chain replication <script>alert("x")</script> & "quoted" ]]> for logs'
+
+# id -> (title, year, author, tags, the titles its reference list cites; None: no full text)
+PAPERS = {
+    "oki1988viewstamped": ("Viewstamped replication for highly available logs", 1988, "Brian Oki",
+                           ["consensus"], []),
+    "lamport1998parttime": ("The part-time parliament of replicated logs", 1998, "Leslie Lamport",
+                            ["consensus"], None),
+    "renesse2004chain": (HOSTILE, 2004, "Robbert Renesse", ["storage"],
+                         ["The part-time parliament of replicated logs"]),
+    "ongaro2014raft": ("In search of an understandable consensus algorithm for logs", 2014, "Diego Ongaro",
+                       ["consensus"], ["The part-time parliament of replicated logs",
+                                       "Viewstamped replication for highly available logs"]),
+    "howard2016flexible": ("Flexible quorums for replicated log consensus", 2016, "Heidi Howard",
+                           ["consensus", "storage"], ["In search of an understandable consensus algorithm for logs",
+                                                      HOSTILE]),
+    "gray1981transaction": ("Notes on the transaction concept for databases", 1981, "Jim Gray", ["storage"], []),
+}
+EDGES = {("renesse2004chain", "lamport1998parttime"), ("ongaro2014raft", "lamport1998parttime"),
+         ("ongaro2014raft", "oki1988viewstamped"), ("howard2016flexible", "ongaro2014raft"),
+         ("howard2016flexible", "renesse2004chain")}
+LABEL = {pid: f"{a.split()[-1]} {y}" for pid, (_, y, a, _, _) in PAPERS.items()}
+
+
+def _fulltext(title: str, cites: list[str]) -> str:
+    body = (f'<a id="page-1"></a>\n\n# {title}\n\n## Abstract\n\nA protocol for a replicated log.\n\n'
+            "## 1 Introduction\n\nReplicas of the log stay consistent when servers fail.\n\n")
+    body += '<a id="page-2"></a>\n\n## References\n\n' + "\n\n".join(
+        f"[{k}] A. Author and B. Author. {t}. In Proceedings of a Conference, 2001."
+        for k, t in enumerate(cites + ["An unrelated book on cooking pasta at home"], 1)) + "\n"
+    return body
+
+
+@pytest.fixture
+def map_site(tmp_path, cli_run) -> Path:
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    v = Workspace(ws_path).require().vault
+    for pid, (title, year, author, tags, cites) in PAPERS.items():
+        v.write_note(PaperMeta(id=pid, title=title, year=year, authors=[author], tags=tags, status="parsed",
+                               page_labels=["11", "12"] if pid == "ongaro2014raft" else []), f"# {title}\n")
+        if cites is not None:
+            v.write_fulltext(pid, ParsedPaper(markdown=_fulltext(title, cites), pages=2))
+    v.commit("add: test papers")
+    out = json.loads(cli_run(["site", "build", "--json", "--workspace", ws_path]).stdout)
+    assert out["papers"] == len(PAPERS)
+    return ws_path / "site"
+
+
+def _links(page: Path) -> list[str]:
+    return [html.unescape(h) for h in re.findall(r'(?:href|src)="([^"]*)"', page.read_text(encoding="utf-8"))]
+
+
+def _resolves(page: Path, href: str, site: Path) -> bool:
+    target = (page.parent / unquote(href.split("#")[0])).resolve()
+    return target.is_file() and site.resolve() in target.parents
+
+
+def _drawn_edges(page: Path) -> set[tuple[str, str]]:
+    """The edges the page's text alternative lists: `- [A](…/a/note.html) cites [B](…/b/note.html)`."""
+    text = page.read_text(encoding="utf-8")
+    part = text.split('id="citations-drawn"', 1)[1].split('id="papers-drawn"', 1)[0]
+    return set(re.findall(r'papers/([\w.-]+)/note\.html">[^<]*</a> cites <a href="[./]*papers/([\w.-]+)/note\.html',
+                          part))
+
+
+def _svg_links(svg: Path) -> list[str]:
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    return [a.get("href") for a in root.iter(f"{SVG}a")]
+
+
+def test_map_page_draws_and_lists_every_citation(map_site):
+    page = map_site / "map.html"
+    assert page.is_file()
+    assert _drawn_edges(page) == EDGES
+    # the drawing: the same papers as the list, each node a link to an existing paper page
+    svg = map_site / "map.svg"
+    links = _svg_links(svg)
+    ids = {re.search(r"papers/([\w.-]+)/note\.html", h).group(1) for h in links}
+    assert ids == {p for e in EDGES for p in e}
+    assert all(_resolves(svg, h, map_site) for h in links), links
+    # five citations drawn as paths with an arrow
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    assert len([p for p in root.iter(f"{SVG}path") if p.get("marker-end")]) == len(EDGES)
+    # the most-cited paper has the largest circle
+    circles = {a.get("href"): float(a.find(f"{SVG}circle").get("r")) for a in root.iter(f"{SVG}a")}
+    biggest = max(circles, key=circles.get)
+    assert "lamport1998parttime" in biggest
+    # the page shows the drawing and links to it; every link of the page resolves inside the site
+    assert 'src="map.svg"' in page.read_text(encoding="utf-8")
+    for h in _links(page):
+        if not h.startswith(("#", "data:")) and h:
+            assert _resolves(page, h, map_site), h
+    # a paper that cites no vault paper and is not cited is not drawn, and the page says so
+    assert "gray1981transaction" not in " ".join(links)
+    assert "1 paper neither cites nor is cited" in page.read_text(encoding="utf-8")
+    # the map is reached from the navigation
+    assert 'href="map.html"' in (map_site / "index.html").read_text(encoding="utf-8")
+
+
+def test_map_by_tag_and_decade(map_site):
+    page = map_site / "map.html"
+    text = page.read_text(encoding="utf-8")
+    tag_pages = re.findall(r'href="(map/tag-consensus-[0-9a-f]{6}\.html)"', text)
+    assert len(set(tag_pages)) == 1, text
+    consensus = map_site / tag_pages[0]
+    # only the citations among the papers tagged `consensus`
+    assert _drawn_edges(consensus) == {("ongaro2014raft", "lamport1998parttime"),
+                                       ("ongaro2014raft", "oki1988viewstamped"),
+                                       ("howard2016flexible", "ongaro2014raft")}
+    svg = consensus.with_suffix(".svg")
+    assert all(_resolves(svg, h, map_site) for h in _svg_links(svg))
+    assert 'href="map/2010s.html"' in text
+    assert _drawn_edges(map_site / "map" / "2010s.html") == {("howard2016flexible", "ongaro2014raft")}
+    for h in _links(consensus):
+        if h and not h.startswith("#"):
+            assert _resolves(consensus, h, map_site), h
+
+
+def test_paper_page_lists_its_neighbourhood_with_evidence(map_site):
+    page = map_site / "papers" / "ongaro2014raft" / "note.html"
+    text = page.read_text(encoding="utf-8")
+    part = text.split('id="citations-in-the-vault"', 1)[1]
+    cites_part, _, cited_part = part.partition("Cited by")
+    # it cites two vault papers, each with the reference line and the printed page (12 is PDF page 2)
+    for pid in ("lamport1998parttime", "oki1988viewstamped"):
+        assert f"../{pid}/note.html" in cites_part
+    assert "Viewstamped replication for highly available logs. In Proceedings" in cites_part
+    assert 'href="paper.html#page-2">p. 12</a>' in cites_part
+    # one paper cites it: the evidence is on that paper's page 2
+    assert "../howard2016flexible/note.html" in cited_part
+    assert 'href="../howard2016flexible/paper.html#page-2">p. 2</a>' in cited_part
+    assert "renesse2004chain" not in part.split("</article>")[0]
+    # the drawing: cited-by on the left, cited on the right, each linked to an existing page
+    svg = map_site / "papers" / "ongaro2014raft" / "neighbourhood.svg"
+    links = _svg_links(svg)
+    assert sorted(re.search(r"\.\./([\w.-]+)/note\.html", h).group(1) for h in links) == \
+        ["howard2016flexible", "lamport1998parttime", "oki1988viewstamped"]
+    assert all(_resolves(svg, h, map_site) for h in links)
+    for h in _links(page):
+        if h and not h.startswith(("#", "data:")):
+            assert _resolves(page, h, map_site), h
+    # a paper without citations in the vault has no such section
+    assert 'id="citations-in-the-vault"' not in (map_site / "papers" / "gray1981transaction" / "note.html"
+                                                 ).read_text(encoding="utf-8")
+
+
+def test_hostile_titles_are_text_and_the_page_policy_holds(map_site):
+    pages = [map_site / "map.html", map_site / "papers" / "howard2016flexible" / "note.html",
+             map_site / "papers" / "renesse2004chain" / "note.html"]
+    reference = (map_site / "tags.html").read_text(encoding="utf-8")
+    theme_scripts = sorted(re.sub(r'src="[./]*', 'src="', s) for s in re.findall(r"<script[^>]*>", reference))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in text and "alert(&quot;x&quot;)</script>" not in text
+        assert "Content-Security-Policy" in text
+        # no script beyond the theme's own, no outside URL
+        assert sorted(re.sub(r'src="[./]*', 'src="', s) for s in re.findall(r"<script[^>]*>", text)) == theme_scripts
+        assert not [h for h in _links(page) if re.match(r"(?i)(https?:)?//|javascript:", h)], page
+    # the hostile title is shown as text on the neighbour's page (the evidence is its reference line)
+    howard = pages[1].read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert" in howard
+    # the SVGs parse, hold no script, and carry the title as text
+    for svg in [map_site / "map.svg", map_site / "papers" / "renesse2004chain" / "neighbourhood.svg",
+                map_site / "papers" / "howard2016flexible" / "neighbourhood.svg"]:
+        raw = svg.read_text(encoding="utf-8")
+        root = ET.fromstring(raw)
+        assert not [e for e in root.iter() if e.tag.split("}")[-1] in ("script", "foreignObject", "style")]
+        assert not re.search(r"\son\w+=", raw) and "javascript:" not in raw.lower()
+        assert all(not re.match(r"(?i)(https?:)?//", h) for h in _svg_links(svg))
+    titles = " ".join(t.text or "" for t in ET.fromstring((map_site / "map.svg").read_text(encoding="utf-8"))
+                      .iter(f"{SVG}title"))
+    assert "<script>alert" in titles      # the parsed text: it was escaped in the file
