@@ -19,6 +19,8 @@ import re
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
+from papervault.vault.paper import read_page_link
+
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK = "{http://www.w3.org/1999/xlink}href"
 FIGURE_PATH = re.compile(r"surveys/[A-Za-z0-9][A-Za-z0-9_.-]*/figures/[A-Za-z0-9][A-Za-z0-9_.-]*\.svg")
@@ -35,7 +37,6 @@ ATTRIBUTES = frozenset({
 # values: plain words, numbers, colours and path data; `url(#id)` only as a whole value
 _VALUE = re.compile(r"[\w\s#.,%+\-:/()]*")
 _URL_SELF = re.compile(r"url\(#[A-Za-z][\w-]*\)")
-_PAPER_LINK = re.compile(r"(?:\.\./)*papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(paper|note)\.md(#page-\d+)?")
 
 
 def _value_ok(value: str) -> bool:
@@ -48,10 +49,10 @@ def _value_ok(value: str) -> bool:
 def site_link(href: str, figure: str, papers: set[str], with_text: set[str]) -> str | None:
     """The site's link for a figure's `href` (a paper page as `page_link` writes it, relative to the figure
     at `figure`), or None: anything else is not a link on the site."""
-    m = _PAPER_LINK.fullmatch(href.strip())
-    if not m:
+    link = read_page_link(href)
+    if link is None:
         return None
-    pid, kind, frag = m.group(1), m.group(2), m.group(3) or ""
+    pid, kind, frag = link
     target = posixpath.normpath(posixpath.join(posixpath.dirname(figure), href.strip().split("#")[0]))
     if target != f"papers/{pid}/{kind}.md" or pid not in papers:
         return None

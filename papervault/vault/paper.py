@@ -103,6 +103,17 @@ def page_link(paper_id: str | None = None, page: int | None = None, *, prefix: s
     return target + (f"#page-{int(page)}" if page else "")
 
 
+# A link `page_link` writes (to a paper's full text, or to its note), with any number of `../` before it.
+_PAGE_LINK = re.compile(r"(?:\.\./)*papers/([A-Za-z0-9][A-Za-z0-9_.-]*)/(paper|note)\.md(#page-\d+)?")
+
+
+def read_page_link(href: str) -> tuple[str, str, str] | None:
+    """(paper id, "paper" or "note", "#page-N" or "") of a whole link as `page_link` writes it (or to a
+    paper's note), else None."""
+    m = _PAGE_LINK.fullmatch(href.strip())
+    return (m.group(1), m.group(2), m.group(3) or "") if m else None
+
+
 # --- rewriting ---------------------------------------------------------------------------------------
 
 def without_anchors(text: str) -> str:
