@@ -20,7 +20,7 @@ from pydantic import Field
 from mcp_server import tools as T
 from papervault import __version__
 from papervault.errors import PapervaultError
-from papervault.site.sanitize import agent_markdown
+from papervault.vault.markdown import agent_markdown
 from papervault.workspace import Workspace
 
 SERVER_NAME = "papervault"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from papervault.errors import InputError, NotFoundError, PapervaultError
-from papervault.site.sanitize import agent_markdown
+from papervault.vault.markdown import agent_markdown
 from papervault.vault import paper as paper_md
 from papervault.vault.paper import Section
 from papervault.vault.store import check_id

@@ -6,6 +6,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from papervault.site.sanitize import md_text
+from papervault.vault.markdown import split_code
+
 # A bracketed group with at least one `@key`; keys follow the vault's id pattern. The group may hold a
 # prefix and a locator per item (`[see @a, p. 4; @b]`), as in Pandoc.
 BRACKET = re.compile(r"\[([^\[\]]*?@[A-Za-z0-9][A-Za-z0-9_.:-]*[^\[\]]*)\](?![(\[])")
@@ -13,8 +16,6 @@ ITEM_KEY = re.compile(r"(-?)@([A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9_]|[A-Za-z0-9
 # Narrative citations (`@lamport2001paxos shows ...`) are only taken for keys the vault knows, so an e-mail
 # address or a decorator in prose is never turned into a link.
 NARRATIVE = re.compile(r"(?<![\w@/.\[])@([A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9_])")
-# Fenced and inline code must stay verbatim.
-CODE = re.compile(r"(^```.*?^```[ \t]*$|^~~~.*?^~~~[ \t]*$|`[^`\n]+`)", re.S | re.M)
 PAGE_LOCATOR = re.compile(r"^(?:p|pp|page|pages)\.?\s*(\d+)", re.I)
 
 
@@ -61,7 +62,7 @@ def parse_group(inner: str) -> list[Cite] | None:
 def cited_keys(markdown: str) -> list[str]:
     """Every `[@key]` key in a Markdown text (code excluded), in order of first use."""
     out: list[str] = []
-    for chunk, is_code in _split_code(markdown):
+    for chunk, is_code in split_code(markdown):
         if is_code:
             continue
         for m in BRACKET.finditer(chunk):
@@ -109,7 +110,7 @@ def render_citations(markdown: str, label: Callable[[str], str | None], link: Ca
         return f"[{_escape(name or text)}]({link(key, None)}) ({year})" if name else f"[{_escape(text)}]({link(key, None)})"
 
     out = []
-    for chunk, is_code in _split_code(markdown):
+    for chunk, is_code in split_code(markdown):
         if not is_code:
             chunk = BRACKET.sub(group, chunk)
             if narrative:
@@ -118,17 +119,6 @@ def render_citations(markdown: str, label: Callable[[str], str | None], link: Ca
     return "".join(out), report
 
 
-def _split_code(text: str):
-    pos = 0
-    for m in CODE.finditer(text):
-        yield text[pos:m.start()], False
-        yield m.group(0), True
-        pos = m.end()
-    yield text[pos:], False
-
-
 def _escape(text: str) -> str:
     """A label or locator as Markdown text (brackets, asterisks, angle brackets and `&` shown as written)."""
-    from papervault.site.sanitize import md_text
-
     return md_text(text)

@@ -6,7 +6,7 @@ and HTML tags outside the allow-list in the vault's Markdown are written as text
 allow-list sanitiser (nh3): the tags and attributes papervault's pages and the configured Markdown extensions
 produce are kept, everything else (`<script>`, `on*=` handlers, `<iframe>`, `javascript:`/`data:` links,
 attributes set with `{ ... }` attr_list syntax) is dropped. The table of contents is cleaned the same way,
-because the theme prints its entries unescaped. `agent_markdown` is the MCP server's counterpart: paper text
+because the theme prints its entries unescaped. `agent_markdown` (vault/markdown.py) is the MCP server's counterpart: paper text
 with every tag but papervault's own anchors and tables shown as text.
 """
 
@@ -22,7 +22,8 @@ import nh3
 from markdown import Extension
 from markdown.postprocessors import Postprocessor
 
-from papervault.vault.paper import ANCHOR_HTML
+# agent_markdown lives in vault/markdown.py (the MCP server uses it too); its name is kept here as well.
+from papervault.vault.markdown import agent_markdown, split_code  # noqa: F401
 
 # Tags the pages papervault writes and the Markdown extensions of the default mkdocs.yml produce (headings,
 # tables with colspan, figures, footnotes, admonitions, details, code highlighting, task lists, arithmatex).
@@ -182,30 +183,10 @@ def escape_foreign_tags(markdown: str, allowed: frozenset[str] | set[str] = ALLO
     The sanitiser would drop them, with their content for `<script>`, and an unclosed `<svg>` would take the
     rest of the page with it; a paper about script injection should read as written instead.
     """
-    from papervault.site.citations import _split_code
-
     def tag(m: re.Match) -> str:
         return m.group(0) if m.group(2).lower() in allowed else "&lt;" + m.group(1) + m.group(2)
 
-    return "".join(chunk if is_code else _TAG.sub(tag, chunk) for chunk, is_code in _split_code(markdown))
-
-
-# The HTML papervault itself writes into paper.md: page anchors and tables (colspan/rowspan as HTML).
-_AGENT_TAG = re.compile(
-    r'(?P<own></?(?:table|thead|tbody|tfoot|tr|br|sup|sub)\s*/?>|<t[dh](?:\s+(?:colspan|rowspan)="\d+")*\s*>'
-    r'|</t[dh]>|' + ANCHOR_HTML + ')'
-    r'|<(?P<close>/?)(?P<name>[A-Za-z][A-Za-z0-9-]*)(?=[\s/>])', re.I)
-
-
-def agent_markdown(markdown: str) -> str:
-    """Markdown for an MCP client: every HTML tag but the anchors and tables papervault writes is shown as
-    text (`&lt;script>`), code left verbatim, so a client that renders the answer runs nothing from a paper."""
-    from papervault.site.citations import _split_code
-
-    def tag(m: re.Match) -> str:
-        return m.group("own") or "&lt;" + m.group("close") + m.group("name")
-
-    return "".join(chunk if is_code else _AGENT_TAG.sub(tag, chunk) for chunk, is_code in _split_code(markdown))
+    return "".join(chunk if is_code else _TAG.sub(tag, chunk) for chunk, is_code in split_code(markdown))
 
 
 # --- the rendering layer --------------------------------------------------------------------------
