@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from papervault.errors import InputError, NotFoundError
+# The alias claims are read in vault/aliases.py (the survey maps former ids too); alias_map keeps its name here.
+from papervault.vault.aliases import alias_map, claims as _claims  # noqa: F401
 from papervault.vault.store import Vault, check_id
 
 NOT_FOUND_FIX = "find ids with `papervault list` (MCP: `list_papers`)"
@@ -31,28 +33,6 @@ class PaperRef:
     def notice(self) -> str:
         """One line for a reader: `OLD is now NEW`."""
         return f"{self.given} is now {self.id} (renamed by `papervault rekey`)"
-
-
-def _claims(vault: Vault, wanted: set[str] | None = None) -> dict[str, list[str]]:
-    """`{former id: [papers whose note lists it in aliases]}`, for the `wanted` ones (None: every alias).
-    A note is parsed only when its text holds one of the wanted ids, so a miss costs one read per note."""
-    out: dict[str, list[str]] = {}
-    for pid in vault.paper_ids():
-        if wanted is not None:
-            try:
-                text = vault.note_path(pid).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if not any(w in text for w in wanted):
-                continue
-        try:
-            aliases = vault.read_meta(pid).aliases
-        except Exception:  # noqa: BLE001 - an unreadable note claims no alias (doctor reports it)
-            continue
-        for a in dict.fromkeys(aliases):
-            if isinstance(a, str) and a != pid and (wanted is None or a in wanted):
-                out.setdefault(a, []).append(pid)
-    return out
 
 
 def _ambiguous(given: str, owners: list[str]) -> InputError:
@@ -90,10 +70,3 @@ def resolve_ids(ws, given: Iterable[str]) -> list[PaperRef]:
 def resolve_id(ws, given: str) -> PaperRef:
     """One paper id resolved (see `resolve_ids`)."""
     return resolve_ids(ws, [given])[0]
-
-
-def alias_map(vault: Vault) -> dict[str, str]:
-    """`{former id: current id}` of every alias that names exactly one paper and is no paper's own id
-    (for callers that map many ids at once, e.g. the ids a survey cites)."""
-    own = set(vault.paper_ids())
-    return {a: owners[0] for a, owners in _claims(vault).items() if len(owners) == 1 and a not in own}

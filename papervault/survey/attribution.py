@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from papervault.agents.otherwork import ET_AL, _dehyphen, marker_numbers, other_work, reference_entries
+from papervault.survey.papers import cite
 
 
 # --- which vault paper a description is about -------------------------------------------------------
@@ -86,8 +87,6 @@ def own_claim(p, s) -> bool:
 def remark(about_paper, source, s, *, name: str = "", link: str = "") -> str:
     """A sentence of `source` that describes `about_paper`, cited to the paper it is about with `source` as
     the source of the remark: 'HyperDex [@escriva2012], as described by Cidon et al. (2015): “…” [@cidon2015, p. 10]'."""
-    from papervault.survey.correlate import cite
-
     subject = f"{name} {cite(about_paper.id)}" if name else f"{who(about_paper)} {cite(about_paper.id)}"
     tail = f" {link}" if link else ""
     return f"{subject}, as described by {who(source)}: “{s.text}” {cite(source.id, s.page)}{tail}"

@@ -36,7 +36,7 @@ class CitationGraph:
 def reference_list(fulltext: str) -> str:
     """A paper's reference list as one line, line-break hyphenation joined ("dis- tributed")."""
     from papervault.agents.otherwork import _dehyphen
-    from papervault.survey.correlate import references_text
+    from papervault.agents.otherwork import references_text
 
     return _dehyphen(" ".join(references_text(fulltext).split()))
 

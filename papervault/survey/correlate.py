@@ -17,7 +17,7 @@ import numpy as np
 
 from papervault.agents.otherwork import _dehyphen, references_text
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
-from papervault.survey.select import SurveyPaper
+from papervault.survey.papers import SurveyPaper, cite  # noqa: F401 - cite: its name here too
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -316,14 +316,6 @@ CONTRAST = re.compile(r"\b(unlike|in contrast|contrary to|however|whereas|fails?
 
 def _quote(p: Passage) -> dict[str, Any]:
     return {"paper": p.paper_id, "text": p.text, "page": p.page}
-
-
-def cite(pid: str, page: int | None = None) -> str:
-    """A Pandoc citation of a vault paper, with a page locator when the page is known: the page the paper
-    prints (`p. 223`), not the PDF's page index."""
-    from papervault.pages import printed_for
-
-    return f"[@{pid}, p. {printed_for(pid, page)}]" if page else f"[@{pid}]"
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from papervault.survey.attribution import own_claim, remark, remarks_about, who
-from papervault.survey.correlate import Correlation, cite
+from papervault.survey.correlate import Correlation
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences
 from papervault.survey.outline import Section
-from papervault.survey.select import SurveyPaper
+from papervault.survey.papers import SurveyPaper, cite
 from papervault.vault.paper import page_link as paper_link
 
 PER_PAPER = 2            # quotations per paper in a section

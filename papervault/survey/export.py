@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import jinja2
 
-from papervault.survey.select import SurveyPaper
+from papervault.survey.papers import SurveyPaper
 
 
 def environment(template_dir: Path | None = None) -> jinja2.Environment:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from papervault.survey.correlate import Correlation
-from papervault.survey.select import SurveyPaper
+from papervault.survey.papers import SurveyPaper
 from papervault.vault import frontmatter
 
 KINDS = ("intro", "theme", "comparison", "consensus", "gaps", "conclusion", "custom")

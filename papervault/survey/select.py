@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterable
 
 from papervault.errors import NotFoundError, PapervaultError
 from papervault.models import PaperMeta
+from papervault.survey.papers import SurveyPaper
+from papervault.vault.aliases import alias_map
 from papervault.vault.paper import figure_sources
 
 SPEC_KINDS = ("all", "tag", "collection", "query", "arxiv")
@@ -64,59 +66,6 @@ def select_ids(metas: Iterable[PaperMeta], spec: Spec, *, search: Callable[[str]
 
 
 # --- what later stages read about a paper ---------------------------------------------------------
-
-@dataclass
-class SurveyPaper:
-    """A selected paper as the survey stages see it: metadata, structured analysis, note and full text."""
-
-    id: str
-    title: str
-    authors: list[str] = field(default_factory=list)
-    year: int | None = None
-    venue: str | None = None
-    doi: str | None = None
-    arxiv: str | None = None
-    url: str | None = None
-    abstract: str = ""
-    method: str = ""
-    datasets: list[str] = field(default_factory=list)
-    metrics: list[str] = field(default_factory=list)
-    baselines: list[str] = field(default_factory=list)
-    key_results: list[dict[str, Any]] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    note: str = ""                  # the note body (Markdown)
-    fulltext: str = ""              # paper.md
-    figures: list[str] = field(default_factory=list)   # "figures/fig-1.png", relative to the paper folder
-    extra: dict[str, Any] = field(default_factory=dict)
-    bib: dict[str, str] = field(default_factory=dict)      # pages, volume, publisher, ... (BibTeX names)
-    page_labels: list[str] = field(default_factory=list)   # printed page of each PDF page (papervault.pages)
-
-    @property
-    def digest(self) -> str:
-        """What the survey's derived stages depend on: the hash of metadata, note and full text."""
-        h = hashlib.sha256()
-        for part in (self.id, self.title, "|".join(self.authors), str(self.year), self.venue or "", self.doi or "",
-                     self.arxiv or "", self.abstract, self.method, "|".join(self.datasets), "|".join(self.metrics),
-                     "|".join(self.baselines), repr(self.key_results), self.note, self.fulltext,
-                     repr(sorted(self.bib.items())), "|".join(self.page_labels)):
-            h.update(part.encode("utf-8", "replace"))
-            h.update(b"\0")
-        return h.hexdigest()[:16]
-
-    @property
-    def short_author(self) -> str:
-        """"Lamport", "Lamport and Shostak", "Lamport et al." as a sentence names the paper."""
-        from papervault.ids import last_name
-
-        names = [last_name(a) for a in self.authors if a.strip()]
-        if not names:
-            return self.title[:60] or self.id
-        if len(names) == 1:
-            return names[0]
-        if len(names) == 2:
-            return f"{names[0]} and {names[1]}"
-        return f"{names[0]} et al."
-
 
 def _text(value: Any) -> str:
     if value is None:
@@ -221,8 +170,6 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     edits = S.read_edits(existing)
     own = set(ws.vault.paper_ids())
     if any(i not in own for i in (*edits.added, *edits.struck)):       # a paper added or struck by a former id (`papervault rekey`) is its renamed paper
-        from papervault.app.ids import alias_map
-
         former = alias_map(ws.vault)
         edits = S.Edits(list(dict.fromkeys(former.get(i, i) for i in edits.added)),
                         list(dict.fromkeys(former.get(i, i) for i in edits.struck)))

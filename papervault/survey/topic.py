@@ -323,7 +323,7 @@ class TopicSelector:
             if not allowed.any():
                 return TopicSelection(topic, [], [], 0.0, 0.0, 0.0, [], 0)
             if len(keep) <= 2000:
-                from papervault.index.store import _sql_list
+                from papervault.index.tables import sql_list as _sql_list
 
                 where = f"paper_id IN ({_sql_list(sorted(keep))})"
         q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
@@ -500,7 +500,7 @@ class TopicSelector:
     def _links(self, selected: list[Candidate], near: list[Candidate]) -> list[Candidate]:
         """Near misses linked by a citation to a selected paper (either direction), with the link as reason."""
         from papervault.ids import normalize_title
-        from papervault.survey.correlate import references_text
+        from papervault.agents.otherwork import references_text
 
         if not selected or not near:
             return []

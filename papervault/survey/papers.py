@@ -1,0 +1,69 @@
+"""What every survey stage knows of a selected paper (`SurveyPaper`, made by `select.load_papers`) and how a
+survey cites one (`cite`). A leaf of the survey package: the stages import it, it imports none of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from papervault.ids import last_name
+from papervault.pages import printed_for
+
+
+@dataclass
+class SurveyPaper:
+    """A selected paper as the survey stages see it: metadata, structured analysis, note and full text."""
+
+    id: str
+    title: str
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv: str | None = None
+    url: str | None = None
+    abstract: str = ""
+    method: str = ""
+    datasets: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=list)
+    key_results: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    note: str = ""                  # the note body (Markdown)
+    fulltext: str = ""              # paper.md
+    figures: list[str] = field(default_factory=list)   # "figures/fig-1.png", relative to the paper folder
+    extra: dict[str, Any] = field(default_factory=dict)
+    bib: dict[str, str] = field(default_factory=dict)      # pages, volume, publisher, ... (BibTeX names)
+    page_labels: list[str] = field(default_factory=list)   # printed page of each PDF page (papervault.pages)
+
+    @property
+    def digest(self) -> str:
+        """What the survey's derived stages depend on: the hash of metadata, note and full text."""
+        h = hashlib.sha256()
+        for part in (self.id, self.title, "|".join(self.authors), str(self.year), self.venue or "", self.doi or "",
+                     self.arxiv or "", self.abstract, self.method, "|".join(self.datasets), "|".join(self.metrics),
+                     "|".join(self.baselines), repr(self.key_results), self.note, self.fulltext,
+                     repr(sorted(self.bib.items())), "|".join(self.page_labels)):
+            h.update(part.encode("utf-8", "replace"))
+            h.update(b"\0")
+        return h.hexdigest()[:16]
+
+    @property
+    def short_author(self) -> str:
+        """"Lamport", "Lamport and Shostak", "Lamport et al." as a sentence names the paper."""
+        names = [last_name(a) for a in self.authors if a.strip()]
+        if not names:
+            return self.title[:60] or self.id
+        if len(names) == 1:
+            return names[0]
+        if len(names) == 2:
+            return f"{names[0]} and {names[1]}"
+        return f"{names[0]} et al."
+
+
+def cite(pid: str, page: int | None = None) -> str:
+    """A Pandoc citation of a vault paper, with a page locator when the page is known: the page the paper
+    prints (`p. 223`), not the PDF's page index."""
+    return f"[@{pid}, p. {printed_for(pid, page)}]" if page else f"[@{pid}]"
