@@ -58,7 +58,7 @@ class ParsedPaper:
     """The result of parsing one PDF.
 
     `markdown` is the body of `paper.md`: every page starts with an anchor line
-    `<a id="page-N"></a>` (see `page_anchor`), headings are ATX (`## 1 Introduction`), figures are embedded
+    `<a id="page-N"></a>` (see `papervault.vault.paper.page_anchor`), headings are ATX (`## 1 Introduction`), figures are embedded
     as `![Figure N: caption](figures/fig-N.png)`, tables as Markdown tables preceded by their caption.
     """
 
@@ -84,13 +84,6 @@ class ParsedPaper:
     warnings: list[str] = field(default_factory=list)
     parser: str = ""       # "pymupdf/<parser version>"
     sha256: str = ""
-
-
-def page_anchor(page: int) -> str:
-    """The anchor line that opens page `page` in `paper.md` (the convention lives in `papervault.vault.paper`)."""
-    from papervault.vault.paper import page_anchor as anchor
-
-    return anchor(page)
 
 
 # --- vault ---------------------------------------------------------------------------------------

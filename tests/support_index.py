@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from papervault.models import PaperMeta, page_anchor
+from papervault.models import PaperMeta
+from papervault.vault.paper import page_anchor
 
 
 def pdf_markdown(pdf: Path) -> tuple[str, str]:

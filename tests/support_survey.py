@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from papervault.models import PaperMeta, page_anchor
+from papervault.models import PaperMeta
+from papervault.vault.paper import page_anchor
 
 # The seven related shared-corpus papers (distributed storage, consensus, operating systems).
 RELATED = {

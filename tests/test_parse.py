@@ -10,7 +10,8 @@ import pytest
 
 from papervault.config import ParseSettings
 from papervault.errors import ParseError
-from papervault.models import ParsedPaper, page_anchor
+from papervault.models import ParsedPaper
+from papervault.vault.paper import page_anchor
 from papervault.parse import PARSER, parse_many, parse_pdf
 from papervault.parse.batch import cache_path
 from papervault.parse.captions import caption_of

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from papervault.errors import SourceError
-from papervault.identity import refresh_head
+from papervault.vault.head import refresh_head
 from papervault.ids import normalize_title
 from papervault.sources.web import HttpPolicy, get
 from papervault.wording import plural
