@@ -30,6 +30,7 @@ COMMANDS = [
     ("papervault.commands.indexcmds", "search"),
     ("papervault.commands.synccmd", "sync"),
     ("papervault.commands.synccmd", "changes"),
+    ("papervault.commands.synccmd", "inbox"),
     ("papervault.commands.survey", "survey"),
     ("papervault.commands.site", "site"),
     ("papervault.commands.mcp", "mcp"),

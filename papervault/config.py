@@ -223,10 +223,11 @@ class SyncSettings(Section):
     collections: list[str] = Field(default_factory=list, description="with zotero: only these collections (and "
                                    "their sub-collections); empty: the whole library")
     folders: list[str] = Field(default_factory=list, description="folders of PDFs `papervault sync` follows")
-    arxiv: list[str] = Field(default_factory=list, description="saved arXiv queries whose new matches sync adds")
+    arxiv: list[str] = Field(default_factory=list, description="saved arXiv queries whose new matches sync puts "
+                             "in the inbox (`papervault inbox`)")
     arxiv_max: int = Field(10, ge=1, le=100, description="matches taken from each saved arXiv query per pass")
-    arxiv_versions: bool = Field(False, description="follow new versions of the vault's arXiv papers (not "
-                                 "done yet: a pass reports it as skipped)")
+    arxiv_versions: bool = Field(False, description="follow new versions of the vault's arXiv papers: fetch, "
+                                 "parse and summarise each, keep the old full text as paper.v<N>.md")
 
 
 class SiteSettings(Section):

@@ -39,6 +39,7 @@ class Paper:
     published: str = "2024-01-15T00:00:00Z"
     doi: str | None = None
     version: int = 1
+    pdfs: dict[int, bytes] = field(default_factory=dict)     # the PDF of each version (default: a made-up one)
 
 
 @dataclass
@@ -119,11 +120,15 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, atom(entries, self.base).encode(), "application/atom+xml")
         if url.path.startswith("/pdf/"):
             ax = unquote(url.path[len("/pdf/"):]).removesuffix(".pdf")
-            ax = ax.rsplit("v", 1)[0] if "." in ax and "v" in ax else ax
+            version = None
+            if "." in ax and "v" in ax:
+                ax, _, v = ax.rpartition("v")
+                version = int(v) if v.isdigit() else None
             p = cat.papers.get(ax)
-            if not p:
+            if not p or (version or 0) > p.version:
                 return self._send(404, b"not found", "text/plain")
-            return self._send(200, make_pdf(p.title, pages=2, authors=", ".join(p.authors)), "application/pdf")
+            pdf = p.pdfs.get(version or p.version)
+            return self._send(200, pdf or make_pdf(p.title, pages=2, authors=", ".join(p.authors)), "application/pdf")
         if url.path.startswith("/doi/"):
             doi = unquote(url.path[len("/doi/"):]).lower()
             item = cat.dois.get(doi)

@@ -582,7 +582,10 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
     known = set(ws.vault.paper_ids())
     bib_papers += load_papers(ws.vault, sorted(cited - {p.id for p in survey_papers} & known))[0]
     _write(ws.vault, sdir / "references.bib", E.bibtex(bib_papers))
-    _write(ws.vault, sdir / "references.json", json.dumps(E.csl_json(bib_papers), indent=2, ensure_ascii=False) + "\n")
+    from papervault.app.versions import pin_versions    # the arXiv version of each paper it cites
+
+    _write(ws.vault, sdir / "references.json",
+           json.dumps(pin_versions(ws.vault, E.csl_json(bib_papers)), indent=2, ensure_ascii=False) + "\n")
     title = f"{topic[:1].upper()}{topic[1:]}: a survey"
     doc = {"body": body, "cited": sorted(cited), "title": title,
            "header": E.yaml_header(title, slug, {"csl-json": "references.json"}), "figures": figures}

@@ -54,6 +54,9 @@ class SyncReport:
     skipped: list[dict] = field(default_factory=list)   # {source, item?, reason}
     sources: list[dict] = field(default_factory=list)   # {source, status: changed|unchanged|failed, seconds, error?}
     commits: list[str] = field(default_factory=list)
+    versions: list[dict] = field(default_factory=list)  # {paper, item, version: {from, to}, summary}
+    stale_surveys: list[dict] = field(default_factory=list)     # {survey, paper, cited, now, quotes, reason}
+    inbox: list[dict] = field(default_factory=list)     # {id, query, title, score, reason}: new in the inbox
     index: dict | None = None
     started: str = field(default_factory=now_iso)
     seconds: float = 0.0
@@ -65,6 +68,7 @@ class SyncReport:
     def as_dict(self) -> dict:
         return {"started": self.started, "seconds": self.seconds, "added": self.added, "updated": self.updated,
                 "marked": self.marked, "skipped": self.skipped, "sources": self.sources, "commits": self.commits,
+                "versions": self.versions, "stale_surveys": self.stale_surveys, "inbox": self.inbox,
                 "index": self.index}
 
 
@@ -96,7 +100,7 @@ def save_cursor(ws: Workspace, name: str, data: dict) -> None:
 def _log(ws: Workspace, report: SyncReport) -> None:
     sync_dir(ws).mkdir(parents=True, exist_ok=True)
     line = {"at": report.started, "added": report.added, "updated": report.updated, "marked": report.marked,
-            "failed": [s for s in report.sources if s["status"] == "failed"]}
+            "versions": report.versions, "inbox": report.inbox, "failed": [s for s in report.sources if s["status"] == "failed"]}
     with open(sync_dir(ws) / "log.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
@@ -497,22 +501,24 @@ def _reparse(ws: Workspace, pid: str, path: Path, sha: str) -> dict:
 # --- arXiv saved queries -------------------------------------------------------------------------
 
 def sync_arxiv(ws: Workspace, query: str, report: SyncReport) -> str:
+    """A saved query's new matches into the inbox (`papervault.app.inbox`), metadata only: nothing is added to
+    the vault until a person accepts one (`papervault inbox accept ID`)."""
+    from papervault.app import inbox
     from papervault.sources import arxiv
 
     name = _slug("arxiv", query)
-    label = f"arxiv:{query}"
     cursor = load_cursor(ws, name)
     seen = set(cursor.get("seen", []))
     found = arxiv.search(query, ws.settings.sync.arxiv_max, ws.settings)
-    fresh = [c.record for c in found if c.record.arxiv and c.record.arxiv not in seen]
+    fresh = [c for c in found if c.record.arxiv and c.record.arxiv not in seen]
+    new = []
     if fresh:
-        add_report, papers = _ingest(ws, fresh, "sync arxiv")
-        report.commits += add_report.commits
-        _record_ingest(report, label, add_report, papers, {r.source: r.arxiv for r in fresh})
-        problems = {p.source for p in add_report.problems}
-        seen |= {r.arxiv for r in fresh if papers.get(r.source) or r.source not in problems}
+        in_vault, texts = inbox.vault_arxiv(ws)
+        new = inbox.add_matches(ws, query, fresh, in_vault, texts, now_iso())
+        report.inbox += [{k: e[k] for k in ("id", "query", "title", "score", "reason")} for e in new]
+        seen |= {c.record.arxiv for c in fresh}
     save_cursor(ws, name, {"query": query, "seen": sorted(seen), "synced": now_iso()})
-    return "changed" if fresh else "unchanged"
+    return "changed" if new else "unchanged"
 
 
 # --- the pass ------------------------------------------------------------------------------------
@@ -527,6 +533,10 @@ def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
         out.append((f"folder:{folder}", lambda r, f=folder: sync_folder(ws, f, r)))
     for query in s.arxiv:
         out.append((f"arxiv:{query}", lambda r, q=query: sync_arxiv(ws, q, r)))
+    if s.arxiv_versions:
+        from papervault.app.versions import sync_versions
+
+        out.append(("arxiv_versions", lambda r: sync_versions(ws, r)))
     return out
 
 
@@ -548,9 +558,6 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
     t0 = time.perf_counter()
     report = SyncReport()
     todo = require_sources(ws)
-    if ws.settings.sync.arxiv_versions:
-        report.skipped.append({"source": "arxiv_versions", "reason": "following new arXiv versions is not "
-                               "implemented yet"})
     for n, (name, run) in enumerate(todo, 1):
         t = time.perf_counter()
         try:
@@ -572,7 +579,7 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
         if "error" not in report.index:
             flag.unlink(missing_ok=True)
     report.seconds = round(time.perf_counter() - t0, 3)
-    if report.changed or any(s["status"] == "failed" for s in report.sources):
+    if report.changed or report.inbox or any(s["status"] == "failed" for s in report.sources):
         _log(ws, report)
     return report
 
@@ -631,7 +638,8 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
     ws.require()
     when = parse_since(since)
     vault = ws.vault
-    out: dict[str, Any] = {"since": when.isoformat(), "added": [], "updated": [], "marked": [], "deleted": []}
+    out: dict[str, Any] = {"since": when.isoformat(), "added": [], "updated": [], "marked": [], "deleted": [],
+                           "versions": [], "inbox": [], "stale_surveys": []}
     proc = subprocess.run(["git", "-C", str(vault.root), "log", f"--since={when.isoformat()}", "--reverse",
                            "--format=@@%H %cI %s", "--name-status", "--", "papers"],
                           capture_output=True, text=True)
@@ -687,5 +695,18 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
         for m in entry.get("marked", []):
             out["marked"].append({"id": m.get("paper"), "at": entry["at"], "source": m.get("source"),
                                   "item": m.get("item"), "reason": m.get("reason")})
-    out["marked"] = out["marked"][:MAX_CHANGES]
+        for v in entry.get("versions", []):
+            out["versions"].append({"id": v.get("paper"), "at": entry["at"], "item": v.get("item"),
+                                    "version": v.get("version"), "summary": v.get("summary")})
+        for e in entry.get("inbox", []):
+            out["inbox"].append({"id": e.get("id"), "at": entry["at"], "query": e.get("query"),
+                                 "title": e.get("title"), "score": e.get("score"), "reason": e.get("reason")})
+    for kind in ("marked", "versions", "inbox"):
+        out[kind] = out[kind][:MAX_CHANGES]
+    from papervault.app.inbox import load as inbox_load
+    from papervault.app.versions import stale_surveys
+
+    held = inbox_load(ws)["items"]
+    out["inbox"] = [e for e in out["inbox"] if e["id"] in held]      # accepted or dismissed since: not news
+    out["stale_surveys"] = stale_surveys(ws)
     return out

@@ -50,6 +50,11 @@ def print_report(out: dict) -> None:
             click.echo(f"{kind:8} {e.get('paper') or '-':32} {e['source']}: {e.get('item')} ({e['reason']})")
     for e in out["skipped"]:
         click.echo(f"skipped  {e.get('paper') or '-':32} {e['source']}: {e.get('item') or ''} ({e['reason']})")
+    for e in out.get("inbox", []):
+        click.echo(f"inbox    {e['id']:32} {e['query']}: {(e.get('title') or '')[:60]} (score {e['score']})")
+    for e in out.get("stale_surveys", []):
+        click.echo(f"survey   {e['survey']:32} {e['reason']}" + "".join(
+            f"\n           quote {q['status']} (page {q['page']}): {q['quote'][:80]}" for q in e.get("quotes", [])))
     for s in out["sources"]:
         if s["status"] == "failed":
             click.echo(f"error: {s['source']}: {s['error']}", err=True)
@@ -57,7 +62,8 @@ def print_report(out: dict) -> None:
     if index.get("error"):
         click.echo(f"error: index not updated: {index['error']}", err=True)
     click.echo(f"Synced {plural(len(out['sources']), 'source')} in {out['seconds']} s: added {len(out['added'])}, "
-               f"updated {len(out['updated'])}, marked {len(out['marked'])}, skipped {len(out['skipped'])}"
+               f"updated {len(out['updated'])}, marked {len(out['marked'])}, skipped {len(out['skipped'])}, "
+               f"new in the inbox {len(out.get('inbox', []))}"
                + (f"; {sum(1 for s in out['sources'] if s['status'] == 'failed')} failed"
                   if any(s["status"] == "failed" for s in out["sources"]) else ""))
 
@@ -82,5 +88,74 @@ def changes(since, workspace, as_json):
             what = e.get("title") or ""
             extra = e.get("reason") or ", ".join(e.get("what", []))
             click.echo(f"  {kind:8} {e['id']:32} {what[:60]}" + (f" ({extra})" if extra else ""))
+    for e in out.get("versions", []):
+        v = e.get("version") or {}
+        click.echo(f"  version  {e['id']:32} v{v.get('from')} -> v{v.get('to')}: {'; '.join(e.get('summary') or [])}")
+    for e in out.get("inbox", []):
+        click.echo(f"  inbox    {e['id']:32} {(e.get('title') or '')[:60]} ({e.get('reason')})")
+    for e in out.get("stale_surveys", []):
+        click.echo(f"  survey   {e['survey']:32} {e['reason']}"
+                   + (f", {len(e['quotes'])} quote(s) moved or vanished" if e.get("quotes") else ""))
     click.echo(f"{plural(len(out['added']), 'paper')} added, {len(out['updated'])} updated, "
-               f"{len(out['marked'])} marked, {len(out['deleted'])} deleted")
+               f"{len(out['marked'])} marked, {len(out['deleted'])} deleted, {len(out.get('versions', []))} new "
+               f"versions, {len(out.get('inbox', []))} in the inbox, {len(out.get('stale_surveys', []))} survey "
+               "citations to check")
+
+
+@click.group(invoke_without_command=True)
+@workspace_option
+@json_option
+@click.pass_context
+def inbox(ctx, workspace, as_json):
+    """New matches of the saved arXiv queries, best first, metadata only until accepted."""
+    ctx.ensure_object(dict)
+    ctx.obj["workspace"] = workspace
+    if ctx.invoked_subcommand is not None:
+        return
+    from papervault.app.inbox import listing
+
+    ws = open_workspace(workspace)
+    ws.require()
+    items = listing(ws)
+    if as_json:
+        emit_json({"items": items})
+        return
+    for e in items:
+        click.echo(f"{e['id']:20} {e['score']:.2f}  {(e.get('title') or '')[:70]}")
+        click.echo(f"{'':20}       {e['reason']}")
+    click.echo(f"{plural(len(items), 'paper')} in the inbox" + ("; accept one with `papervault inbox accept ID`"
+                                                              if items else ""))
+
+
+@inbox.command("accept")
+@click.argument("ident", metavar="ID")
+@click.option("--no-index", "no_index", is_flag=True, help="Do not bring the index up to date.")
+@json_option
+@click.pass_context
+def inbox_accept(ctx, ident, no_index, as_json):
+    """Add inbox entry ID (an arXiv id) to the vault fully: metadata, PDF, full text and note."""
+    from papervault.app.inbox import accept
+    from papervault.errors import SourceError
+
+    ws = open_workspace(ctx.obj.get("workspace"))
+    out = accept(ws, ident, index=not no_index)
+    if as_json:
+        emit_json(out)
+    elif out.get("paper"):
+        click.echo(f"Added {out['paper']} (arXiv {out['id']}" + (f"v{out['version']}" if out.get("version") else "")
+                   + ")")
+    if not out.get("paper"):
+        raise SourceError(f"{out['id']} not added: {out.get('error')}", fix="try again later, or `papervault add "
+                          f"arxiv:{out['id']}`")
+
+
+@inbox.command("dismiss")
+@click.argument("ident", metavar="ID")
+@click.pass_context
+def inbox_dismiss(ctx, ident):
+    """Drop inbox entry ID; its query does not bring it back."""
+    from papervault.app.inbox import dismiss
+
+    ws = open_workspace(ctx.obj.get("workspace"))
+    entry = dismiss(ws, ident)
+    click.echo(f"Dismissed {entry['id']}")

@@ -74,6 +74,32 @@ def fetch_metadata(ids: Iterable[str], settings) -> dict[str, SourceRecord]:
     return out
 
 
+def latest_versions(ids: Iterable[str], settings) -> dict[str, tuple[int, SourceRecord]]:
+    """The latest version arXiv lists for each id (its Atom entry's `<id>` ends in `vN`) with the record, keyed by
+    normalised id; an id arXiv does not know is absent."""
+    norm = list(dict.fromkeys(a for a in (normalize_arxiv(i) for i in ids) if a))
+    out: dict[str, tuple[int, SourceRecord]] = {}
+    policy = web.arxiv_policy(settings)
+    for i in range(0, len(norm), ID_BATCH):
+        batch = norm[i:i + ID_BATCH]
+        body, _ = web.get(settings.arxiv.api_url, policy,
+                          params={"id_list": ",".join(batch), "max_results": str(len(batch))})
+        records = {r.arxiv: r for r in parse_atom(body, settings.arxiv.api_url)}
+        for e in ET.fromstring(body).findall("a:entry", NS):
+            raw = _t(e.find("a:id", NS))
+            ax = normalize_arxiv(raw)
+            m = re.search(r"v(\d{1,4})$", raw)
+            if ax in records and m:
+                out[ax] = (int(m.group(1)), records[ax].model_copy(update={"pdf_url": _pdf_url(settings, ax)}))
+    return out
+
+
+def download_version(ax: str, version: int, dest_dir: Path, settings) -> Path:
+    """Version `version` of arXiv paper `ax` as a PDF in `dest_dir` (named `<id>v<N>.pdf`, downloaded once)."""
+    return web.download_pdf(_pdf_url(settings, f"{ax}v{version}"), dest_dir, web.arxiv_policy(settings),
+                            name=f"{ax.replace('/', '_')}v{version}")
+
+
 def download(record: SourceRecord, dest_dir: Path, settings) -> Path:
     """The record's PDF from arXiv (or its `pdf_url`), downloaded once into `dest_dir`."""
     url = _pdf_url(settings, record.arxiv) if record.arxiv else record.pdf_url

@@ -1,0 +1,175 @@
+"""The inbox: new matches of the saved arXiv queries (`[sync] arxiv`), metadata only until a person accepts one.
+
+A sync pass no longer adds a saved query's matches to the vault: each match that is neither in the vault nor
+already in the inbox (or dismissed) lands in the inbox with its score and the reason for it. The inbox is derived
+state, `.papervault/sync/inbox.json` (not the vault: nothing in it is a person's work, and the vault's history
+holds only papers someone chose); deleting it loses the candidates until their query's cursor is deleted too.
+
+The score ranks the candidates: 0.6 x relevance to the query (the arXiv search's own ranking: embeddings, or
+TF-IDF without a model) + 0.2 x closeness to the vault (the highest TF-IDF similarity of the title and abstract
+to a vault paper's) + 0.2 x recency (1 this year, halving every 5 years). `papervault inbox accept ID` fetches the
+paper's current metadata and PDF and adds it as `add` does (its arXiv version recorded); `dismiss` drops it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from papervault.errors import InputError
+from papervault.workspace import Workspace
+
+W_QUERY, W_VAULT, W_RECENT = 0.6, 0.2, 0.2
+VAULT_SAMPLE = 3000         # vault papers compared with a candidate (the most recently updated)
+
+
+def _path(ws: Workspace):
+    from papervault.app.sync import sync_dir
+
+    return sync_dir(ws) / "inbox.json"
+
+
+def load(ws: Workspace) -> dict:
+    try:
+        data = json.loads(_path(ws).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("items"), dict):
+            data.setdefault("dismissed", [])
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"items": {}, "dismissed": []}
+
+
+def save(ws: Workspace, data: dict) -> None:
+    from papervault.app.sync import sync_dir
+    from papervault.vault.store import atomic_write
+
+    sync_dir(ws).mkdir(parents=True, exist_ok=True)
+    atomic_write(_path(ws), json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1))
+
+
+def vault_arxiv(ws: Workspace) -> tuple[set[str], list[tuple[str, str]]]:
+    """The arXiv ids of the vault's papers, and (id, title + abstract) of up to `VAULT_SAMPLE` papers."""
+    from papervault.errors import PapervaultError
+
+    ids: set[str] = set()
+    texts: list[tuple[str, str]] = []
+    for pid in ws.vault.paper_ids():
+        try:
+            meta = ws.vault.read_meta(pid)
+        except PapervaultError:
+            continue
+        if meta.arxiv:
+            ids.add(meta.arxiv)
+        texts.append((pid, f"{meta.title}. {meta.abstract or ''}"))
+    return ids, texts[-VAULT_SAMPLE:]
+
+
+def closeness(candidates: list[str], vault: list[tuple[str, str]]) -> list[tuple[float, str | None]]:
+    """For each candidate text, its highest TF-IDF similarity to a vault paper, and that paper."""
+    from papervault.sources.arxiv import _cos, _lexical_vectors
+
+    if not vault:
+        return [(0.0, None)] * len(candidates)
+    vecs = _lexical_vectors(candidates + [t for _, t in vault])
+    cand, docs = vecs[:len(candidates)], vecs[len(candidates):]
+    out = []
+    for c in cand:
+        best = max(((_cos(c, d), vault[i][0]) for i, d in enumerate(docs)), default=(0.0, None))
+        out.append((round(best[0], 3), best[1] if best[0] > 0 else None))
+    return out
+
+
+def add_matches(ws: Workspace, query: str, found: list, in_vault: set[str], vault_texts: list[tuple[str, str]],
+                when: str) -> list[dict]:
+    """Put the search results `found` (arxiv.Candidate) not in the vault nor the inbox into the inbox; returns
+    the new entries."""
+    data = load(ws)
+    items, dismissed = data["items"], set(data["dismissed"])
+    fresh = [c for c in found if c.record.arxiv and c.record.arxiv not in in_vault
+             and c.record.arxiv not in items and c.record.arxiv not in dismissed]
+    near = closeness([f"{c.record.title or ''}. {c.record.abstract or ''}" for c in fresh], vault_texts)
+    new = []
+    for c, (sim, pid) in zip(fresh, near):
+        r = c.record
+        score = round(W_QUERY * c.relevance + W_VAULT * sim + W_RECENT * c.recency, 3)
+        reason = (f"matches the saved query {query!r} (relevance {c.relevance:.2f}); "
+                  + (f"close to {pid} in the vault ({sim:.2f}); " if pid else "close to nothing in the vault; ")
+                  + f"{r.year or 'undated'} (recency {c.recency:.2f})")
+        entry = {"id": r.arxiv, "query": query, "title": r.title, "authors": r.authors[:20], "year": r.year,
+                 "abstract": (r.abstract or "")[:3000], "doi": r.doi, "venue": r.venue, "tags": r.tags[:20],
+                 "score": score, "relevance": round(c.relevance, 3), "vault": sim, "near": pid,
+                 "recency": round(c.recency, 3), "reason": reason, "found": when}
+        items[r.arxiv] = entry
+        new.append(entry)
+    if new:
+        save(ws, data)
+    return new
+
+
+def listing(ws: Workspace) -> list[dict]:
+    """The inbox, best first (score, then the newest found)."""
+    items = list(load(ws)["items"].values())
+    return sorted(items, key=lambda e: (-(e.get("score") or 0), e.get("found") or "", e["id"]))
+
+
+def _take(ws: Workspace, ident: str) -> tuple[dict, dict, str]:
+    from papervault.sources.dedup import normalize_arxiv
+
+    data = load(ws)
+    ax = normalize_arxiv(ident) or ident.strip()
+    if ax not in data["items"]:
+        raise InputError(f"{ident!r} is not in the inbox", fix="see `papervault inbox` for the ids it holds")
+    return data, data["items"][ax], ax
+
+
+def dismiss(ws: Workspace, ident: str) -> dict:
+    data, entry, ax = _take(ws, ident)
+    del data["items"][ax]
+    data["dismissed"] = sorted(set(data["dismissed"]) | {ax})
+    save(ws, data)
+    return entry
+
+
+def accept(ws: Workspace, ident: str, *, index: bool = True) -> dict[str, Any]:
+    """Add an inbox entry to the vault fully (current metadata and PDF from arXiv, parsed and analysed as `add`
+    does), record its arXiv version, and take it out of the inbox."""
+    from papervault.app.sync import _ingest, update_index
+    from papervault.errors import PapervaultError
+    from papervault.models import SourceRecord
+    from papervault.sources import arxiv
+
+    ws.require()
+    data, entry, ax = _take(ws, ident)
+    version = None
+    try:
+        found = arxiv.latest_versions([ax], ws.settings).get(ax)
+    except PapervaultError:
+        found = None        # arXiv unreachable: the inbox's metadata, and the PDF download is tried anyway
+    if found:
+        version, rec = found
+    else:
+        rec = SourceRecord(origin="arxiv", source=f"arxiv:{ax}", title=entry.get("title"),
+                           authors=entry.get("authors") or [], year=entry.get("year"), doi=entry.get("doi"),
+                           venue=entry.get("venue"), arxiv=ax, url=f"https://arxiv.org/abs/{ax}",
+                           abstract=entry.get("abstract") or None, tags=entry.get("tags") or [],
+                           pdf_url=arxiv._pdf_url(ws.settings, ax))
+    rec = rec.model_copy(update={"reason": f"accepted from the inbox: {entry.get('reason', '')}"[:500]})
+    report, papers = _ingest(ws, [rec], "inbox accept")
+    pid = papers.get(rec.source)
+    problems = [p.error for p in report.problems if p.source == rec.source]
+    if not pid:
+        return {"id": ax, "paper": None, "error": problems[0] if problems else "not added", "commits": report.commits}
+    commits = list(report.commits)
+    if version:
+        with ws.write_lock("sync"):
+            ws.vault.update_meta(pid, arxiv_version=version, note_version=version)
+            sha = ws.vault.commit(f"inbox: {pid} is arXiv {ax}v{version}", [ws.vault.paper_dir(pid)])
+        commits += [sha] if sha else []
+    del data["items"][ax]
+    save(ws, data)
+    out = {"id": ax, "paper": pid, "version": version, "added": pid in report.added, "commits": commits,
+           "warnings": [w.error for w in report.warnings]}
+    if index:
+        out["index"] = update_index(ws)
+    return out
