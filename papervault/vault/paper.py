@@ -124,6 +124,8 @@ def without_anchors(text: str) -> str:
 def mark_pages(text: str, marker) -> str:
     """`paper.md` with each page anchor (as the reader finds them) replaced by `marker(page)` (the site adds a
     link to the PDF's page)."""
+    if '<a id="page-' not in text:
+        return text          # no anchor to find: the text need not be parsed (a reference line, a quotation)
     out, at = [], 0
     for page, start in read(text).anchors:
         out += [text[at:start], marker(page)]
