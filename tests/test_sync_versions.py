@@ -158,3 +158,11 @@ def test_inbox_then_new_version_flags_the_survey(tmp_path, workspace_env, monkey
         # Nothing new: a pass changes nothing.
         third = _json(cli_run, "sync", "--no-index")
         assert (third["updated"], third["inbox"], third["added"]) == ([], [], [])
+
+        # The site's "What's new" page lists the week's changes.
+        cli_run(["site", "build"])
+        page = (ws / ".papervault" / "site-src" / "whatsnew.md").read_text(encoding="utf-8")
+        assert "new version" in page and "v1 -&gt; v2" in page and "Leases for Consistent Reads" in page
+        assert "in the inbox" in page and "Leases in Geo-Replicated Storage" in page
+        html = (ws / "site" / "whatsnew.html").read_text(encoding="utf-8")
+        assert "What&#39;s new" in html or "What's new" in html

@@ -21,7 +21,10 @@ def build_cmd(strict, workspace, as_json):
     from papervault.site.build import build_site
 
     ws = open_workspace(workspace)
-    result = build_site(ws, strict=strict)
+    from papervault.app.sync import changes
+
+    ws.require()
+    result = build_site(ws, strict=strict, whats_new=changes(ws, "7d"))
     if as_json:
         emit_json(result)
         return

@@ -34,13 +34,14 @@ def template_dirs(ws: Workspace) -> list[Path]:
     return search_path("site", ws.root)
 
 
-def stage(ws: Workspace) -> dict[str, Any]:
-    """Write the site's sources and its mkdocs configuration; returns what was staged."""
+def stage(ws: Workspace, whats_new: dict | None = None) -> dict[str, Any]:
+    """Write the site's sources and its mkdocs configuration; returns what was staged. `whats_new` (what
+    `papervault changes --since 7d` answers) adds the "What's new" page."""
     ws.require()
     settings = ws.settings.site
     dirs = template_dirs(ws)
     snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs, pdf_store=ws.pdf_dir)
-    plan = plan_site(snap, site_name=settings.name, template_dirs=dirs)
+    plan = plan_site(snap, site_name=settings.name, template_dirs=dirs, whats_new=whats_new)
     assets = {**mathjax_assets(), **theme_assets(dirs)}
     changes = write_stage(plan, stage_dir(ws), assets)
     config_path = write_config(ws, plan.nav, plan.not_in_nav)
@@ -130,7 +131,7 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
+def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = None) -> dict[str, Any]:
     """Build `site/` from the vault. Returns pages, papers, surveys, seconds, site_dir, warnings.
 
     With `strict`, any mkdocs warning (a broken link, a missing figure) fails the build with SiteError.
@@ -141,7 +142,7 @@ def build_site(ws: Workspace, *, strict: bool = False) -> dict[str, Any]:
 
     t0 = time.monotonic()
     _quiet_jieba()
-    staged = stage(ws)
+    staged = stage(ws, whats_new)
     handler = _Collect()
     logger = logging.getLogger("mkdocs")
     logger.addHandler(handler)

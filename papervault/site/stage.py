@@ -335,7 +335,7 @@ def _strip_frontmatter(text: str) -> tuple[dict, str]:
 
 
 def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_dirs: list[Path] | None = None,
-              recent: int = 15) -> SitePlan:
+              recent: int = 15, whats_new: dict | None = None) -> SitePlan:
     """All pages of the site and the assets they link, from a snapshot of the vault (no disk access)."""
     env = template_env(template_dirs)
     pages: dict[str, str] = {}
@@ -574,6 +574,21 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     recent_ids = sorted(papers, key=lambda p: (papers[p].meta.created or "", p), reverse=True)[:recent]
     counts = {"papers": len(papers), "surveys": len(snap.surveys), "code": len(snap.code), "tags": len(by_tag),
               "figures": sum(len(e.figure_files) for e in papers.values())}
+    if whats_new is not None:       # `papervault changes`, given by the caller (the site never reads sync state)
+        rows = []
+        for kind, label in (("added", "added"), ("updated", "updated"), ("versions", "new version"),
+                            ("marked", "left its source"), ("inbox", "in the inbox"), ("stale_surveys", "survey")):
+            for e in whats_new.get(kind, [])[:200]:
+                pid = e.get("paper") if kind == "stale_surveys" else e.get("id")
+                v = e.get("version") or {}
+                detail = {"updated": ", ".join(e.get("what", [])), "marked": e.get("reason"),
+                          "versions": f"v{v.get('from')} -> v{v.get('to')}: " + "; ".join(e.get("summary") or []),
+                          "inbox": e.get("reason"), "stale_surveys": e.get("reason")}.get(kind) or ""
+                rows.append({"kind": label, "title": (papers[pid].meta.title if pid in papers else
+                                                     e.get("title") or e.get("survey") or pid or ""),
+                             "url": rel_link(note_path(pid), "whatsnew.md") if pid in papers else "",
+                             "detail": str(detail)[:400]})
+        pages["whatsnew.md"] = env.get_template("whatsnew.md.j2").render(since=whats_new.get("since", ""), rows=rows)
     pages["index.md"] = env.get_template("home.md.j2").render(
         site_name=site_name, counts=counts, recent=listing(recent_ids, "index.md"),
         surveys=[dict(r, url=r["url"]) for r in survey_rows],
@@ -587,6 +602,8 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
                                   {"Citation map": "map.md"}]},
                       {"Surveys": ["surveys/index.md"] + [{html_text(r["title"]): r["url"]} for r in survey_rows]},
                       {"Code": ["code/index.md"] + [{html_text(c["title"]): c["path"]} for c in code_rows][:50]}]
+    if whats_new is not None:
+        nav.insert(1, {"What's new": "whatsnew.md"})
     if user_rows:
         # the theme prints navigation titles unescaped
         nav.append({"Notes": [{html_text(u["title"]): u["path"]} for u in user_rows]})
