@@ -189,24 +189,16 @@ def add(inputs: list[str], workspace: str | None = None, backend: str | None = N
 @flow(name="index", task_runner=_default_runner(), log_prints=True)
 def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]:
     """Bring the index in step with the vault like `papervault index`, embedding the batches on the task runner."""
-    from papervault.app.papers import rechunk_code
-    from papervault.index.store import PaperIndex
+    from papervault.app.indexing import update_index
+    from papervault.index.embed import workspace_embed_settings
 
     ws = Workspace.resolve(workspace).require()
-    progress = _progress()
-    with ws.write_lock("index"):
-        # the settings the index runs with (its recorded model and precision when papervault.toml is silent)
-        from papervault.index.embed import workspace_embed_settings
-
-        settings = workspace_embed_settings(ws)
-        idx = PaperIndex(ws, embed_batches=_embed_mapped(embed_batch, settings.model_dump()),
-                         embed_ml_batches=_embed_mapped(embed_ml_batch, settings.vector_cache))
-        step = lambda done, total: progress("embed", done, total)   # noqa: E731
-        report = idx.rebuild(progress=step) if rebuild else idx.sync(progress=step)
-        code = rechunk_code(ws, embedder=idx.embedder)   # code is embedded here: repositories are few
-        if code:
-            report["code"] = code
-        return report
+    # the settings the index runs with (its recorded model and precision when papervault.toml is silent)
+    settings = workspace_embed_settings(ws)
+    # every vector before the flow ends (no background fill); code is embedded here: repositories are few
+    return update_index(ws, rebuild=rebuild, progress=_progress(),
+                        embed_batches=_embed_mapped(embed_batch, settings.model_dump()),
+                        embed_ml_batches=_embed_mapped(embed_ml_batch, settings.vector_cache))
 
 
 # --- running them from the CLI ----------------------------------------------------------------------------

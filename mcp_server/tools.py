@@ -513,11 +513,10 @@ class VaultTools:
         return {**out, "deleted": paper_id, **renamed}
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
-        from papervault.index.store import PaperIndex
+        from papervault.app.indexing import update_index
 
-        with self.ws.write_lock("index", wait=30):
-            report = PaperIndex(self.ws).sync(progress=(lambda d, t: progress("index", d, t)) if progress else None)
-        return dict(report or {})
+        # every vector before the tool answers: the agent asked for these papers now
+        return update_index(self.ws, progress=progress, code=False, lock="index", lock_wait=30, stage="index")
 
 
 def _pdf_path(ws, meta) -> str | None:

@@ -43,11 +43,10 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     for p in report.problems:
         log(f"  skipped {p.source}: {p.error}")
 
-    from papervault.index.store import PaperIndex
+    from papervault.app.indexing import update_index
 
     t = time.perf_counter()
-    with ws.write_lock("index"):
-        PaperIndex(ws).sync()
+    update_index(ws, code=False)
     timings["index"] = time.perf_counter() - t
     log(f"index: done [{timings['index']:.1f} s]")
 

@@ -231,10 +231,11 @@ def analyse_papers(root: str, ids: list[str], backend: str) -> list[dict[str, An
 def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
     """Bring the index in step with the selected papers' notes and full texts (only new or changed chunks are
     embedded; the rest of the vault is not read)."""
-    from papervault.index.store import PaperIndex
+    from papervault.app.indexing import update_index
 
-    report = PaperIndex(_ws(root)).sync(paper_ids=ids) or {}
-    return {k: v for k, v in dict(report).items() if isinstance(v, (int, float, str))}
+    # the survey holds the write lock; every vector of its papers is made (it ranks passages by them)
+    report = update_index(_ws(root), paper_ids=ids, code=False, lock=None)
+    return {k: v for k, v in report.items() if isinstance(v, (int, float, str))}
 
 
 # --- stages 5-8 ------------------------------------------------------------------------------------

@@ -585,21 +585,12 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
 
 
 def update_index(ws: Workspace) -> dict:
-    """`PaperIndex.sync`, its paragraph vectors left to the background fill as `papervault index` does."""
+    """The index brought up to date as `papervault index` does (paragraph vectors left to the background fill
+    with [index] background_fill); an error is reported, not raised (the pass's other work is done)."""
+    from papervault.app.indexing import update_index as run
+
     try:
-        from papervault.index import fill
-        from papervault.index.store import PaperIndex
-    except ImportError as exc:
-        return {"error": f"the index is not available ({exc}); run `papervault index`"}
-    defer = ws.settings.index.background_fill
-    try:
-        with ws.write_lock("index", wait=60):
-            idx = PaperIndex(ws)
-            out = dict(idx.sync(defer=defer) or {})
-        if defer:
-            pending = idx.pending()
-            out["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
-        return out
+        return run(ws, defer=ws.settings.index.background_fill, lock="index", lock_wait=60)
     except PapervaultError as exc:
         return {"error": str(exc)}
 

@@ -25,8 +25,6 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
 
     The index is searchable when this returns; with [index] background_fill (the default) a background
     process then embeds the paragraphs (`papervault status` shows how far)."""
-    from papervault.index.store import PaperIndex
-
     ws = open_workspace(workspace)
     t0 = time.perf_counter()
     if fill_only:
@@ -41,31 +39,17 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
         finally:
             progress.close()
         return _print_index_report(report, t0, as_json)
-    from papervault.app.papers import rechunk_code
-
     from papervault import timing
+    from papervault.app.indexing import update_index
 
     progress = Progress(quiet or as_json)
-    defer = ws.settings.index.background_fill and not wait
-    with ws.write_lock("index"), timing.recording() as timings:
-        idx = PaperIndex(ws)
-        try:
-            with timing.phase("index: model load"):
-                idx.embedder.dim      # loads the model: its cost apart from the embedding's
-            report = idx.rebuild(progress=lambda d, t: progress("embed", d, t), defer=defer) if rebuild else \
-                idx.sync(progress=lambda d, t: progress("embed", d, t), defer=defer)
-            with timing.phase("index: code repositories"):
-                code = rechunk_code(ws, embedder=idx.embedder, progress=progress)
-        finally:
-            progress.close()
+    try:
+        with timing.recording() as timings:
+            report = update_index(ws, rebuild=rebuild, defer=ws.settings.index.background_fill and not wait,
+                                  progress=progress)
+    finally:
+        progress.close()
     report["timings"] = timings.as_dict()
-    if code:
-        report["code"] = code
-    if defer:
-        from papervault.index import fill
-
-        pending = idx.pending()
-        report["fill"] = {"pending": pending, "pid": fill.start(ws) or fill.running(ws) if pending else None}
     _print_index_report(report, t0, as_json)
 
 

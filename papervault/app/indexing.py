@@ -1,0 +1,53 @@
+"""Bring the index in step with the vault: the one implementation behind `papervault index`, the `index` flow,
+the MCP server's writes, the survey's index stage, the demo and `papervault sync`."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+from papervault.timing import phase
+from papervault.workspace import Workspace
+
+Progress = Callable[..., None]   # progress(stage, done, total)
+
+
+def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, paper_ids: list[str] | None = None,
+                 progress: Progress | None = None, embed_batches=None, embed_ml_batches=None, code: bool = True,
+                 lock: str | None = "index", lock_wait: float = 0.0, stage: str = "embed") -> dict[str, Any]:
+    """Sync (or with `rebuild`, rebuild) the paper index, then the code index when its chunks are stale.
+
+    - `defer`: paragraphs are left to the background fill (docs/index.md, "Searchable first"), which is started
+      when any row is pending (`report["fill"]`); without it, whatever an earlier deferred sync left is filled
+      first, so the caller gets an index whose every row has its own vector.
+    - `paper_ids`: only those papers (a survey's selection); the code index is then left alone.
+    - `embed_batches` / `embed_ml_batches`: embed the batches elsewhere (the index flow's task runner).
+    - `lock`: the write lock is taken under that command name (None: the caller holds it), waiting `lock_wait` s.
+    - `progress(stage, done, total)` is told how the embedding goes.
+    """
+    from papervault.index.store import PaperIndex
+
+    step = (lambda done, total: progress(stage, done, total)) if progress else None
+    held = ws.write_lock(lock, wait=lock_wait) if lock else contextlib.nullcontext()
+    with held:
+        idx = PaperIndex(ws, embed_batches=embed_batches, embed_ml_batches=embed_ml_batches)
+        with phase("index: model load"):
+            idx.embedder.dim      # the model's load, apart from the embedding
+        if rebuild:
+            report = idx.rebuild(progress=step, defer=defer)
+        else:
+            report = idx.sync(progress=step, paper_ids=paper_ids, defer=defer)
+        report = dict(report or {})
+        if code and paper_ids is None:
+            from papervault.app.papers import rechunk_code
+
+            with phase("index: code repositories"):
+                done = rechunk_code(ws, embedder=idx.embedder, progress=progress)
+            if done:
+                report["code"] = done
+    if defer:
+        from papervault.index import fill
+
+        pending = idx.pending()
+        report["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
+    return report
