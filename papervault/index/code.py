@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from papervault.chunking.code import CHUNKER_VERSION, KINDS, CodeChunk, split_identifier
 from papervault.errors import IndexMismatchError, NotFoundError, PapervaultError
-from papervault.index.embed import Embedder
+from papervault.index.embed import Embedder, vector_meta
 from papervault.index.fusion import rrf
 from papervault.index.tables import CODE, open_db, recorded_meta as recorded, sql_list as _sql, table_names
 from papervault.models import now_iso
@@ -44,8 +44,7 @@ class CodeSearchError(PapervaultError):
 
 
 def code_meta(embedder: Embedder) -> dict[str, str]:
-    return {"embedding_model": embedder.model_name, "embed_precision": embedder.settings.precision,
-            "dim": str(embedder.dim), **chunking_meta(embedder)}
+    return {**vector_meta(embedder), "dim": str(embedder.dim), **chunking_meta(embedder)}
 
 
 def chunking_meta(embedder: Embedder) -> dict[str, str]:

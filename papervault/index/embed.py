@@ -283,3 +283,11 @@ def _normalise(vecs: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return vecs / norms
+
+
+def vector_meta(embedder: Embedder) -> dict[str, str]:
+    """What every stored vector depends on besides its text, known without loading the model; the paper index
+    and the code index record it. Another value makes an index unusable as it is: `store.check_meta` raises and
+    `papervault index --rebuild` is the fix."""
+    return {"embedding_model": embedder.model_name, "embed_max_tokens": str(embedder.settings.max_tokens),
+            "embed_precision": embedder.settings.precision}

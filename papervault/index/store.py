@@ -21,7 +21,7 @@ from papervault.chunking.paper import CHUNKER_VERSION, chunk_paper, count_tokens
 from papervault.config import IndexSettings, index_name
 from papervault.errors import IndexMismatchError, WorkspaceError
 from papervault.index import multilingual as ml
-from papervault.index.embed import Embedder, resolved_model_path
+from papervault.index.embed import Embedder, resolved_model_path, vector_meta
 from papervault.index.malloc import limit_arenas, trim
 # The table plumbing lives in index/tables.py; the names are kept here too, where callers have always found them.
 from papervault.index.tables import (CHUNKS, COMPACT_ROWS, KEEP_VERSIONS, PAPERS, S3_ENV,  # noqa: F401
@@ -67,13 +67,6 @@ def has_pending_column(table) -> bool:
     """Whether this `chunks` table has the `pending` column (tables built before it existed have not: every
     row of those has its own vector)."""
     return PENDING in table.schema.names
-
-
-def vector_meta(embedder: Embedder) -> dict[str, str]:
-    """What every stored vector depends on besides its text, known without loading the model. Another value
-    makes the index unusable as it is: `check_meta` raises and `papervault index --rebuild` is the fix."""
-    return {"embedding_model": embedder.model_name, "embed_max_tokens": str(embedder.settings.max_tokens),
-            "embed_precision": embedder.settings.precision}
 
 
 def chunk_meta(embedder: Embedder, settings: IndexSettings) -> dict[str, str]:
