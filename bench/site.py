@@ -1,9 +1,11 @@
 """Benchmark: build the site for a vault of N synthetic paper notes (default 1,000) and print the time.
 
-    .venv/bin/python bench/site.py [N] [--fulltext]
+    .venv/bin/python bench/site.py [N] [--fulltext] [--stage-only]
 
 Notes carry realistic frontmatter, a few hundred words, citations between papers and a survey citing 50 of
-them; --fulltext adds a 3-page paper.md per paper. The first build also loads jieba's dictionary (~1-4 s).
+them; --fulltext adds a 4-page paper.md per paper whose reference list (30 entries)
+names 8 vault papers by title, the low numbers most (the citation map and the paper pages' neighbourhoods);
+--stage-only stops after staging (the part papervault computes, timed per part). The first build also loads jieba's dictionary (~1-4 s).
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ def make(root: Path, n: int, fulltext: bool) -> Workspace:
     ws, _ = Workspace.init(root)
     v = ws.vault
     ids = [f"author{i:04d}{1990 + i % 35}{rnd.choice(WORDS[:20])}" for i in range(n)]
+    titles = [f"On {rnd.choice(WORDS)} and {rnd.choice(WORDS)} ({i})" for i in range(n)]
     for i, pid in enumerate(ids):
         body = [f"# Paper {i}\n", "## Summary\n"]
         for _ in range(6):
             body.append(" ".join(rnd.choice(WORDS) for _ in range(60)) + f" [p. {rnd.randint(1, 3)}](paper.md#page-1).\n")
         body.append(f"\nRelated: [@{rnd.choice(ids)}] and $O(n \\log n)$.\n")
-        meta = PaperMeta(id=pid, title=f"On {rnd.choice(WORDS)} and {rnd.choice(WORDS)} ({i})",
+        meta = PaperMeta(id=pid, title=titles[i],
                          authors=[f"Ada Author{i}", "Bo Second", "Cy Third"][: 1 + i % 3], year=1990 + i % 35,
                          venue=rnd.choice(["SOSP", "OSDI", "NeurIPS", "ICML", "VLDB", "PLDI"]),
                          tags=rnd.sample(WORDS[:12], 2), doi=f"10.1000/{i}", status="analysed")
@@ -42,6 +45,12 @@ def make(root: Path, n: int, fulltext: bool) -> Workspace:
         if fulltext:
             pages = [f'<a id="page-{p}"></a>\n\n## Section {p}\n\n' + " ".join(rnd.choice(WORDS) for _ in range(400))
                      for p in (1, 2, 3)]
+            # a reference list of 30 entries, 8 of them vault papers (the low numbers cited most, as in a field)
+            cited = {int(n * rnd.random() ** 2.5) for _ in range(8)} - {i}
+            refs = [f"[{k}] A. Author and B. Author. {titles[j]}. In Proc. SOSP, 2001." for k, j in enumerate(cited, 1)]
+            refs += [f"[{k}] C. Other. A paper outside the vault number {k} on {rnd.choice(WORDS)}. Journal, 1999."
+                     for k in range(len(refs) + 1, 31)]
+            pages.append('<a id="page-4"></a>\n\n## References\n\n' + "\n\n".join(refs))
             (v.paper_dir(pid) / "paper.md").write_text("\n\n".join(pages), encoding="utf-8")
     s = v.survey_dir("bench-survey")
     s.mkdir(parents=True)
@@ -63,6 +72,11 @@ def main() -> None:
         staged = stage(ws)
         print(f"staging alone: {staged['pages']} pages in {time.monotonic() - t0:.1f} s "
               f"(CPU {time.process_time() - c0:.1f} s)")
+        t = staged["timings"]
+        print(f"  of which: citation graph {t.get('graph', 0):.2f} s, neighbourhoods of the paper pages "
+              f"{t.get('neighbourhoods', 0):.2f} s, citation maps {t.get('map', 0):.2f} s")
+        if "--stage-only" in sys.argv:
+            return
         c0 = time.process_time()
         r = build_site(ws)
         print(f"site build ({n} notes): {r['pages']} pages in {r['seconds']:.1f} s wall "
@@ -70,6 +84,10 @@ def main() -> None:
         size = sum(f.stat().st_size for f in ws.site_dir.rglob("*") if f.is_file())
         index = (ws.site_dir / "search" / "search_index.json").stat().st_size
         print(f"site size {size / 1e6:.1f} MB, search index {index / 1e6:.1f} MB")
+        page, svg = ws.site_dir / "map.html", ws.site_dir / "map.svg"
+        if page.is_file():
+            print(f"citation map: map.html {page.stat().st_size / 1e6:.2f} MB, map.svg "
+                  f"{svg.stat().st_size / 1e6:.2f} MB" if svg.is_file() else "")
 
 
 if __name__ == "__main__":
