@@ -194,3 +194,50 @@ def test_hostile_titles_are_text_and_the_page_policy_holds(map_site):
     titles = " ".join(t.text or "" for t in ET.fromstring((map_site / "map.svg").read_text(encoding="utf-8"))
                       .iter(f"{SVG}title"))
     assert "<script>alert" in titles      # the parsed text: it was escaped in the file
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium (Debian's), launched once for the module; a fresh profile."""
+    from support_site import CHROMIUM, CHROMIUM_FLAGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with playwright.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}, service_workers="block")
+        yield context
+        context.close()
+
+
+def test_browser_opens_the_map_from_disk_and_follows_a_node(map_site, browser):
+    page = browser.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((map_site / "map.html").as_uri())
+    # the drawing decodes in the page, and the list beside it names the papers the drawing links
+    assert page.eval_on_selector('img[src="map.svg"]', "i => i.complete && i.naturalWidth > 0")
+    listed = set(page.eval_on_selector_all('#papers-drawn ~ ul a', "as => as.map(a => a.href)"))
+    assert len(listed) == len({p for e in EDGES for p in e})
+    page.click('a[href="map.svg"]')
+    page.wait_for_url("**/map.svg")
+    from support_site import ARTIFACTS
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "site-map.png"))
+    drawn = set(page.eval_on_selector_all("a", "as => as.map(a => new URL(a.href.baseVal, document.baseURI).href)"))
+    assert {h.split("/papers/")[1] for h in drawn} == {h.split("/papers/")[1] for h in listed}
+    # a node's link opens the paper's page, where its neighbourhood is drawn and listed
+    page.click('a[href="papers/ongaro2014raft/note.html"] circle')
+    page.wait_for_url("**/papers/ongaro2014raft/note.html")
+    assert "understandable consensus" in page.inner_text("h1")
+    assert page.eval_on_selector('img[src="neighbourhood.svg"]', "i => i.complete && i.naturalWidth > 0")
+    page.click('a[href="../howard2016flexible/paper.html#page-2"]')
+    page.wait_for_url("**/howard2016flexible/paper.html#page-2")
+    assert not errors, errors
+    assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]
+    page.close()
