@@ -669,7 +669,11 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
         rows = list(found.values())
         for e in rows[:MAX_CHANGES]:
             if kind != "deleted" and vault.has_paper(e["id"]):
-                meta = vault.read_meta(e["id"])
+                try:
+                    meta = vault.read_meta(e["id"])
+                except PapervaultError as exc:   # a note that leads out of the vault, or broken: said, not read
+                    e["problem"] = str(exc)[:300]
+                    continue
                 e["title"] = meta.title
                 if getattr(meta, "left_source", None):
                     e["left_source"] = meta.left_source
