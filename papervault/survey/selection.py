@@ -32,7 +32,8 @@ class Reason:
     """Why a paper is in the selection: a matched passage (kind "passage"), the topic's words in its title
     ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
-    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets), or a
+    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets), "unspecific" (a near miss that stands out by
+    score but names none of the topic's words that tell it from its field), or a
     person's or a `--papers` choice ("person", "spec")."""
 
     kind: str

@@ -11,14 +11,18 @@
    vault; relevance is computed again with the expanded topic.
 3. **Cut-off from the score distribution**: a paper is selected when its score stands out from the vault's
    (robust z-score over every candidate: median and MAD) and is close enough to the best papers' scores; there is
-   no fixed count. `max_papers` caps the selection.
-4. **Citation links**: a paper near the cut-off that a selected paper cites, or that cites a selected paper
+   no fixed count. `max_papers` caps the selection. A paper chosen by its score must also name one of the topic's
+   own words (any spelling) in its title, abstract or matched passages: in a vault far from the topic's field,
+   every paper of the field stands out by score, whatever its subject; those that name none are near misses.
+4. **Citation links**: a paper near the cut-off that a core paper (the selected papers the topic is surest of)
+   cites, or that cites one
    (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
    with the link as its reason.
 5. **Citation evidence**: a field's canonical papers are often named by a method, a system or a metaphor
    ("Paxos", "The Part-Time Parliament"), not by the topic, and score low on their own; everyone on the topic
    cites them. A vault paper that several of the selected papers cite (`CITE_SEVERAL`), or at least two and half
-   of those with a reference list (`CITE_SHARE`), is selected whatever its own score, with "cited by 2 of the 3
+   of those with a reference list (`CITE_SHARE`) among the core or among all selected, is selected whatever its
+   own score, with "cited by 2 of the 3
    selected papers" as its reason, provided the selected papers cite it `CITE_LIFT` times as often as the rest
    of the vault does: a textbook or a statistics method cited everywhere does not enter every survey. Papers
    cited by one selected paper, and those cited by the papers that citation evidence brought in (one step
@@ -72,7 +76,7 @@ CITE_MIN = 2            # a paper enters by citations when at least this many se
 CITE_SEVERAL = 3        # ... and either this many do,
 CITE_SHARE = 0.5        # ... or this share of the selected papers with a reference list do;
 CITE_LIFT = 3.0         # and the selected papers cite it this many times as often as the rest of the vault
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations")   # what `without` can switch off
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -385,10 +389,23 @@ class TopicSelector:
             return c
 
         excluded = set(exclude)
-        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded]
-        near = [cand(i) for i in order[:len(selected) + 3 * NEAR_SHOWN + LINK_READS]
-                if near_cut <= score[i] < cutoff and self.ids[i] not in excluded]
-        added = self._links(selected, near) if "links" not in without else []
+        field_rows = [i for i in order if score[i] >= near_cut]
+        self._specific_words = []
+        names = self._specific(topic, field_rows, chunk_dense, lex) if "specific" not in without else {}
+        off_topic = {i for i in field_rows if names and not names.get(i)}
+        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in off_topic]
+        near = [cand(i) for i in order[:len(selected) + len(off_topic) + 3 * NEAR_SHOWN + LINK_READS]
+                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in off_topic)]
+        for c in near:
+            if self.pos[c.id] in off_topic:
+                c.evidence.append(Reason("unspecific", "names none of the topic's own words in its title, "
+                                         f"abstract or matched passages ({', '.join(self._specific_words)})"))
+        # The core: the selected papers the topic is surest of (up to FEEDBACK_DOCS, each within FEEDBACK_FRACTION
+        # of the best papers' margin). A broad selection's tail lends no citation its weight.
+        core_cut = median + FEEDBACK_FRACTION * (best - median)
+        core = [c for c in selected if c.score >= core_cut][:FEEDBACK_DOCS] or selected[:1]
+        added = self._links(core, [c for c in near if self.pos[c.id] not in off_topic]) \
+            if "links" not in without else []
         if added:
             got = {c.id for c in added}
             selected = sorted(selected + added, key=lambda c: -c.score)
@@ -396,13 +413,39 @@ class TopicSelector:
         citing = 0
         if "citations" not in without:
             ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
-            selected, near, citing = self._cited(selected, near, cand, lambda pid: ok(self.pos[pid]), excluded)
+            selected, near, citing = self._cited(selected, near, cand, lambda pid: ok(self.pos[pid]), excluded,
+                                                 core={c.id for c in core})
         capped = False
         if max_papers is not None and len(selected) > max_papers:
             near = selected[max_papers:] + near
             selected, capped = selected[:max_papers], True
         return TopicSelection(topic, selected, near[:NEAR_SHOWN], cutoff, median, spread, terms, len(finite), capped,
                               citing)
+
+    # --- the topic's own words against its field --------------------------------------------------
+
+    _specific_words: list[str] = []
+
+    def _specific(self, topic: str, rows: list[int], chunk_dense: dict, lex: dict) -> dict[int, set[str]]:
+        """Which of the topic's own words (any spelling) each paper of the field names in its title, abstract or
+        matched passages. The field is the papers above the near cut: in a vault far from the topic's field, every
+        paper of the field stands out from the vault by score, "transactions" as much as "consensus"; a paper
+        chosen by its score must name at least one of the topic's words. Citation evidence is not bound by it (a
+        field's canonical papers are named by a method or a metaphor). Returns {row: the words it names}
+        ({} when the field is too small to judge)."""
+        self._specific_words = []
+        own = list(dict.fromkeys(_words(topic)))
+        if not own or len(rows) < 4:
+            return {}
+        named: dict[int, set[str]] = {}
+        for i in rows:
+            pid = self.ids[i]
+            text = " ".join([self.titles[i] or "", self.texts[i] or "",
+                             *(hit[1]["text"] for hit in (chunk_dense.get(pid), lex.get(pid)) if hit)])
+            toks = set(_words(text))
+            named[i] = {t for t in own if any(_same_word(t, w) for w in toks)}
+        self._specific_words = own
+        return named
 
     # --- citation evidence ---------------------------------------------------------------------------
 
@@ -415,8 +458,8 @@ class TopicSelector:
                                       [pid for pid, f in zip(self.ids, self.fulltext) if f])
         return self._graph
 
-    def _cited(self, selected: list[Candidate], near: list[Candidate], cand, allowed, excluded: set[str]
-               ) -> tuple[list[Candidate], list[Candidate], int]:
+    def _cited(self, selected: list[Candidate], near: list[Candidate], cand, allowed, excluded: set[str],
+               core: set[str] | None = None) -> tuple[list[Candidate], list[Candidate], int]:
         """Papers the selected papers cite, weighed against the rest of the vault: chosen (`CITE_*`), near misses
         (cited by one selected paper, or by a paper citation evidence chose), and the evidence line of every
         paper listed. Returns (selected, near, papers of the vault with a reference list)."""
@@ -428,6 +471,7 @@ class TopicSelector:
         n = len(sel_ids)
         readers = [pid for pid in sel_ids if pid in g.with_refs]       # the selected papers that can cite
         rest = max(1, len(g.with_refs) - len(readers))
+        core_readers = {pid for pid in readers if core is None or pid in core}
         counts: dict[str, set[str]] = {}
         for pid in readers:
             for c in g.cites.get(pid, ()):
@@ -448,7 +492,11 @@ class TopicSelector:
         generic: list[tuple[str, set[str]]] = []
         for pid, by in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             k = len(by)
-            strong = k >= CITE_MIN and (k >= CITE_SEVERAL or k >= CITE_SHARE * len(readers))
+            # the share is counted among the core's papers with a reference list: a broad selection's tail
+            # (papers from the field around the topic) does not dilute what the topic's surest papers cite
+            k_core = len(by & core_readers)
+            strong = k >= CITE_MIN and (k >= CITE_SEVERAL or (core_readers and k_core >= CITE_SHARE * len(core_readers))
+                                        or k >= CITE_SHARE * len(readers))
             if strong and lifted(pid, k):
                 c = cand(self.pos[pid])
                 c.evidence.append(Reason("cocited", cited_text(k), other=",".join(sorted(by))))
