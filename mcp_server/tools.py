@@ -1,4 +1,5 @@
-"""What the MCP tools do, as plain functions over a workspace: checked inputs in, bounded JSON-ready dicts out.
+"""What the MCP tools do over a workspace: checked inputs in, bounded JSON-ready dicts out; the reading and
+searching itself is the application layer's (`papervault.app.reading`, `papervault.app.search`).
 
 The server module only wraps these with descriptions and transports, so every tool can be tested (and
 benchmarked) without an MCP session. Every id goes through `check_id`, every file through `resolve_inside`,
@@ -7,15 +8,12 @@ and every answer is cut to a size an agent's context can hold, saying so (`trunc
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
-from papervault.errors import InputError, NotFoundError, PapervaultError
+from papervault.app import reading
+from papervault.app.reading import FigureRef, cut as _cut, outline, page_spans  # noqa: F401 - the tools' API
+from papervault.errors import InputError
 from papervault.vault.markdown import agent_markdown
-from papervault.vault import paper as paper_md
-from papervault.vault.paper import Section
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
 
@@ -24,28 +22,21 @@ MAX_LIMIT = 50
 MAX_BUDGET = 20_000              # tokens of context around search hits
 MAX_HIT_CHARS = 4_000            # one hit's text
 MAX_RESULT_CHARS = 120_000       # one search answer, all hits together
-MAX_READ_CHARS = 50_000
-DEFAULT_READ_CHARS = 12_000
-MAX_PAGES = 20                   # pages in one `read`
-MAX_NEIGHBOURS = 5
+MAX_READ_CHARS = reading.MAX_READ_CHARS
+DEFAULT_READ_CHARS = reading.DEFAULT_READ_CHARS
+MAX_PAGES = reading.MAX_PAGES    # pages in one `read`
+MAX_NEIGHBOURS = reading.MAX_NEIGHBOURS
 MAX_NOTE_CHARS = 20_000
 MAX_LIST = 200
-MAX_FIGURE_BYTES = 8 * 1024 * 1024
+MAX_FIGURE_BYTES = reading.MAX_FIGURE_BYTES
 MAX_QUERY_CHARS = 2_000
 LEVELS = ("paper", "section", "paragraph", "figure", "table", "note")
-PAGES_RE = re.compile(r"^\s*(\d{1,5})\s*(?:-\s*(\d{1,5})\s*)?$")
 
 Progress = Callable[[str, int, int | None], None]
 
 
 # An argument an agent passed is out of range or malformed (the application layer raises the same type).
 ToolInputError = InputError
-
-
-def _cut(text: str, limit: int) -> tuple[str, bool]:
-    if len(text) <= limit:
-        return text, False
-    return text[:limit].rstrip() + " …", True
 
 
 def _bounded(query: str, hits: list[dict], size: Callable[[dict], int]) -> dict[str, Any]:
@@ -67,38 +58,7 @@ def _bounded(query: str, hits: list[dict], size: Callable[[dict], int]) -> dict[
     return result
 
 
-def _check_limit(value: int, name: str, high: int, low: int = 1) -> int:
-    if not isinstance(value, int) or value < low or value > high:
-        raise ToolInputError(f"{name} must be between {low} and {high}, not {value!r}", fix=f"pass {name} <= {high}")
-    return value
-
-
-# --- the structure of paper.md (read by papervault.vault.paper, its one reader) ------------------------
-
-@dataclass
-class FigureRef:
-    number: str
-    caption: str        # the image's alt text as written: "Figure 3: ..."
-    page: int | None
-    path: str           # relative to the paper folder: "figures/fig-3.png"
-
-
-def outline(fulltext: str) -> tuple[list[Section], list[FigureRef]]:
-    """Sections (with their pages and line spans) and figures of a paper.md, in reading order."""
-    doc = paper_md.read(fulltext)
-    return doc.sections, [FigureRef(f.number, f.label, f.page, f.src) for f in doc.figures]
-
-
-def page_spans(fulltext: str) -> dict[int, tuple[int, int]]:
-    """Character span of every page (from its anchor to the next one) in paper.md."""
-    return paper_md.read(fulltext).page_spans()
-
-
-def _pages_in(text: str, first: int | None) -> tuple[int | None, int | None]:
-    pages = paper_md.read(text).pages
-    start = first if first is not None else (pages[0] if pages else None)
-    end = max([p for p in [start, *pages] if p is not None], default=None)
-    return start, end
+_check_limit = reading.check_limit
 
 
 # --- the one rule for what an agent receives ---------------------------------------------------------
@@ -175,8 +135,11 @@ class VaultTools:
         if paper:
             paper, renamed = self.paper(paper)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
+        from papervault.app.search import search_papers
+
         told = len(self.searcher.notices)
-        hits = self.searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget or None)
+        hits = search_papers(self.ws, query, limit=limit, level=level, filters=filters, budget=budget or None,
+                             searcher=self.searcher)
         result = _bounded(query, [h.model_dump() for h in hits],
                           lambda d: len(d["text"]) + sum(len(str(c.get("text", ""))) for c in d.get("context") or []))
         for d in result["hits"]:       # a paper's text, shown as text even by a client that renders HTML
@@ -334,126 +297,15 @@ class VaultTools:
         if len(given) > 1:
             raise ToolInputError(f"give only one of section, pages, chunk_id (got {', '.join(given)})")
         if chunk_id:
-            return {**self._read_chunk(paper_id, chunk_id, neighbours), **renamed}
-        fulltext = self.vault.read_fulltext(paper_id)
-        if not fulltext:
-            raise NotFoundError(f"paper {paper_id!r} has no full text (metadata only)",
-                                fix="read its note with `get_paper`, or add its PDF")
-        where: dict[str, Any] = {}
-        first_page = None
-        if section:
-            sections, _ = outline(fulltext)
-            s = self._find_section(sections, section)
-            lines = paper_md.split_lines(fulltext)     # the lines the reader numbered the section with
-            text = "\n".join(lines[s.start:s.end])
-            # the page of a section is the one open where it starts, even if its anchor came earlier
-            first_page = s.page
-            where = {"section": s.path}
-        elif pages:
-            m = PAGES_RE.match(str(pages))
-            if not m:
-                raise ToolInputError(f"invalid pages {pages!r}", fix="give a page like 3 or a range like 3-5")
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            if hi < lo:
-                lo, hi = hi, lo
-            if hi - lo + 1 > MAX_PAGES:
-                raise ToolInputError(f"{hi - lo + 1} pages asked for", fix=f"read at most {MAX_PAGES} pages at a time")
-            spans = page_spans(fulltext)
-            have = [p for p in range(lo, hi + 1) if p in spans]
-            if not have:
-                last = max(spans) if spans else 0
-                raise NotFoundError(f"paper {paper_id!r} has no page {lo}" + (f"-{hi}" if hi != lo else ""),
-                                    fix=f"its pages are 1-{last}" if last else "it has no page anchors")
-            text = fulltext[spans[have[0]][0]:spans[have[-1]][1]]
-            first_page = have[0]
-            where = {"pages": f"{have[0]}-{have[-1]}" if len(have) > 1 else str(have[0])}
-        else:
-            text = fulltext
-            where = {"whole": True}
-        if offset:
-            # the page open at the cut is the last anchor before it
-            before = paper_md.read(text).page_at(offset)
-            if before is not None:
-                first_page = before
-        window = text[offset:offset + max_chars]
-        page_start, page_end = _pages_in(window, first_page)
-        nxt = offset + len(window)
-        anchor = paper_md.page_link(paper_id, page_start)
-        return {"paper_id": paper_id, **where, "page_start": page_start, "page_end": page_end,
-                "anchor": anchor, "offset": offset, "text": agent_markdown(window), "total_chars": len(text),
-                "next_offset": nxt if nxt < len(text) else None, **renamed}
-
-    @staticmethod
-    def _find_section(sections: list[Section], wanted: str) -> Section:
-        w = " ".join(wanted.split()).lower()
-        for pick in (lambda s: s.path.lower() == w, lambda s: s.title.lower() == w,
-                     lambda s: re.sub(r"^[\d.]+\s*", "", s.title).lower() == re.sub(r"^[\d.]+\s*", "", w),
-                     lambda s: w in s.path.lower()):
-            found = [s for s in sections if pick(s)]
-            if found:
-                return found[0]
-        names = ", ".join(s.path for s in sections[:30])
-        raise NotFoundError(f"no section {wanted!r}", fix=f"sections are: {names}" if names else "this paper has no headings; read by pages")
-
-    def _read_chunk(self, paper_id: str, chunk_id: str, neighbours: int) -> dict[str, Any]:
-        from papervault.chunking.paper import chunk_paper
-
-        _check_limit(neighbours, "neighbours", MAX_NEIGHBOURS, low=0)
-        if not re.fullmatch(r"[0-9a-f]{8,64}(?:-\d+)?", chunk_id or ""):
-            raise ToolInputError(f"invalid chunk id {chunk_id!r}", fix="pass the chunk_id of a search hit")
-        meta, body = self.vault.read_note(paper_id)
-        chunks = chunk_paper(meta, self.vault.read_fulltext(paper_id), body, self.ws.settings.index)
-        pos = next((i for i, c in enumerate(chunks) if c.id == chunk_id), None)
-        if pos is None:
-            raise NotFoundError(f"no chunk {chunk_id!r} in paper {paper_id!r}",
-                                fix="the paper changed since it was indexed; search again or read by section/pages")
-        target = chunks[pos]
-        # neighbours are the passages around it in reading order; section summaries would repeat them
-        body_levels = {"paragraph", "figure", "table"} if target.level in {"paragraph", "figure", "table"} else {target.level}
-        around = [c for c in chunks if c.level in body_levels]
-        k = next(i for i, c in enumerate(around) if c.id == chunk_id)
-        picked = around[max(0, k - neighbours):k + neighbours + 1]
-        out = []
-        for c in picked:
-            text, _ = _cut(c.text, MAX_HIT_CHARS)
-            out.append({"chunk_id": c.id, "level": c.level, "section": c.section_path, "page": c.page_start,
-                        "page_end": c.page_end, "text": agent_markdown(text), "target": c.id == chunk_id,
-                        **({"figure": c.extra["figure"]} if c.extra.get("figure") else {})})
-        return {"paper_id": paper_id, "chunk_id": chunk_id, "section": target.section_path,
-                "page_start": min((c["page"] for c in out if c["page"]), default=None),
-                "page_end": max((c["page_end"] or c["page"] for c in out if c["page"]), default=None),
-                "anchor": paper_md.page_link(paper_id, target.page_start),
-                "chunks": out}
+            return {**reading.read_chunk(self.ws, paper_id, chunk_id, neighbours), **renamed}
+        got = reading.read_text(self.ws, paper_id, section=section, pages=pages, offset=offset, max_chars=max_chars)
+        return {**got, "text": agent_markdown(got["text"]), **renamed}
 
     def figure(self, paper_id: str, figure: str) -> tuple[bytes, dict[str, Any]]:
         """The PNG bytes of a figure and what to say about it (caption, page, path)."""
         paper_id, renamed = self.paper(paper_id)
-        wanted = (figure or "").strip()
-        if not wanted:
-            raise ToolInputError("no figure given", fix="pass a figure number like 3 or a path from `get_paper`")
-        _, figures = outline(self.vault.read_fulltext(paper_id))
-        num = paper_md.FIGURE_LABEL.match(wanted)
-        number = num.group("num") if num else wanted
-        ref = next((f for f in figures if f.number and f.number.lower() == number.lower()), None)
-        if ref is None:
-            ref = next((f for f in figures if f.path == wanted or Path(f.path).name == Path(wanted).name), None)
-        if ref is None:
-            known = ", ".join(f.number or f.path for f in figures[:40])
-            raise NotFoundError(f"no figure {figure!r} in {paper_id}",
-                                fix=f"its figures are: {known}" if known else "this paper has no extracted figures")
-        pdir = self.vault.paper_dir(paper_id).resolve()
-        path = self.vault.resolve_inside(f"papers/{paper_id}/{ref.path}")
-        if pdir not in path.parents:
-            raise NotFoundError(f"figure path {ref.path!r} is outside the paper's folder")
-        if path.suffix.lower() not in (".png", ".jpg", ".jpeg") or not path.is_file():
-            raise NotFoundError(f"figure file {ref.path!r} is missing", fix="run `papervault add` again for this paper")
-        size = path.stat().st_size
-        if size > MAX_FIGURE_BYTES:
-            raise ToolInputError(f"figure {ref.path} is {size // 1024} KB, over the {MAX_FIGURE_BYTES // 1024} KB limit")
-        info = {"paper_id": paper_id, "number": ref.number, "caption": ref.caption, "page": ref.page,
-                "path": f"papers/{paper_id}/{ref.path}", "bytes": size,
-                "anchor": paper_md.page_link(paper_id, ref.page), **renamed}
-        return path.read_bytes(), info
+        path, info = reading.figure(self.ws, paper_id, figure)
+        return path.read_bytes(), {**info, **renamed}
 
     @_agent_answer
     def status(self) -> dict[str, Any]:

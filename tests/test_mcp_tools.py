@@ -3,7 +3,9 @@ every input check (ids, paths, ranges) the server relies on."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 import anyio
 import pytest
@@ -213,3 +215,26 @@ def test_changes_since_lists_added_updated_and_marked(tools):
             assert r.is_error and "--since" in r.content[0].text
 
     anyio.run(main)
+
+
+def test_search_answers_like_the_command_line_without_a_section_twice(tools, cli_run):
+    """A section ranked above its own paragraph is the same passage twice: MCP `search` and `papervault search`
+    both drop it, the paragraph taking the section's rank, and answer the same hits in the same order."""
+    from papervault.index.search import Searcher
+
+    cli_run(["index", "--workspace", tools.ws.root])
+    raw = [(h.level, h.paper_id, h.section) for h in Searcher(tools.ws).search("design", limit=10)]
+    twice = [(p, s) for i, (level, p, s) in enumerate(raw)
+             if level == "section" and ("paragraph", p, s) in raw[i + 1:]]
+    assert twice, raw                                          # the index ranks a section above its paragraph
+    mcp = tools.search("design", limit=10)
+    cli = json.loads(cli_run(["search", "design", "--json", "--workspace", tools.ws.root]).stdout)
+    assert [h["chunk_id"] for h in mcp["hits"]] == [h["chunk_id"] for h in cli]
+    hits = [(h["level"], h["paper_id"], h["section"]) for h in mcp["hits"]]
+    assert len(hits) == len(raw) - len(twice)
+    p, s = twice[0]
+    assert ("section", p, s) not in hits
+    assert hits.index(("paragraph", p, s)) == raw.index(("section", p, s))   # the paragraph took its rank
+    text = cli_run(["search", "design", "--workspace", tools.ws.root]).stdout
+    listed = re.findall(r"^\s*\d+\. \[([^\]]+)\]", text, flags=re.M)   # the text listing: the same hits
+    assert listed == [h["paper_id"] for h in cli]

@@ -8,5 +8,7 @@ imports Prefect, click or the MCP SDK.
 - `survey`: the survey's stages (retrieve ... polish), the survey document's assembly, and a stage loop that
   runs a whole survey without Prefect
 - `demo`: the demo pipeline (init, add, index, survey, site)
+- `reading`: a paper's outline, and its text by section, pages, offset or chunk window; its figures
+- `search`: the checks, the hits (one dedupe for every front end) and the no-hit messages of a search
 - `ids`: which paper an id names (its own id, else a former id that `rekey` left in `aliases`), for every front end
 """

@@ -64,3 +64,32 @@ def why_no_hits(ws: Workspace, *, filters: dict[str, Any] | None = None, level: 
         shown = ", ".join(f"--{k} {v}" for k, v in given.items())
         return f"No results with {shown} ({plural(chunks, 'chunk')} indexed). Drop or widen a filter."
     return f"No results for this query ({plural(chunks, 'chunk')} indexed). Try other words."
+
+
+def search_papers(ws: Workspace, query: str, *, limit: int = 10, level: str | None = None,
+                  filters: dict[str, Any] | None = None, budget: int | None = None, searcher=None) -> list:
+    """The hits for `query` (an `index.search.Searcher`'s, `searcher` or a new one), less a section hit whose
+    own paragraph is also a hit: what the command line and the MCP `search` tool both answer."""
+    if searcher is None:
+        from papervault.index.search import Searcher
+
+        searcher = Searcher(ws)
+    return without_own_sections(searcher.search(query, limit=limit, level=level, filters=filters or None,
+                                                budget=budget))
+
+
+def without_own_sections(hits: list) -> list:
+    """The hits less a section whose own paragraph is also a hit (the same passage twice): the paragraph,
+    which is more precise, takes the better of the two ranks."""
+    out, used = [], set()
+    for i, h in enumerate(hits):
+        if i in used:
+            continue
+        if h.level == "section":
+            j = next((j for j in range(i + 1, len(hits)) if j not in used and hits[j].level == "paragraph"
+                      and (hits[j].paper_id, hits[j].section) == (h.paper_id, h.section)), None)
+            if j is not None:
+                used.add(j)
+                h = hits[j]
+        out.append(h)
+    return out

@@ -130,7 +130,7 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
             click.echo(f"{i:2}. {h.get('repo')}/{h.get('path')}:{h.get('start_line')}-{h.get('end_line')} "
                        f"{h.get('symbol') or ''}  ({h.get('score', 0):.3f})")
         return
-    from papervault.app.search import check_query, why_no_hits
+    from papervault.app.search import check_query, search_papers, why_no_hits
     from papervault.index.search import Searcher
 
     if paper is not None and (query or "").strip():
@@ -138,7 +138,7 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
     query = check_query(ws, query, paper=paper)
     filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
     searcher = Searcher(ws)
-    hits = searcher.search(query, limit=limit, level=level, filters=filters or None, budget=budget)
+    hits = search_papers(ws, query, limit=limit, level=level, filters=filters, budget=budget, searcher=searcher)
     for notice in searcher.notices:   # e.g. a Chinese question on an English-only index
         click.echo(f"Note: {notice}", err=True)
     if as_json:
@@ -147,7 +147,7 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
     if not hits:
         click.echo(why_no_hits(ws, filters=filters, level=level))
         return
-    for i, h in enumerate(_without_own_sections(hits), 1):
+    for i, h in enumerate(hits, 1):
         page = f"p. {h.page}" if h.page else "-"
         if h.page_end and h.page and h.page_end != h.page:
             page = f"pp. {h.page}-{h.page_end}"
@@ -156,19 +156,3 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
         snippet = " ".join(h.text.split())[:240]
         click.echo(f"      {snippet}")
 
-
-def _without_own_sections(hits):
-    """The hits less a section whose own paragraph is also a hit (the same passage twice): the paragraph,
-    which is more precise, takes the better of the two ranks."""
-    out, used = [], set()
-    for i, h in enumerate(hits):
-        if i in used:
-            continue
-        if h.level == "section":
-            j = next((j for j in range(i + 1, len(hits)) if j not in used and hits[j].level == "paragraph"
-                      and (hits[j].paper_id, hits[j].section) == (h.paper_id, h.section)), None)
-            if j is not None:
-                used.add(j)
-                h = hits[j]
-        out.append(h)
-    return out
