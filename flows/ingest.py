@@ -16,7 +16,6 @@ scheduler at PAPERVAULT_DASK_ADDRESS when the work pool sets it, threads otherwi
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 from prefect import flow, task, unmapped  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-from papervault.errors import PapervaultError  # noqa: E402
+from flows import runner  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
 
@@ -203,58 +202,18 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
 
 # --- running them from the CLI ----------------------------------------------------------------------------
 
-def task_runner(kind: str = "thread", workers: int | None = None, address: str | None = None):
-    """The task runner for `--task-runner thread|dask`, `--workers N` and `--dask-address`."""
-    if kind == "thread":
-        return ThreadPoolTaskRunner(max_workers=workers or 4)
-    if kind != "dask":
-        raise PapervaultError(f"unknown task runner {kind!r}", fix="use --task-runner thread or dask")
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        raise PapervaultError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from None
-    if address:
-        return DaskTaskRunner(address=address)
-    import logging
-
-    # One thread per worker process: ONNX Runtime and PyMuPDF each use a core, so N workers use N cores.
-    return DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2, "threads_per_worker": 1, "processes": True,
-                                          "dashboard_address": None, "silence_logs": logging.WARNING})
-
-
-@contextmanager
-def _api_for_workers_env():
-    """While open, a Prefect API that Dask worker processes can reach: the configured server, or a temporary
-    local one started here (Prefect's in-process ephemeral API would be private to this process)."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from flows.survey import _api_for_workers
-
-    api = _api_for_workers()
-    if api is None:
-        yield
-        return
-    url, previous = api
-    try:
-        with temporary_settings({PREFECT_API_URL: url}):
-            yield
-    finally:
-        if previous is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = previous
+# the task runner and the Prefect API for Dask workers are every flow's: flows/runner.py
+task_runner = runner.task_runner
+_api_for_workers_env = runner.api_for_workers
 
 
 def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
         progress=None, **params: Any) -> dict[str, Any]:
-    """Run `add` or `index` in this process with the chosen task runner (see `_api_for_workers_env` for Dask);
+    """Run `add` or `index` in this process with the chosen task runner (`flows.runner.run`);
     `progress(stage, done, total)` is told how the run goes (the CLI's progress line)."""
-    call = flow_fn.with_options(task_runner=task_runner(task_runner_kind, workers, dask_address))
     _local_progress[0] = progress
     try:
-        if task_runner_kind != "dask":
-            return call(**params)
-        with _api_for_workers_env():
-            return call(**params)
+        # One thread per Dask worker process: ONNX Runtime and PyMuPDF each use a core, so N workers use N cores.
+        return runner.run(flow_fn, kind=task_runner_kind, workers=workers, address=dask_address, **params)
     finally:
         _local_progress[0] = None

@@ -21,8 +21,8 @@ from prefect import flow, get_run_logger, task, unmapped  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
+from flows import runner  # noqa: E402
 from papervault.app import survey as S  # noqa: E402
-from papervault.errors import PapervaultError  # noqa: E402
 from papervault.vault.paths import is_safe  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
@@ -168,49 +168,10 @@ def survey(topic: str, slug: str | None = None, papers: list[str] | None = None,
                         arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
 
 
-def _api_for_workers():
-    """Dask workers are other processes and must reach the API the flow uses. With no server configured, start
-    Prefect's temporary local server here (it would otherwise be private to this process) and point the
-    workers at it through the environment they inherit. Returns the variables to restore afterwards."""
-    from prefect.settings import PREFECT_API_URL
-
-    if PREFECT_API_URL.value():
-        return None
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")))
-    previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = server.api_url
-    return server.api_url, previous
-
-
-def run_survey(topic: str, *, task_runner: str = "thread", workers: int | None = None, **params: Any) -> dict[str, Any]:
-    """Run the flow in this process with the chosen task runner (`thread`, or `dask` for a local cluster)."""
-    if task_runner == "dask":
-        try:
-            from prefect_dask import DaskTaskRunner
-        except ImportError:
-            raise PapervaultError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from None
-        import logging
-
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        runner = DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2, "threads_per_worker": 2,
-                                                "processes": True, "dashboard_address": None,
-                                                "silence_logs": logging.WARNING})
-        api = _api_for_workers()
-        if api is None:
-            return survey.with_options(task_runner=runner)(topic, **params)
-        url, previous = api
-        try:
-            with temporary_settings({PREFECT_API_URL: url}):
-                return survey.with_options(task_runner=runner)(topic, **params)
-        finally:
-            if previous is None:
-                os.environ.pop("PREFECT_API_URL", None)
-            else:
-                os.environ["PREFECT_API_URL"] = previous
-    if workers:
-        return survey.with_options(task_runner=ThreadPoolTaskRunner(max_workers=workers))(topic, **params)
-    return survey(topic, **params)
+def run_survey(topic: str, *, task_runner: str = "thread", workers: int | None = None,
+               dask_address: str | None = None, **params: Any) -> dict[str, Any]:
+    """Run the flow in this process with the chosen task runner (`flows.runner.run`): threads, a local Dask
+    cluster of `workers` processes, or the existing one at `dask_address`."""
+    # two threads per local Dask worker process: the survey's tasks mostly wait on a model or the disk
+    return runner.run(survey, kind=task_runner, workers=workers, address=dask_address, threads_per_worker=2,
+                      topic=topic, **params)

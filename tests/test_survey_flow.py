@@ -200,3 +200,19 @@ def test_edited_outline_is_honoured_on_a_dask_cluster(run):
     last = survey_md.split("Fault tolerance in practice", 1)[1]
     assert f"[@{related[0]}" in last and f"[@{related[1]}" in last
     assert any("kept the edited outline" in c.message for c in ws.vault.repo.iter_commits(max_count=10))
+
+
+def test_survey_runs_its_tasks_on_the_dask_scheduler_it_is_given(run, cli_run):
+    """`papervault survey --task-runner dask --dask-address ADDR` sends its tasks to that scheduler, not to a
+    cluster of its own (the same runner helpers as `add` and `index`)."""
+    from distributed import LocalCluster
+
+    ws = run["ws"]
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        assert not cluster.scheduler.task_prefixes
+        out = cli_run(["survey", TOPIC, "--slug", "repl-remote", "--papers", "all", "--task-runner", "dask",
+                       "--dask-address", cluster.scheduler_address, "--json", "--workspace", ws.root])
+        ran = sorted(cluster.scheduler.task_prefixes)
+    result = json.loads(out.stdout)
+    assert not result["failed"] and (ws.vault.survey_dir("repl-remote") / "survey.md").is_file()
+    assert ran, "no task reached the given scheduler"

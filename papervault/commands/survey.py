@@ -29,6 +29,8 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 @click.option("--task-runner", type=click.Choice(["thread", "dask"]), default="thread", show_default=True,
               help="Run per-paper and per-section tasks in threads, or on a local Dask cluster.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (threads, or Dask worker processes).")
+@click.option("--dask-address", metavar="ADDR",
+              help="With --task-runner dask: an existing Dask scheduler (tcp://host:8786) instead of a local cluster.")
 @click.option("--threshold", type=float, default=None,
               help="Support score a cited sentence needs (default: the measured one, see docs/survey.md).")
 @click.option("--select-only", is_flag=True,
@@ -36,8 +38,8 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
                    "then run the same command without this flag to write the survey.")
 @workspace_option
 @json_option
-def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, threshold, select_only,
-           workspace, as_json):
+def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, dask_address, threshold,
+           select_only, workspace, as_json):
     """Survey vault papers on TOPIC: correlation, outline, draft and polish in vault/surveys/<slug>/."""
     from papervault.survey.select import parse_spec
 
@@ -54,7 +56,7 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     from flows.survey import run_survey
 
     with _quiet_prefect_console(), _stage_display(enabled=not as_json):
-        result = run_survey(topic, task_runner=task_runner, workers=workers, slug=slug,
+        result = run_survey(topic, task_runner=task_runner, workers=workers, dask_address=dask_address, slug=slug,
                             papers=list(papers) or None, backend=backend, workspace=str(ws.root),
                             arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)   # Prefect's start-up and shutdown included
