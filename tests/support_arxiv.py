@@ -48,6 +48,7 @@ class Catalog:
     dois: dict[str, dict] = field(default_factory=dict)      # DOI -> CSL-JSON item
     requests: list[tuple[float, str]] = field(default_factory=list)
     fail_next: int = 0                                        # answer 503 this many times first
+    retry_after: str | None = None                            # ... with this Retry-After header
     slow_seconds: float = 2.0
 
     def add(self, *papers: Paper) -> None:
@@ -90,9 +91,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):   # quiet
         pass
 
-    def _send(self, code: int, body: bytes, ctype: str) -> None:
+    def _send(self, code: int, body: bytes, ctype: str, headers: dict | None = None) -> None:
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         try:
@@ -107,7 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         if cat.fail_next > 0:
             cat.fail_next -= 1
-            return self._send(503, b"busy", "text/plain")
+            return self._send(503, b"busy", "text/plain",
+                              {"Retry-After": cat.retry_after} if cat.retry_after is not None else None)
         if url.path == "/api/query":
             if "id_list" in q:
                 ids = [i.split("v")[0] if "." in i else i for i in q["id_list"].split(",")]

@@ -110,6 +110,23 @@ def test_rate_limit_and_retries(server, monkeypatch):
     server.catalog.fail_next = 0
 
 
+def test_a_retry_waits_as_long_as_the_server_asks(server, monkeypatch):
+    """A 503 with `Retry-After: 1` is tried again after a second, not after the 0.05 s backoff; the seconds or an
+    HTTP date both count."""
+    import email.utils
+
+    server.settings_env(monkeypatch, delay=0.0, retries=3)
+    try:
+        for header in ("1", email.utils.formatdate(time.time() + 3, usegmt=True)):
+            server.catalog.fail_next, server.catalog.retry_after = 1, header
+            start = len(server.catalog.requests)
+            assert "2401.00005" in arxiv_api.fetch_metadata(["2401.00005"], Settings())
+            (first, _), (second, _) = server.catalog.requests[start:start + 2]
+            assert second - first >= 0.9, header          # an HTTP date has whole seconds: 3 s ahead waits over 1 s
+    finally:
+        server.catalog.fail_next, server.catalog.retry_after = 0, None
+
+
 def test_doi_content_negotiation_gives_metadata_only_record(server, settings):
     items = list(records_from_inputs(["https://doi.org/10.1145/568425.568433", "doi:10.9999/missing"], settings))
     recs, probs = _split(items)

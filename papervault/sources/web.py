@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from papervault.errors import SourceError
+from papervault.retrying import RetryLater, retry_after, retrying
 
 _last_request: dict[str, float] = {}
 _lock = threading.Lock()
@@ -49,37 +50,45 @@ def get(url: str, policy: HttpPolicy, *, accept: str | None = None, params: dict
         stream_to: Path | None = None, expect_pdf: bool = False) -> tuple[bytes, str]:
     """GET `url` with retries; returns (body, content type). With `stream_to`, the body goes to that file instead.
 
-    Server errors (5xx, 429) and timeouts are retried with exponential backoff; 4xx are not.
+    Server errors (5xx, 429) and timeouts are retried with exponential backoff, or after the server's
+    `Retry-After` when it sends one (`papervault.retrying`); 4xx are not.
     """
     host = urlsplit(url).netloc
     headers = {"User-Agent": policy.user_agent}
     if accept:
         headers["Accept"] = accept
-    last = ""
-    for attempt in range(max(1, policy.retries)):
-        if attempt:
-            time.sleep(policy.backoff * 2 ** (attempt - 1))
-        _wait_turn(host, policy.delay)
-        try:
-            with httpx.Client(timeout=policy.timeout, follow_redirects=True, headers=headers) as client:
-                with client.stream("GET", url, params=params) as resp:
-                    if resp.status_code == 429 or resp.status_code >= 500:
-                        last = f"HTTP {resp.status_code}"
-                        continue
-                    if resp.status_code >= 400:
-                        raise SourceError(f"{url}: HTTP {resp.status_code}", fix="check the address")
-                    ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
-                    length = int(resp.headers.get("content-length") or 0)
-                    if length > policy.max_bytes:
-                        raise SourceError(f"{url}: {length / 2**20:.0f} MB is over the {policy.max_bytes / 2**20:.0f} MB limit",
-                                          fix="download it yourself and add the file, or raise max_pdf_mb")
-                    return _body(resp, url, ctype, policy, stream_to, expect_pdf), ctype
-        except httpx.TimeoutException:
-            last = f"timed out after {policy.timeout:g} s"
-        except httpx.TransportError as exc:
-            last = f"connection failed ({type(exc).__name__})"
-    raise SourceError(f"{url}: {last} ({max(1, policy.retries)} attempts)",
-                      fix="check the address and your connection, or download the file and add it")
+    attempts = max(1, policy.retries)
+    try:
+        for attempt in retrying(attempts, policy.backoff):
+            with attempt:
+                return _get_once(url, host, policy, headers, params, stream_to, expect_pdf)
+    except RetryLater as exc:
+        raise SourceError(f"{url}: {exc.reason} ({attempts} attempts)",
+                          fix="check the address and your connection, or download the file and add it") from None
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _get_once(url: str, host: str, policy: HttpPolicy, headers: dict, params: dict | None, stream_to: Path | None,
+              expect_pdf: bool) -> tuple[bytes, str]:
+    """One attempt; `RetryLater` for what may pass (5xx, 429, a timeout, a dropped connection)."""
+    _wait_turn(host, policy.delay)
+    try:
+        with httpx.Client(timeout=policy.timeout, follow_redirects=True, headers=headers) as client:
+            with client.stream("GET", url, params=params) as resp:
+                if resp.status_code == 429 or resp.status_code >= 500:
+                    raise RetryLater(f"HTTP {resp.status_code}", after=retry_after(resp.headers.get("retry-after")))
+                if resp.status_code >= 400:
+                    raise SourceError(f"{url}: HTTP {resp.status_code}", fix="check the address")
+                ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+                length = int(resp.headers.get("content-length") or 0)
+                if length > policy.max_bytes:
+                    raise SourceError(f"{url}: {length / 2**20:.0f} MB is over the {policy.max_bytes / 2**20:.0f} MB limit",
+                                      fix="download it yourself and add the file, or raise max_pdf_mb")
+                return _body(resp, url, ctype, policy, stream_to, expect_pdf), ctype
+    except httpx.TimeoutException:
+        raise RetryLater(f"timed out after {policy.timeout:g} s") from None
+    except httpx.TransportError as exc:
+        raise RetryLater(f"connection failed ({type(exc).__name__})") from None
 
 
 def _body(resp: httpx.Response, url: str, ctype: str, policy: HttpPolicy, stream_to: Path | None,
