@@ -41,6 +41,7 @@ class Turn:
     tool: str = ""
     delay: float = 0.0
     status: int = 200
+    retry_after: str | None = None      # with kind "status": the Retry-After header
     input_tokens: int = 100
     output_tokens: int = 50
 
@@ -220,10 +221,12 @@ class _Server:
         self.stop()
 
     @staticmethod
-    def send_json(h: BaseHTTPRequestHandler, status: int, body: Any):
+    def send_json(h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict | None = None):
         data = json.dumps(body).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
         h.wfile.write(data)
@@ -351,7 +354,8 @@ class ChatServer(_Server):
             if turn.kind == "raw":
                 return self.send_raw(h, 200, turn.text)
             if turn.kind == "status":
-                return self.send_json(h, turn.status, {"error": {"message": f"scripted {turn.status}", "type": "server_error"}})
+                return self.send_json(h, turn.status, {"error": {"message": f"scripted {turn.status}", "type": "server_error"}},
+                                      {"Retry-After": turn.retry_after} if turn.retry_after is not None else None)
             content = json.dumps(turn.data) if turn.kind == "structured" else turn.text
             self.send_json(h, 200, {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),

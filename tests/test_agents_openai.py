@@ -70,6 +70,19 @@ def test_empty_body_and_bad_json_are_retried(tmp_path, server):
     assert len(server.requests) == 3
 
 
+def test_a_busy_endpoint_is_asked_again_when_it_says(tmp_path, server):
+    """A 429 with `Retry-After: 1` is asked again after that second, though the backoff is 0; a 503 without
+    one after the backoff. Both count as attempts of the one answer."""
+    import time
+
+    vault = make_paper_vault(tmp_path / "ws")
+    script(server, Turn.error(429, retry_after="1"), Turn.error(503), Turn.structured(SAMPLE_ANSWER))
+    started = time.monotonic()
+    out = analyse_paper(vault, PID, backend(tmp_path, server, retries=3))
+    assert out.status == "analysed" and out.attempts == 3 and len(server.requests) == 3
+    assert 1.0 <= time.monotonic() - started < 10
+
+
 def test_endpoint_without_json_schema_falls_back(tmp_path, server):
     vault = make_paper_vault(tmp_path / "ws")
     seen = []

@@ -1,8 +1,9 @@
 """The one interface every LLM step goes through: a task in, a validated answer out.
 
 A backend implements `ask` (one attempt, raw text or data back). `Backend.arun` wraps it with what every
-backend needs the same way: schema validation, retries with backoff for empty or invalid answers,
-quarantine of the raw output, a circuit breaker, a JSONL run log with token use and cost, and a cost ceiling.
+backend needs the same way: schema validation, retries with backoff for empty or invalid answers (after the
+server's Retry-After when it sends one; `papervault.retrying`), quarantine of the raw output, a circuit
+breaker, a JSONL run log with token use and cost, and a cost ceiling.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import jsonschema
 
 from papervault.errors import BackendError
+from papervault.retrying import RetryLater, async_retrying
 
 
 @dataclass
@@ -244,38 +246,27 @@ class Backend:
             raise BreakerOpen(f"{self.label} failed {self.breaker.failures} times in a row; not asking it about {task.key or task.kind}",
                               fix="check the backend (server up? key valid? model name?) and run again")
         self.log.check_ceiling()
-        usage, attempts, started = Usage(), 0, time.monotonic()
+        usage, started = Usage(), time.monotonic()
         failures: list[tuple[str, str]] = []
         fatal: BackendError | None = None
-        for attempt in range(1, self.retries + 1):
-            attempts = attempt
-            try:
-                async with self._slot():
-                    reply = await asyncio.wait_for(self.ask(task), timeout=self.timeout)
-                usage.add(reply.usage)
-                data = reply.data if reply.data is not None else parse_json(reply.text)
-                data = validate(data, task.schema)
-            except InvalidAnswer as exc:
-                if exc.usage is not None:
-                    usage.add(exc.usage)
-                failures.append((str(exc), exc.raw))
-            except asyncio.TimeoutError:
-                failures.append((f"no answer within {self.timeout:g} s", ""))
-            except BackendError as exc:
-                failures.append((str(exc), getattr(exc, "raw", "")))
-                if not getattr(exc, "retryable", True):
-                    fatal = exc          # a wrong key or a missing CLI: retrying cannot help
-                    break
-            else:
-                self.breaker.success()
-                answer = Answer(data=data, backend=self.name, model=reply.model or self.model, usage=usage,
-                                attempts=attempts, seconds=time.monotonic() - started,
-                                raw=reply.text or json.dumps(data, default=str))
-                self.log.record(kind=task.kind, key=task.key, backend=self.name, model=answer.model, ok=True,
-                                attempts=attempts, seconds=round(answer.seconds, 3), usage=asdict(usage))
-                return answer
-            if attempt < self.retries:
-                await asyncio.sleep(self.backoff * (2 ** (attempt - 1)))
+        try:
+            async for attempt in async_retrying(self.retries, self.backoff):
+                with attempt:
+                    reply, data = await self._attempt(task, usage, failures)
+        except RetryLater:
+            pass
+        except BackendError as exc:
+            fatal = exc          # a wrong key or a missing CLI: retrying cannot help
+        else:
+            attempts = len(failures) + 1
+            self.breaker.success()
+            answer = Answer(data=data, backend=self.name, model=reply.model or self.model, usage=usage,
+                            attempts=attempts, seconds=time.monotonic() - started,
+                            raw=reply.text or json.dumps(data, default=str))
+            self.log.record(kind=task.kind, key=task.key, backend=self.name, model=answer.model, ok=True,
+                            attempts=attempts, seconds=round(answer.seconds, 3), usage=asdict(usage))
+            return answer
+        attempts = len(failures)
         self.breaker.failure()
         where = self.quarantine(task, failures)
         self.log.record(kind=task.kind, key=task.key, backend=self.name, model=self.model, ok=False,
@@ -286,6 +277,29 @@ class Backend:
         reason = failures[-1][0] if failures else "no answer"
         raise BackendError(f"{self.label} gave no usable answer for {task.key or task.kind} after {attempts} attempt(s): {reason}",
                            fix=f"see the raw output in {where}" if where else "check the backend and run again")
+
+    async def _attempt(self, task: Task, usage: Usage, failures: list[tuple[str, str]]) -> tuple[Reply, Any]:
+        """One attempt: the reply and its validated data; `RetryLater` (the failure noted in `failures`) when
+        another attempt may do better, the backend's error itself when it is not `retryable`."""
+        try:
+            async with self._slot():
+                reply = await asyncio.wait_for(self.ask(task), timeout=self.timeout)
+            usage.add(reply.usage)
+            data = reply.data if reply.data is not None else parse_json(reply.text)
+            return reply, validate(data, task.schema)
+        except InvalidAnswer as exc:
+            if exc.usage is not None:
+                usage.add(exc.usage)
+            failures.append((str(exc), exc.raw))
+            raise RetryLater(str(exc)) from None
+        except asyncio.TimeoutError:
+            failures.append((f"no answer within {self.timeout:g} s", ""))
+            raise RetryLater(failures[-1][0]) from None
+        except BackendError as exc:
+            failures.append((str(exc), getattr(exc, "raw", "")))
+            if not getattr(exc, "retryable", True):
+                raise
+            raise RetryLater(str(exc), after=getattr(exc, "retry_after", None)) from None
 
     def quarantine(self, task: Task, failures: list[tuple[str, str]]) -> Path | None:
         """Keep every failed attempt's raw output for inspection under `.papervault/quarantine/`."""

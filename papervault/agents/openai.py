@@ -16,6 +16,7 @@ import httpx
 from papervault.agents.base import Backend, InvalidAnswer, Reply, Task, Usage, wire_schema
 from papervault.config import OpenAISettings
 from papervault.errors import BackendError
+from papervault.retrying import retry_after
 
 FORMATS = ("json_schema", "json_object", "none")
 
@@ -86,6 +87,7 @@ class OpenAIBackend(Backend):
         if resp.status_code >= 400:
             err = BackendError(f"{self.base_url} answered HTTP {resp.status_code}", fix="retry later")
             err.raw = resp.text[:4000]  # type: ignore[attr-defined]
+            err.retry_after = retry_after(resp.headers.get("retry-after"))  # type: ignore[attr-defined]
             raise err
         if not resp.content.strip():
             raise InvalidAnswer("HTTP 200 with an empty body", "")
