@@ -316,13 +316,18 @@ def test_search_prints_whole_titles_and_sections_and_no_doubled_passage(ws, mode
     ws.vault.commit("longer title and section")
     invoke("index", "-q")
     query = ["search", "Gadget latency against Sprocket", "--paper", "roe2021gadgets", "-n", "20"]
-    raw = json.loads(invoke(*query, "--json").output)
-    both = {h["section"] for h in raw if h["level"] == "section"} & {h["section"] for h in raw if h["level"] == "paragraph"}
-    assert long_section in both        # the raw hits hold the section and its own paragraph
+    from papervault.index.search import Searcher
+
+    raw = Searcher(ws).search(query[1], limit=20, filters={"paper": "roe2021gadgets"})
+    both = {h.section for h in raw if h.level == "section"} & {h.section for h in raw if h.level == "paragraph"}
+    assert long_section in both        # the index's hits hold the section and its own paragraph
     out = invoke(*query).output
     assert long_title in out
     shown = [line.split(" · ")[0].strip() for line in out.splitlines() if f" · {long_section} · " in line]
     assert "paragraph" in shown and "section" not in shown
+    answered = json.loads(invoke(*query, "--json").output)      # --json answers what the listing shows
+    levels = [h["level"] for h in answered if h["section"] == long_section]
+    assert "paragraph" in levels and "section" not in levels
 
 
 def test_mcp_install_claude_code_user_scope_writes_claude_json(ws, tmp_path):
