@@ -287,7 +287,6 @@ class PaperIndex:
         and left to `fill` (report `chunks_pending`); without it, the sync also fills what an earlier deferred
         sync left, so its caller gets an index whose every row has its own vector."""
         t0 = time.perf_counter()
-        self.defer = defer
         vault = self.workspace.vault
         papers, chunks = self._tables(create=True)
         indexed = {}
@@ -300,7 +299,8 @@ class PaperIndex:
         report = {"papers": len(ids), "added": [], "updated": [], "removed": [], "unchanged": 0,
                   "chunks_embedded": 0, "chunks_reused": 0, "chunks_pending": 0, "errors": {}}
         todo: list[tuple[PaperMeta, list[Chunk], str, bool]] = []
-        state = {"done": 0, "total": 0, "progress": progress, "wrote": False}   # wrote: rows not yet maintained
+        # wrote: rows not yet maintained; defer: paragraphs are left to the fill
+        state = {"done": 0, "total": 0, "progress": progress, "wrote": False, "defer": defer}
         held = 0
         for pid in ids:
             try:
@@ -400,13 +400,13 @@ class PaperIndex:
         if progress and total:
             progress(0, total)
         cols = [f.name for f in chunks.schema]
-        seen: set[str] = set()
+        last: set[str] = set()
         while True:
             chunks.checkout_latest()
-            rows = (chunks.search().where(f"{PENDING} = true").select(cols).limit(batch + len(seen)).to_list())
-            rows = [r for r in rows if r["id"] not in seen][:batch]
-            if not rows:
-                break
+            rows = chunks.search().where(f"{PENDING} = true").select(cols).limit(batch).to_list()
+            if not rows or {r["id"] for r in rows} <= last:
+                break     # nothing left, or a batch the merge did not take (never loop on it)
+            last = {r["id"] for r in rows}
             texts = [embed_text(Chunk(id=r["id"], paper_id=r["paper_id"], level=r["level"], text=r["text"] or "",
                                       section_path=r["section_path"] or ""), r["title"] or r["paper_id"])
                      for r in rows]
@@ -416,7 +416,6 @@ class PaperIndex:
                 r.pop("_distance", None)
                 r.pop("_rowid", None)
                 r["vector"], r[PENDING] = v, False
-                seen.add(r["id"])
             tab = pa.Table.from_pylist(rows, schema=chunks.schema)
             with lock():
                 chunks.checkout_latest()
@@ -493,7 +492,7 @@ class PaperIndex:
                     old[c.id] = by_text[key]
         state["keys"], state["old_keys"] = keys, old_keys
         deferred = {c.id for _, cs, *_ in todo for c in cs
-                    if c.id not in old and self._defers(c)}
+                    if state["defer"] and c.id not in old and c.level in DEFERRED_LEVELS}
         state["deferred"] = deferred
         total = sum(c.id not in old and c.id not in deferred for _, cs, *_ in todo for c in cs)
         report["chunks_embedded"] += total
@@ -512,10 +511,6 @@ class PaperIndex:
                 group, size = [], 0
         if group:
             self._write_group(papers, chunks, group, old, state)
-
-    def _defers(self, chunk: Chunk) -> bool:
-        """Whether this sync leaves the chunk's vector to the fill (see DEFERRED_LEVELS)."""
-        return getattr(self, "defer", False) and chunk.level in DEFERRED_LEVELS
 
     def _write_group(self, papers, chunks, group, old, state) -> None:
         deferred = state.get("deferred", set())
