@@ -7,6 +7,7 @@ and the commit comes after all files are complete).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -531,8 +532,38 @@ class Ingest:
         self._part = {k: len(getattr(r, k)) for k in self._part}
         return sha
 
+    def parse_one(self, rec: SourceRecord) -> ParsedPaper | str:
+        """The parse of a record's PDF, or the one-line reason it has none."""
+        parsed = self.parse([rec]).get(rec.pdfs[0])
+        if isinstance(parsed, ParseError):
+            return parsed.reason
+        return parsed if parsed is not None else "not parsed"
+
+    def store_again(self, meta: PaperMeta, rec: SourceRecord, parsed: ParsedPaper, sha: str, *, origin: str,
+                    reason: str) -> None:
+        """Write a paper already in the vault again from a new parse of its PDF (its note too, unless a person
+        edited it), analyse it and say why in the run's commit; the caller commits (`commit()`)."""
+        self._store(meta, rec, parsed, sha)
+        self.analyse_pending()
+        self.report.merged.append({"id": meta.id, "source": rec.source, "origin": origin, "reason": reason,
+                                   "gained_pdf": False, "new_source": False})
+
     def close(self) -> None:
         self.catalog.close()
+
+
+@contextlib.contextmanager
+def sync_job(ws: Workspace, what: str):
+    """An `Ingest` job for `papervault sync` (new records, a replaced PDF, a new arXiv version): under the write
+    lock, after recovering what a killed run left; closed whatever happens. `what` names it in the commit."""
+    with ws.write_lock("sync"):
+        recover(ws)
+        job = Ingest(ws, backend=ws.settings.agents.backend)
+        job.what = what
+        try:
+            yield job
+        finally:
+            job.close()
 
 
 def recover(ws: Workspace) -> list[str]:

@@ -123,31 +123,25 @@ def read_log(ws: Workspace) -> list[dict]:
 def _ingest(ws: Workspace, records: list[SourceRecord], what: str) -> tuple[Any, dict[str, str]]:
     """Import `records` as `add` does (its journal, dedup and one commit); returns the AddReport and, for each
     record's source, the paper it is now (new, merged or unchanged)."""
-    from papervault.ingest import Ingest, recover
+    from papervault.ingest import sync_job
 
-    with ws.write_lock("sync"):
-        recover(ws)
-        job = Ingest(ws, backend=ws.settings.agents.backend)
-        job.what = what
-        try:
-            job.run(records)
-            job.commit()
-            papers = {}
-            for rec in records:
-                match = job.dedup.find(rec)
-                if match is None and rec.pdfs:
-                    try:
-                        from papervault.hashing import file_sha256, group_sha256
+    with sync_job(ws, what) as job:
+        job.run(records)
+        job.commit()
+        papers = {}
+        for rec in records:
+            match = job.dedup.find(rec)
+            if match is None and rec.pdfs:
+                try:
+                    from papervault.hashing import file_sha256, group_sha256
 
-                        pid = job.by_hash.get(group_sha256([file_sha256(Path(p)) for p in rec.pdfs]))
-                    except OSError:
-                        pid = None
-                    if pid:
-                        papers[rec.source] = pid
-                elif match is not None:
-                    papers[rec.source] = match.paper_id
-        finally:
-            job.close()
+                    pid = job.by_hash.get(group_sha256([file_sha256(Path(p)) for p in rec.pdfs]))
+                except OSError:
+                    pid = None
+                if pid:
+                    papers[rec.source] = pid
+            elif match is not None:
+                papers[rec.source] = match.paper_id
     return job.report, papers
 
 
@@ -472,30 +466,19 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
 def _reparse(ws: Workspace, pid: str, path: Path, sha: str) -> dict:
     """Parse a paper's replaced PDF again and write its full text (and its note, unless a person edited it),
     through `add`'s own writer: journaled, one commit."""
-    from papervault.errors import ParseError
-    from papervault.ingest import Ingest, recover
+    from papervault.ingest import sync_job
     from papervault.sources.files import pdf_record
 
     rec = pdf_record([path])
-    with ws.write_lock("sync"):
-        recover(ws)
-        job = Ingest(ws, backend=ws.settings.agents.backend)
-        job.what = "sync folder"
-        try:
-            parsed = job.parse([rec]).get(rec.pdfs[0])
-            if isinstance(parsed, ParseError) or parsed is None:
-                return {"error": parsed.reason if isinstance(parsed, ParseError) else "not parsed"}
-            meta = job.vault.read_meta(pid)
-            meta.sources = list(dict.fromkeys([*meta.sources, rec.source]))
-            edited = job.vault.is_edited(pid)
-            job._store(meta, rec, parsed, sha)
-            job.analyse_pending()
-            job.report.merged.append({"id": pid, "source": rec.source, "origin": "pdf", "reason": "file replaced",
-                                      "gained_pdf": False, "new_source": False})
-            commit = job.commit()
-        finally:
-            job.close()
-    return {"commit": commit, "kept": edited}
+    with sync_job(ws, "sync folder") as job:
+        parsed = job.parse_one(rec)
+        if isinstance(parsed, str):
+            return {"error": parsed}
+        meta = job.vault.read_meta(pid)
+        meta.sources = list(dict.fromkeys([*meta.sources, rec.source]))
+        edited = job.vault.is_edited(pid)
+        job.store_again(meta, rec, parsed, sha, origin="pdf", reason="file replaced")
+        return {"commit": job.commit(), "kept": edited}
 
 
 # --- arXiv saved queries -------------------------------------------------------------------------

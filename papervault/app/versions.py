@@ -113,9 +113,8 @@ def update_paper(ws: Workspace, pid: str, old: int, new: int, rec) -> dict:
     """Fetch and parse version `new` of paper `pid` (whose files hold version `old`); keep the old full text as
     `paper.v<old>.md`; summarise the change into the note's `arxiv_history`. One commit. Returns
     {"summary", "commit", "kept", "note_version"} or {"error"}."""
-    from papervault.errors import ParseError
     from papervault.hashing import file_sha256
-    from papervault.ingest import Ingest, recover
+    from papervault.ingest import sync_job
     from papervault.models import now_iso
     from papervault.sources import arxiv
 
@@ -125,45 +124,34 @@ def update_paper(ws: Workspace, pid: str, old: int, new: int, rec) -> dict:
     except (PapervaultError, OSError) as exc:
         return {"error": f"v{new} not downloaded: {exc}"}
     prec = rec.model_copy(update={"pdfs": [str(pdf)], "source": f"arxiv:{rec.arxiv}v{new}"})
-    with ws.write_lock("sync"):
-        recover(ws)
-        job = Ingest(ws, backend=ws.settings.agents.backend)
-        job.what = "sync arxiv versions"
-        try:
-            parsed = job.parse([prec]).get(prec.pdfs[0])
-            if isinstance(parsed, ParseError) or parsed is None:
-                return {"error": f"v{new} not parsed: " + (parsed.reason if parsed is not None else "no result")}
-            vault = job.vault
-            meta = vault.read_meta(pid)
-            full = vault.fulltext_path(pid)
-            old_text = full.read_text(encoding="utf-8") if full.is_file() else ""
-            kept_name = f"paper.v{old}.md"
-            job.journal.touch(pid)
-            if old_text:
-                vault.write(vault.paper_dir(pid) / kept_name, old_text)
-            edited = vault.is_edited(pid)
-            old_abstract = meta.abstract
-            if not edited:
-                meta.abstract = rec.abstract or meta.abstract
-            meta.sources = list(dict.fromkeys([*meta.sources, f"arxiv:{rec.arxiv}"]))
-            job._store(meta, prec, parsed, sha)
-            job.analyse_pending()
-            new_text = full.read_text(encoding="utf-8") if full.is_file() else ""
-            summary = summarise(old_text, new_text, old_abstract=old_abstract or "",
-                                new_abstract=rec.abstract or old_abstract or "")
-            extra = vault.read_meta(pid).model_extra or {}
-            history = list(extra.get("arxiv_history") or [])
-            history.append({"from": old, "to": new, "at": now_iso(), "kept": kept_name if old_text else None,
-                            "summary": summary})
-            note_version = (extra.get("note_version") or old) if edited else new
-            vault.update_meta(pid, arxiv_version=new, note_version=note_version, arxiv_history=history)
-            job.report.merged.append({"id": pid, "source": prec.source, "origin": "arxiv",
-                                      "reason": f"new arXiv version v{old} -> v{new}", "gained_pdf": False,
-                                      "new_source": False})
-            commit = job.commit()
-        finally:
-            job.close()
-    return {"summary": summary, "commit": commit, "kept": edited, "note_version": note_version}
+    with sync_job(ws, "sync arxiv versions") as job:
+        parsed = job.parse_one(prec)
+        if isinstance(parsed, str):
+            return {"error": f"v{new} not parsed: {parsed}"}
+        vault = job.vault
+        meta = vault.read_meta(pid)
+        full = vault.fulltext_path(pid)
+        old_text = full.read_text(encoding="utf-8") if full.is_file() else ""
+        kept_name = f"paper.v{old}.md"
+        job.journal.touch(pid)
+        if old_text:
+            vault.write(vault.paper_dir(pid) / kept_name, old_text)
+        edited = vault.is_edited(pid)
+        old_abstract = meta.abstract
+        if not edited:
+            meta.abstract = rec.abstract or meta.abstract
+        meta.sources = list(dict.fromkeys([*meta.sources, f"arxiv:{rec.arxiv}"]))
+        job.store_again(meta, prec, parsed, sha, origin="arxiv", reason=f"new arXiv version v{old} -> v{new}")
+        new_text = full.read_text(encoding="utf-8") if full.is_file() else ""
+        summary = summarise(old_text, new_text, old_abstract=old_abstract or "",
+                            new_abstract=rec.abstract or old_abstract or "")
+        extra = vault.read_meta(pid).model_extra or {}
+        history = list(extra.get("arxiv_history") or [])
+        history.append({"from": old, "to": new, "at": now_iso(), "kept": kept_name if old_text else None,
+                        "summary": summary})
+        note_version = (extra.get("note_version") or old) if edited else new
+        vault.update_meta(pid, arxiv_version=new, note_version=note_version, arxiv_history=history)
+        return {"summary": summary, "commit": job.commit(), "kept": edited, "note_version": note_version}
 
 
 # --- the pass --------------------------------------------------------------------------------------
