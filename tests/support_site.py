@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import threading
@@ -16,6 +17,28 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@contextlib.contextmanager
+def chromium(profile: Path, init_script: str | None = None):
+    """Headless Chromium (Debian's, never a download) with a fresh profile in `profile`; skips the test when it
+    or playwright is not installed. A module fixture launches it once: launching is the slow part."""
+    import pytest
+
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh "
+                    "(apt-get update && apt-get install -y chromium)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    with playwright.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900}, service_workers="block")
+        if init_script:
+            context.add_init_script(init_script)
+        try:
+            yield context
+        finally:
+            context.close()
 HARVEST = "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
 
 

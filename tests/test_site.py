@@ -15,7 +15,7 @@ import pytest
 
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.stage import anchor, md_escape, plan_site, read_vault
-from support_site import (ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, HARVEST, StaticServer, make_vault)
+from support_site import ARTIFACTS, HARVEST, StaticServer, chromium, make_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -219,17 +219,8 @@ def test_serve_previews_and_rebuilds_when_the_vault_changes(tmp_path):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh "
-                    "(apt-get update && apt-get install -y chromium)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    profile = tmp_path_factory.mktemp("chromium-profile")   # a fresh --user-data-dir
-    with playwright.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1280, "height": 900}, service_workers="block")
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
-        context.close()
 
 
 def test_browser_search_follow_figure_math_and_citation(built, browser):

@@ -30,7 +30,7 @@ from papervault.cli import cli
 from papervault.site.policy import CSP_META
 from papervault.site.sanitize import clean_html, doi_url, safe_url
 from papervault.sources.dedup import normalize_doi
-from support_site import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, StaticServer
+from support_site import ARTIFACTS, StaticServer, chromium
 from support_zotero import SHARED_ZOTERO, ZoteroBuilder
 
 PWN = "window.__pwned=1"
@@ -302,17 +302,9 @@ RECORD_VIOLATIONS = """document.addEventListener('securitypolicyviolation', e =>
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    """Headless Chromium (Debian's), launched once for the module; a fresh profile."""
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    with playwright.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}, service_workers="block")
-        context.add_init_script(RECORD_VIOLATIONS)
+    """Headless Chromium, launched once for the module, recording every page-policy violation."""
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), RECORD_VIOLATIONS) as context:
         yield context
-        context.close()
 
 
 def test_every_page_in_chromium_runs_no_injected_script(hostile_site, browser):

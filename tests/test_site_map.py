@@ -198,18 +198,11 @@ def test_hostile_titles_are_text_and_the_page_policy_holds(map_site):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    """Headless Chromium (Debian's), launched once for the module; a fresh profile."""
-    from support_site import CHROMIUM, CHROMIUM_FLAGS
+    """Headless Chromium, launched once for the module."""
+    from support_site import chromium
 
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium not found at /usr/bin/chromium: run scripts/install-browser.sh")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    with playwright.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}, service_workers="block")
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
-        context.close()
 
 
 def test_browser_opens_the_map_from_disk_and_follows_a_node(map_site, browser):
