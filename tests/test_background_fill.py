@@ -36,7 +36,9 @@ def _vault(root, n: int = 8) -> Workspace:
 def _vectors(ws: Workspace) -> dict[str, dict[str, np.ndarray]]:
     db = lancedb.connect(str(ws.state_dir / "index"))
     out = {}
-    for name, key in (("chunks", "id"), ("papers", "paper_id")):
+    names = ["chunks", "papers"] + (["chunks_ml"] if "chunks_ml" in db.table_names() else [])
+    for name in names:
+        key = "paper_id" if name == "papers" else "id"
         tab = db.open_table(name).to_arrow()
         out[name] = dict(zip(tab[key].to_pylist(), (np.asarray(v, dtype=np.float32)
                                                     for v in tab["vector"].to_pylist())))
@@ -89,6 +91,11 @@ def test_index_is_searchable_at_once_and_the_fill_ends_with_the_foreground_index
     for table in ("chunks", "papers"):
         assert a[table].keys() == b[table].keys()
         assert all(np.array_equal(a[table][k], b[table][k]) for k in a[table]), table
+    if "chunks_ml" in a or "chunks_ml" in b:
+        # the multilingual space takes the fill's batches: the same rows, the same vectors to float rounding (its
+        # encoder batches differently from a foreground sync)
+        assert a["chunks_ml"].keys() == b["chunks_ml"].keys()
+        assert all(np.allclose(a["chunks_ml"][k], b["chunks_ml"][k], atol=1e-5) for k in a["chunks_ml"])
     # and the same answers: the same scores, and the same chunks at each score. The generated papers repeat their
     # sentences, so equal scores are common: a full-text or vector ranking cut at its 50 candidates may keep
     # another of several rows of equal score, which moves the lower fused scores; the first five are compared.

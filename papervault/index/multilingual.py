@@ -374,14 +374,10 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
     fetched = (chunks.search().where(f"id IN ({sql_list(part)})").select(cols).limit(len(part)).to_list()
                for part in (missing[i:i + BATCH_ROWS] for i in range(0, len(missing), BATCH_ROWS)))
     for rows, vecs in embedded(fetched, ml_text, GROUP_ROWS // BATCH_ROWS):
-        ml.add(pa.Table.from_pylist(
-            [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"],
-              "venue": r["venue"], "tags": r["tags"], "vector": v} for r, v in zip(rows, vecs)],
-            schema=ml.schema))
+        window = add_chunks(ml, rows, vecs, window)
         done += len(rows)
         if progress:
             progress(done, len(missing))
-        window = _window(ml, window, len(rows))
     t_terms = time.perf_counter()
     new_terms: list[str] = []
     old_terms: list[str] = []
@@ -407,6 +403,20 @@ def sync(db, chunks, embedder: MultilingualEmbedder | None = None,
 def _delete(table, ids: list[str]) -> None:
     for i in range(0, len(ids), 500):
         table.delete(f"id IN ({sql_list(ids[i:i + 500])})")
+
+
+def add_chunks(ml, rows: list[dict], vecs, written: int = 0) -> int:
+    """Append chunks (rows of `chunks`: id, paper_id, level and the filter columns) with their vectors in this
+    space; `written` counts rows since the last index update (`_window`). Returns the new count."""
+    ml.add(pa.Table.from_pylist(
+        [{"id": r["id"], "paper_id": r["paper_id"], "level": r["level"], "year": r["year"], "venue": r["venue"],
+          "tags": r["tags"], "vector": v} for r, v in zip(rows, vecs)], schema=ml.schema))
+    return _window(ml, written, len(rows))
+
+
+def finish(ml) -> None:
+    """Bring the table's indexes up to date after `add_chunks` (what `_window` has not yet done)."""
+    _maintain(ml)
 
 
 def _window(ml, written: int, more: int) -> int:

@@ -400,6 +400,11 @@ class PaperIndex:
         if progress and total:
             progress(0, total)
         cols = [f.name for f in chunks.schema]
+        # The multilingual space takes each batch with its English vectors, in the same write: the lock is never
+        # held for more than one batch, however many paragraphs the fill has.
+        ml_table = ml.open_table(self.db, create=True) if multilingual and self.multilingual else None
+        ml_embedder = ml.MultilingualEmbedder(self.embedder.settings.vector_cache) if ml_table is not None else None
+        ml_written = 0
         last: set[str] = set()
         while True:
             chunks.checkout_latest()
@@ -417,9 +422,17 @@ class PaperIndex:
                 r.pop("_rowid", None)
                 r["vector"], r[PENDING] = v, False
             tab = pa.Table.from_pylist(rows, schema=chunks.schema)
+            ml_rows = [r for r in rows if r["level"] in ml.LEVELS] if ml_table is not None else []
+            if ml_rows:
+                with phase("fill: embed paragraphs (multilingual)"):
+                    ml_vecs = ml_embedder.embed([ml.ml_text(r) for r in ml_rows])
             with lock():
                 chunks.checkout_latest()
                 chunks.merge_insert("id").when_matched_update_all().execute(tab)
+                if ml_rows:
+                    # a row whose chunk a writer replaced meanwhile is dropped by the next sync (stale ids)
+                    ml_table.checkout_latest()
+                    ml_written = ml.add_chunks(ml_table, ml_rows, ml_vecs, ml_written)
             done += len(rows)
             out["filled"] += len(rows)
             if progress:
@@ -438,13 +451,9 @@ class PaperIndex:
 
                     chunks.create_index("fts_text", config=FTS(), replace=True)
                     prune_versions(chunks)
-        if multilingual and self.multilingual and out["filled"]:
-
-            with lock():
-                chunks.checkout_latest()
-                out["multilingual"] = ml.sync(self.db, chunks,
-                                              ml.MultilingualEmbedder(self.embedder.settings.vector_cache),
-                                              lexicon=False)
+                if ml_table is not None:
+                    ml_table.checkout_latest()
+                    ml.finish(ml_table)
         out["pending"] = chunks.count_rows(f"{PENDING} = true")
         return out
 
