@@ -3,10 +3,10 @@
 The quote and each candidate `paper.md` are normalised alike (Unicode compatibility forms, typographic
 quotes and dashes, words hyphenated across a line break joined, Markdown emphasis and tags dropped, case and
 whitespace folded). An exact normalised match wins; otherwise the best window of as many words is scored
-(shared words first, then `difflib`), so a quote copied with a typo, a missing word or a different hyphen
-still lands on its page. In a vault of more than SCAN_ALL papers, candidates come first from the index's
-full-text search (no model is loaded for it), then the remaining papers are read too, so an unindexed paper
-is found as well; a smaller vault is simply read whole.
+(shared words first, then rapidfuzz's Indel similarity of the characters), so a quote copied with a typo, a
+missing word or a different hyphen still lands on its page. In a vault of more than SCAN_ALL papers,
+candidates come first from the index's full-text search (no model is loaded for it), then the remaining
+papers are read too, so an unindexed paper is found as well; a smaller vault is simply read whole.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass
-from difflib import SequenceMatcher
 from typing import Any
+
+from rapidfuzz.distance import Indel
 
 from papervault.errors import InputError, PapervaultError
 from papervault.vault import paper as paper_md
@@ -88,7 +89,8 @@ def _best_window(quote: list[str], words: list[str]) -> tuple[int, int, float, b
     for i, w in enumerate(words):
         if w == first and words[i:i + n] == quote:
             return i, n, 1.0, True
-    # near-exact: windows sharing the most words, refined by difflib over the characters
+    # near-exact: windows sharing the most words, refined by the characters' Indel similarity (rapidfuzz:
+    # 2 * LCS / total length, as difflib's ratio but on the longest common subsequence, ~8x faster)
     want = Counter(quote)
     have = Counter(words[:n])
     shared = sum((want & have).values())
@@ -112,7 +114,7 @@ def _best_window(quote: list[str], words: list[str]) -> tuple[int, int, float, b
             for start in (i - 1, i, i + 1):
                 if start < 0 or start + length > len(words):
                     continue
-                score = SequenceMatcher(None, qtext, " ".join(words[start:start + length]), autojunk=False).ratio()
+                score = Indel.normalized_similarity(qtext, " ".join(words[start:start + length]))
                 if score > best[2]:
                     best = (start, length, score, False)
     return best
