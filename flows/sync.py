@@ -1,5 +1,6 @@
 """The Prefect flow `sync`: one pass of `papervault sync` (papervault.app.sync) as a flow run, so the Prefect UI
-shows each pass, what it added, updated and marked (the run's result and its logs), and the sources that failed.
+shows each pass, what it added, updated and marked (the run's table artifact `papervault-sync`, its result
+and its logs), and the sources that failed.
 
 It runs two ways, the same flow both times:
 
@@ -56,9 +57,53 @@ def sync(workspace: str | None = None, index: bool = True) -> dict[str, Any]:
     for s in report["sources"]:
         if s["status"] == "failed":
             log.warning("source %s failed: %s", s["source"], s["error"])
+    publish(report)
     if report["sources"] and all(s["status"] == "failed" for s in report["sources"]):
         raise RuntimeError("every source failed: " + "; ".join(f"{s['source']}: {s['error']}" for s in report["sources"]))
     return report
+
+
+ARTIFACT_KEY = "papervault-sync"
+MAX_ROWS = 200
+
+
+def _cell(value: Any, limit: int = 300) -> str:
+    """A value from a source (a title, a file name, an error) as one line of plain text for the UI's table."""
+    return " ".join(str(value if value is not None else "").split())[:limit]
+
+
+def report_rows(report: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per change of a pass (added, updated, marked, new in the inbox, failed source), at most
+    MAX_ROWS; the cells are plain text (the UI shows a table artifact's cells as text, never as HTML)."""
+    rows = []
+    for kind in ("added", "updated", "marked"):
+        for e in report[kind]:
+            rows.append({"change": kind, "source": _cell(e.get("source")), "item": _cell(e.get("item")),
+                         "paper": _cell(e.get("paper")), "why": _cell(e.get("reason"))})
+    for e in report.get("inbox", []):
+        rows.append({"change": "inbox", "source": _cell(e.get("query")), "item": _cell(e.get("id")),
+                     "paper": "", "why": _cell(e.get("reason"))})
+    for s in report["sources"]:
+        if s["status"] == "failed":
+            rows.append({"change": "failed", "source": _cell(s["source"]), "item": "", "paper": "",
+                         "why": _cell(s.get("error"))})
+    return rows[:MAX_ROWS]
+
+
+def summary(report: dict[str, Any]) -> str:
+    failed = sum(s["status"] == "failed" for s in report["sources"])
+    return (f"added {len(report['added'])}, updated {len(report['updated'])}, marked {len(report['marked'])}, "
+            f"skipped {len(report['skipped'])}, inbox {len(report.get('inbox', []))}, failed sources {failed}")
+
+
+def publish(report: dict[str, Any]) -> None:
+    """The pass's changes as a table artifact of its flow run (key `papervault-sync`): the Prefect UI shows
+    what each run added, updated and marked, and its failed sources; the description is the pass's counts."""
+    from prefect.artifacts import create_table_artifact
+
+    rows = report_rows(report) or [{"change": "none", "source": "", "item": "", "paper": "",
+                                    "why": "nothing new in any source"}]
+    create_table_artifact(rows, key=ARTIFACT_KEY, description=summary(report))
 
 
 def served_deployment(workspace: str, every: _dt.timedelta, *, index: bool = True):

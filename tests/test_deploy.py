@@ -108,3 +108,91 @@ def test_add_and_index_deployments_run_through_a_worker(tmp_path, corpus_dir, mo
     assert next(ws.vault.repo.iter_commits(max_count=1)).message.startswith("add: 1 new")
     stats = PaperIndex(ws).stats()
     assert stats["papers"] == 1 and stats["chunks"] > 5 and stats["health"] == "ok"
+
+
+def test_sync_deployment_on_an_interval_schedule_runs_twice_through_the_worker(tmp_path, model_dir, worker,
+                                                                                prefect_api):
+    """prefect.yaml's `sync` deployment as its header says (`prefect deploy --name sync --param workspace=...`),
+    here with a 20-second interval: the server makes its scheduled runs from the deployment's schedules (the
+    scheduler service's own call, as the test server runs without that service), the worker picks both up; the
+    first pass adds the folder's paper, the second (after the first: concurrency 1) changes nothing. Both are
+    read back through the Prefect API: their states and each run's `papervault-sync` table artifact."""
+    import asyncio
+    import datetime as dt
+    import time
+
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, DeploymentFilter, \
+        DeploymentFilterId, FlowRunFilter, FlowRunFilterId
+
+    from support_arxiv import make_pdf
+
+    ws = init_workspace(tmp_path / "sync-ws", model_dir)
+    folder = tmp_path / "Papers"
+    folder.mkdir()
+    (folder / "clocks.pdf").write_bytes(make_pdf("Time Clocks and the Ordering of Events", authors="Leslie Lamport",
+                                                 body="A happened-before relation orders the events."))
+    with open(ws.config_path, "a", encoding="utf-8") as fh:
+        fh.write(f'\n[sync]\nfolders = ["{folder}"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERVAULT_EMBED_") or k in RUN_SPEED_VARS}
+    env.pop("PAPERVAULT_WORKSPACE", None)
+    env.update(PREFECT_API_URL=prefect_api, HOME=str(tmp_path / "deploy-home"))
+    (tmp_path / "deploy-home").mkdir()
+    _run([PREFECT, "--no-prompt", "deploy", "--name", "sync", "--param", f"workspace={ws.root}",
+          "--interval", "20"], env, 300)
+
+    async def scheduled_runs() -> tuple[object, list]:
+        async with get_client() as client:
+            dep = await client.read_deployment_by_name("sync/sync")
+            assert dep.parameters["workspace"] == str(ws.root)
+            intervals = {s.schedule.interval.total_seconds(): s for s in dep.schedules}
+            assert 20 in intervals and intervals[20].active, intervals
+            for seconds, s in intervals.items():      # prefect.yaml's hourly one paused: the test waits seconds
+                if seconds != 20:
+                    await client.update_deployment_schedule(dep.id, s.id, active=False)
+            start = dt.datetime.now(dt.timezone.utc)
+            r = httpx.post(f"{prefect_api}/deployments/{dep.id}/schedule", timeout=30,
+                           json={"start_time": start.isoformat(), "end_time": (start + dt.timedelta(seconds=45)).isoformat(),
+                                 "min_runs": 2, "max_runs": 2})
+            assert r.status_code < 300, r.text
+            runs = await client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id])))
+            return dep, runs
+
+    dep, runs = asyncio.run(scheduled_runs())
+    assert len(runs) == 2 and all(r.auto_scheduled for r in runs), runs
+    ids = [r.id for r in sorted(runs, key=lambda r: r.expected_start_time)]
+    gap = abs((runs[0].expected_start_time - runs[1].expected_start_time).total_seconds())
+    assert gap == 20, gap
+
+    async def states() -> dict:
+        async with get_client() as client:
+            got = await client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))
+            return {r.id: r for r in got}
+
+    deadline = time.monotonic() + 420
+    while True:
+        now = asyncio.run(states())
+        if all(r.state and r.state.is_final() for r in now.values()):
+            break
+        assert time.monotonic() < deadline, ({i: r.state for i, r in now.items()},
+                                             worker.read_text(errors="replace")[-3000:])
+        time.sleep(2)
+    assert all(now[i].state.is_completed() for i in ids), (
+        {i: now[i].state for i in ids}, worker.read_text(errors="replace")[-3000:])
+    first, second = sorted((now[i] for i in ids), key=lambda r: r.start_time)
+    assert second.start_time >= first.end_time          # one pass at a time
+
+    async def artifact(run_id) -> object:
+        async with get_client() as client:
+            (a,) = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+            return a
+
+    a1, a2 = asyncio.run(artifact(first.id)), asyncio.run(artifact(second.id))
+    assert a1.key == a2.key == "papervault-sync" and a1.type == "table"
+    assert a1.description.startswith("added 1, updated 0, marked 0"), a1.description
+    assert a2.description.startswith("added 0, updated 0, marked 0"), a2.description
+    assert "clocks.pdf" in str(a1.data) and "nothing new" in str(a2.data)
+    (pid,) = ws.vault.paper_ids()
+    assert ws.vault.read_meta(pid).title == "Time Clocks and the Ordering of Events"
