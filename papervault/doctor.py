@@ -235,7 +235,7 @@ def _doubtful_identities(ws: Workspace) -> list[Check]:
     more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
     return [Check("paper identity", True, f"{plural(len(found), 'paper')} with a low-confidence title or id: "
                   f"{shown}{more}", "check each title; correct it with `papervault edit ID --title ...` then "
-                  "`papervault rekey ID`, or resolve it online with `papervault enrich ID` ([sources] online = true)",
+                  "`papervault rekey ID`, or resolve them online with `papervault enrich --doubtful` ([sources] online = true)",
                   level="warning")]
 
 

@@ -178,23 +178,19 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
     return {"id": pid, "new": new, "changed": changed, "index": "updated" if indexed else "none", "refused": refused}
 
 
-# Where an identity field came from when the PDF alone said it (not a person, a library or a resolved id).
-_READ_FROM_PDF = frozenset({"layout", "pdf-xmp"})
-
-
 def identity_doubt(meta: PaperMeta) -> str | None:
     """Why a paper's identity is low-confidence, or None: a title the header reader chose with low confidence
     (`provenance.title_confidence`), an id whose author part is "anon" while the paper has a title from its
     PDF, or an id whose author part is a word of the title (an author line read as the title, or the title
     as authors). Fields a person or a library gave, or `enrich` resolved, are never doubted."""
-    from papervault.ids import _ascii_word, last_name, normalize_title
+    from papervault.ids import READ_FROM_PDF, _ascii_word, last_name, normalize_title
 
     prov = meta.provenance or {}
-    if prov.get("title") not in _READ_FROM_PDF:
+    if prov.get("title") not in READ_FROM_PDF:
         return None
     if prov.get("title_confidence") == "low":
         return f"title read with low confidence ({prov.get('title_evidence') or 'no evidence'})"
-    if prov.get("authors") in (None, *_READ_FROM_PDF):
+    if prov.get("authors") in (None, *READ_FROM_PDF):
         name = _ascii_word(last_name(meta.authors[0])) if meta.authors else ""
         if not name and meta.id.startswith("anon"):
             return "no authors found: the id starts with anon"

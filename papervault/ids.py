@@ -35,6 +35,11 @@ upon versus via von while with within without yet zu zum
 """.split())
 
 
+# The provenance of an identity field the PDF alone gave (its layout or its XMP metadata), not a person, a library
+# or a resolved identifier: the fields `status` may doubt and `enrich` may confirm.
+READ_FROM_PDF = frozenset({"layout", "pdf-xmp"})
+
+
 def fold(text: str) -> str:
     """ASCII-fold `text`: strip LaTeX accent commands and diacritics (Gödel, G{\\"o}del -> Godel)."""
     if not text:

@@ -183,7 +183,7 @@ def test_arxiv_id_resolved_through_the_arxiv_api(ws, tmp_path, services, monkeyp
         assert add(ws, [str(folder)]).added == ["gonzalez2019learning"]
         report = enrich(ws)
     meta = ws.vault.read_meta("gonzalez2019learning")
-    assert report["enriched"]["gonzalez2019learning"] == ["authors"]
+    assert report["enriched"]["gonzalez2019learning"] == ["title confirmed", "authors"]
     assert meta.authors[-1] == "Ann Smith" and meta.provenance["authors"] == "arxiv"
 
 
@@ -241,3 +241,41 @@ def test_enrich_rewrites_the_notes_head_unless_a_person_edited_it(ws, tmp_path, 
     assert ws.vault.read_note("gonzalez2019learning")[1] == mine
     assert ws.vault.read_meta("gonzalez2019learning").venue == "Journal of Examples"
     assert not (note.parent / "note.new.md").exists()
+
+
+def test_enrich_doubtful_asks_only_about_low_confidence_identities(ws, tmp_path, services, cli_run, monkeypatch):
+    """`enrich --doubtful` resolves the papers `status` lists as low-confidence and asks about no other paper;
+    once resolved, nothing is doubted any more."""
+    import pymupdf
+
+    from identity_pdfs import BODY
+
+    doc = pymupdf.open()                        # a large line with nothing to back it: a low-confidence title
+    page = doc.new_page()
+    page.insert_text((72, 100), "Notes on Replicated Logs", fontsize=18, fontname="tibo")
+    for i, y in zip(range(0, len(BODY), 90), range(140, 800, 13)):
+        page.insert_text((72, y), BODY[i:i + 90], fontsize=10, fontname="tiro")
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    doc.save(folder / "scan0001.pdf")
+    doc.close()
+    make("running-head", folder)                # a sure title that a title search would also find
+    monkeypatch.setitem(CROSSREF, "10.5555/logs", {
+        "DOI": "10.5555/logs", "title": ["Notes on Replicated Logs"], "issued": {"date-parts": [[1994]]},
+        "author": [{"given": "Ann", "family": "Roe"}], "container-title": ["Operating Systems Review"]})
+    w = ["--workspace", str(ws.root)]
+    added = json.loads(cli_run(["add", str(folder), "--json", *w]).stdout)["added"]
+    [weak] = [d["id"] for d in json.loads(cli_run(["status", "--json", *w]).stdout)["low_confidence"]]
+    assert weak in added and weak.startswith("anon")
+
+    services.seen.clear()
+    report = json.loads(cli_run(["enrich", "--doubtful", "--json", *w]).stdout)
+    assert set(report["enriched"]) == {weak} and {"authors", "doi"} <= set(report["enriched"][weak])
+    assert services.seen == ["/crossref/works"]     # one title search, for that paper alone
+    meta = ws.vault.read_meta(weak)
+    assert meta.authors == ["Ann Roe"] and meta.doi == "10.5555/logs" and meta.provenance["authors"] == "doi"
+    assert "title confirmed" in report["enriched"][weak] and report["rekey"] == {weak: "roe1994notes"}
+    assert json.loads(cli_run(["status", "--json", *w]).stdout)["low_confidence"] == []
+    assert "no paper has a low-confidence" in cli_run(["enrich", "--doubtful", *w]).stdout
+    bad = cli_run(["enrich", weak, "--doubtful", *w], check=False)
+    assert bad.exit_code == 2 and "not both" in bad.output

@@ -35,15 +35,31 @@ def edit(given, title, authors, year, venue, doi, arxiv, bib_pages, workspace, a
 
 @click.command()
 @click.argument("given", nargs=-1, metavar="[PAPER_IDS]...")
+@click.option("--doubtful", is_flag=True,
+              help="Only the papers whose title or id was read with low confidence (as `status` lists them).")
 @workspace_option
 @json_option
-def enrich(given, workspace, as_json):
+def enrich(given, doubtful, workspace, as_json):
     """Resolve papers' identity online (DOI via Crossref/OpenAlex, arXiv id, title search); needs
     [sources] online = true. Your own metadata (BibTeX, Zotero, edits) is never replaced."""
+    from papervault.identity import doubtful as doubtful_papers
     from papervault.sources.enrich import enrich as run
 
     ws = open_workspace(workspace)
-    report = run(ws, paper_ids(ws, given) if given else None)
+    if doubtful and given:
+        raise click.UsageError("give PAPER_IDS or --doubtful, not both")
+    if doubtful:
+        ids = [d["id"] for d in doubtful_papers(ws.vault)]
+        if not ids:
+            report = {"enriched": {}, "unchanged": [], "not_found": [], "failed": {}}
+            if as_json:
+                emit_json(report)
+            else:
+                click.echo("no paper has a low-confidence title or id")
+            return
+    else:
+        ids = paper_ids(ws, given) if given else None
+    report = run(ws, ids)
     if as_json:
         emit_json(report)
         return
@@ -51,6 +67,9 @@ def enrich(given, workspace, as_json):
         click.echo(f"{pid}: {', '.join(fields)}")
     for pid, err in report["failed"].items():
         click.echo(f"{pid}: failed: {err}", err=True)
+    for pid, base in report.get("rekey", {}).items():
+        click.echo(f"{pid}: its id no longer matches its authors, year and title ({base}...): "
+                   f"`papervault rekey {pid}` renames it everywhere")
     click.echo(f"{len(report['enriched'])} enriched, {len(report['unchanged'])} unchanged, "
                f"{len(report['not_found'])} not found, {len(report['failed'])} failed")
 

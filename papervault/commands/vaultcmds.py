@@ -232,7 +232,7 @@ def status(workspace, as_json):
     low = st.get("low_confidence") or []
     if low:
         click.echo(f"identity        {plural(len(low), 'paper')} with a low-confidence title or id "
-                   "(check with `papervault edit`, or `papervault enrich` online)")
+                   "(check with `papervault edit`, or `papervault enrich --doubtful` online)")
         for d in low[:STATUS_PAPERS]:
             click.echo(f"  {d['id']}: {d['why']}")
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from papervault.errors import SourceError
 from papervault.vault.head import refresh_head
-from papervault.ids import normalize_title
+from papervault.ids import READ_FROM_PDF, key_base, normalize_title
 from papervault.sources.web import HttpPolicy, get
 from papervault.wording import plural
 
@@ -188,6 +188,12 @@ def lookup(meta, settings) -> Found | None:
 def apply(meta, found: Found) -> list[str]:
     """Update `meta` in place by the order of trust; returns the fields that changed."""
     changed = []
+    if (found.title and meta.provenance.get("title") in READ_FROM_PDF
+            and normalize_title(found.title) == normalize_title(meta.title)):
+        # The record confirms the title the PDF gave: it is no longer the header reader's guess.
+        meta.provenance["title"] = found.via
+        meta.provenance.pop("title_confidence", None)
+        changed.append("title confirmed")
     for f in IDENTITY:
         value = getattr(found, f)
         if not value or meta.provenance.get(f) in TRUSTED or getattr(meta, f) == value:
@@ -237,6 +243,9 @@ def enrich_locked(ws, ids: list[str] | None = None) -> dict:
         refresh_head(vault, pid)       # the note's title, Authors and Published lines, unless a person edited it
         touched.append(vault.note_path(pid))
         report["enriched"][pid] = changed
+        base = key_base(meta.authors, meta.year, meta.title)
+        if base and not pid.startswith(base):
+            report.setdefault("rekey", {})[pid] = base     # the id still says what the PDF alone said
     if touched:
         vault.commit(f"enrich: {plural(len(touched), 'paper')} from Crossref/OpenAlex/arXiv", touched)
     return report
