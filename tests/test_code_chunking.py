@@ -219,3 +219,19 @@ def test_remote_urls_normalise_and_are_found_in_paper_text():
     text = "Code: github.com/Example/Tiny, www.gitlab.com/a/b; not notgithub.com/c/d or http://m/github.com/e/f"
     assert code_urls(text) == ["github.com/example/tiny", "gitlab.com/a/b"]
     assert repo_name("https://github.com/a/My Repo.git") == "My-Repo" and repo_name("/tmp/x/proj/") == "proj"
+
+
+def test_definitions_come_from_the_grammars_tags_queries_and_the_tables_fill_their_gaps():
+    # TypeScript: interface and abstract method signatures are definitions in the tags query, enums only in the table
+    ts = ("interface Shape { area(): number }\nabstract class Base { abstract draw(): void }\nenum Colour { Red }\n"
+          "const scale = (x: number) => x * 2;\n")
+    s = _by_symbol(chunk_file("r", "src/shape.ts", ts))
+    assert s["Shape"].kind == "class" and s["Shape.area"].kind == "function"
+    assert s["Base.draw"].signature.startswith("abstract draw()") and s["Colour"].kind == "class"
+    assert s["scale"].kind == "function"
+    # Rust: a type alias is a definition; Java: constructors, enums and records come from the table
+    assert _by_symbol(chunk_file("r", "src/grid.rs", "type Grid = Vec<f32>;\n"))["Grid"].kind == "class"
+    java = "class A {\n  A() { init(); }\n  enum E { X }\n  record R(int a) {}\n  void m() { new B(); }\n}\n"
+    j = _by_symbol(chunk_file("r", "A.java", java))
+    assert j["A.A"].kind == "function" and j["A.A"].calls == ["init"] and j["A.m"].calls == ["B"]
+    assert j["A.E"].kind == "class" and j["A.R"].kind == "class"

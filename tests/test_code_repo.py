@@ -8,6 +8,7 @@ import git
 import pytest
 from click.testing import CliRunner
 
+from papervault.chunking.code import CHUNKER_VERSION
 from papervault.errors import IndexMismatchError, LockedError, NotFoundError, SourceError
 from papervault.index.code import CodeIndex, CodeSearchError, CodeSearcher, search_code
 from papervault.index.embed import Embedder
@@ -397,7 +398,7 @@ def test_a_chunker_change_rechunks_every_repository_and_reuses_vectors(tmp_path,
     result = CliRunner().invoke(cli, ["index"])
     assert result.exit_code == 0, result.output
     lines = [l for l in result.output.splitlines() if l.startswith("code index:")]
-    assert len(lines) == 1 and "re-chunked 2 repositories" in lines[0] and "chunker code-1" in lines[0]
+    assert len(lines) == 1 and "re-chunked 2 repositories" in lines[0] and f"chunker {CHUNKER_VERSION}" in lines[0]
     after = _table(ws, embedder)
     old_vectors = {r["embed_hash"]: r["vector"] for r in before.values()}
     new_texts = [r for r in after.values() if r["embed_hash"] not in old_vectors]

@@ -6,7 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = "code-1"
+CHUNKER_VERSION = "code-2"   # code-2: definitions from the grammars' tags queries (JS, TS, Rust, Go, Java)
 
 MAX_TEXT_CHARS = 6000      # a chunk's stored text; longer bodies are cut with a note of what was left out
 EMBED_CHARS = 1200         # the head of a chunk that is embedded (MiniLM/BGE read ~256-512 tokens anyway)

@@ -4,68 +4,70 @@ run time)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import importlib.resources
 import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tree_sitter import Language, Parser, Query, QueryCursor
+
 from papervault.chunking.code.chunk import CodeChunk, cut_text, line_range
 from papervault.chunking.code.languages import is_test_path
+
 
 @dataclass(frozen=True)
 class _Grammar:
     module: str
     func: str = "language"
+    # Grammar packages whose `queries/tags.scm` name this language's definitions (functions, methods, classes,
+    # interfaces, types). The tables below add only what those queries leave out, and, for a grammar that ships
+    # no tags query (shell, Make, Dockerfile), name its definitions.
+    tags: tuple[str, ...] = ()
     functions: frozenset = frozenset()     # definitions that become function chunks
     classes: frozenset = frozenset()       # definitions that become class chunks and qualify their members
     scopes: frozenset = frozenset()        # containers that only qualify (namespaces, impl blocks, modules)
-    calls: frozenset = frozenset()         # call expressions
-    imports: frozenset = frozenset()
+    calls: frozenset = frozenset()         # call expressions (tags.scm names few: none in C and C++)
+    imports: frozenset = frozenset()       # (tags.scm names none)
     comment: str = "comment"
 
 
+_PREPROC = frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"})
+_CPP_SCOPES = frozenset({"namespace_definition", "template_declaration", "linkage_specification"}) | _PREPROC
 _C_CALLS = frozenset({"call_expression"})
+_CPP_CLASSES = frozenset({"class_specifier", "struct_specifier", "union_specifier", "enum_specifier"})
+_JS_CALLS = frozenset({"call_expression", "new_expression"})
 GRAMMARS: dict[str, _Grammar] = {
+    # C, C++ and CUDA keep their own tables: their grammars' tags.scm (CUDA's would be C++'s) name every member
+    # typedef a type and miss template specialisations, operators, destructors and function-pointer typedefs
+    # (on 356 sample files, 244 more and 61 fewer chunks); docs/code.md
     "c": _Grammar("tree_sitter_c", functions=frozenset({"function_definition"}),
                   classes=frozenset({"struct_specifier", "union_specifier", "enum_specifier", "type_definition"}),
-                  scopes=frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}),
-                  calls=_C_CALLS, imports=frozenset({"preproc_include"})),
-    "cpp": _Grammar("tree_sitter_cpp", functions=frozenset({"function_definition"}),
-                    classes=frozenset({"class_specifier", "struct_specifier", "union_specifier", "enum_specifier"}),
-                    scopes=frozenset({"namespace_definition", "template_declaration", "linkage_specification",
-                                      "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}),
-                    calls=_C_CALLS, imports=frozenset({"preproc_include", "using_declaration"})),
-    "cuda": _Grammar("tree_sitter_cuda", functions=frozenset({"function_definition"}),
-                     classes=frozenset({"class_specifier", "struct_specifier", "union_specifier", "enum_specifier"}),
-                     scopes=frozenset({"namespace_definition", "template_declaration", "linkage_specification",
-                                      "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"}),
-                     calls=frozenset({"call_expression"}), imports=frozenset({"preproc_include"})),
-    "javascript": _Grammar("tree_sitter_javascript",
-                           functions=frozenset({"function_declaration", "generator_function_declaration",
-                                                "method_definition"}),
-                           classes=frozenset({"class_declaration"}), scopes=frozenset({"export_statement"}),
-                           calls=frozenset({"call_expression", "new_expression"}),
-                           imports=frozenset({"import_statement"})),
+                  scopes=_PREPROC, calls=_C_CALLS, imports=frozenset({"preproc_include"})),
+    "cpp": _Grammar("tree_sitter_cpp", functions=frozenset({"function_definition"}), classes=_CPP_CLASSES,
+                    scopes=_CPP_SCOPES, calls=_C_CALLS, imports=frozenset({"preproc_include", "using_declaration"})),
+    "cuda": _Grammar("tree_sitter_cuda", functions=frozenset({"function_definition"}), classes=_CPP_CLASSES,
+                     scopes=_CPP_SCOPES, calls=_C_CALLS, imports=frozenset({"preproc_include"})),
+    # tags.scm leaves out constructors (`#not-eq? @name "constructor"`)
+    "javascript": _Grammar("tree_sitter_javascript", tags=("tree_sitter_javascript",),
+                           functions=frozenset({"method_definition"}), scopes=frozenset({"export_statement"}),
+                           calls=_JS_CALLS, imports=frozenset({"import_statement"})),
+    # TypeScript's tags.scm names only what TypeScript adds to JavaScript: both apply; neither names an enum
     "typescript": _Grammar("tree_sitter_typescript", "language_typescript",
-                           functions=frozenset({"function_declaration", "generator_function_declaration",
-                                                "method_definition", "function_signature"}),
-                           classes=frozenset({"class_declaration", "abstract_class_declaration",
-                                              "interface_declaration", "enum_declaration"}),
+                           tags=("tree_sitter_typescript", "tree_sitter_javascript"),
+                           functions=frozenset({"method_definition"}), classes=frozenset({"enum_declaration"}),
                            scopes=frozenset({"export_statement", "internal_module", "module"}),
-                           calls=frozenset({"call_expression", "new_expression"}),
-                           imports=frozenset({"import_statement"})),
-    "rust": _Grammar("tree_sitter_rust", functions=frozenset({"function_item"}),
-                     classes=frozenset({"struct_item", "enum_item", "trait_item", "union_item"}),
-                     scopes=frozenset({"impl_item", "mod_item"}),
+                           calls=_JS_CALLS, imports=frozenset({"import_statement"})),
+    "rust": _Grammar("tree_sitter_rust", tags=("tree_sitter_rust",), scopes=frozenset({"impl_item", "mod_item"}),
                      calls=frozenset({"call_expression", "macro_invocation"}),
                      imports=frozenset({"use_declaration", "extern_crate_declaration"})),
-    "go": _Grammar("tree_sitter_go", functions=frozenset({"function_declaration", "method_declaration"}),
-                   classes=frozenset({"type_declaration"}), calls=frozenset({"call_expression"}),
+    "go": _Grammar("tree_sitter_go", tags=("tree_sitter_go",), calls=frozenset({"call_expression"}),
                    imports=frozenset({"import_spec"})),
-    "java": _Grammar("tree_sitter_java", functions=frozenset({"method_declaration", "constructor_declaration"}),
-                     classes=frozenset({"class_declaration", "interface_declaration", "enum_declaration",
-                                        "record_declaration"}),
+    # tags.scm names no constructor, enum or record
+    "java": _Grammar("tree_sitter_java", tags=("tree_sitter_java",), functions=frozenset({"constructor_declaration"}),
+                     classes=frozenset({"enum_declaration", "record_declaration"}),
                      calls=frozenset({"method_invocation", "object_creation_expression"}),
                      imports=frozenset({"import_declaration"})),
     "bash": _Grammar("tree_sitter_bash", functions=frozenset({"function_definition"}),
@@ -73,13 +75,17 @@ GRAMMARS: dict[str, _Grammar] = {
     "make": _Grammar("tree_sitter_make", functions=frozenset({"rule"}), imports=frozenset({"include_directive"})),
     "dockerfile": _Grammar("tree_sitter_dockerfile"),
 }
-GRAMMARS["tsx"] = _Grammar("tree_sitter_typescript", "language_tsx", functions=GRAMMARS["typescript"].functions,
-                           classes=GRAMMARS["typescript"].classes, scopes=GRAMMARS["typescript"].scopes,
-                           calls=GRAMMARS["typescript"].calls, imports=GRAMMARS["typescript"].imports)
+GRAMMARS["tsx"] = dataclasses.replace(GRAMMARS["typescript"], func="language_tsx")
+
+# What a tags query's `@definition.<kind>` becomes: a function chunk or a class chunk (modules, macros and
+# constants are not chunks of their own).
+_TAG_KINDS = {"function": "function", "method": "function", "class": "class", "interface": "class",
+              "type": "class"}
+# A definition that tags.scm names by a part of it: Go's type by its spec.
+_SPEC_OWNERS = {"type_spec": "type_declaration"}
 
 _NAME_TYPES = {"identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name",
                "type_identifier", "property_identifier", "scoped_identifier", "word", "private_property_identifier"}
-_JS_FUNC_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 _JS_TEST_CALLS = {"describe", "it", "test", "suite"}
 # Containers visited through their own children (no body field), and those whose declarations stay module-level.
 _IN_PLACE = {"export_statement", "template_declaration", "preproc_ifdef", "preproc_if", "preproc_else",
@@ -91,11 +97,15 @@ _NOT_MODULE = {"comment", "line_comment", "block_comment", "package_clause", "pa
                "string_literal", "string", "namespace_identifier"}
 
 
-@lru_cache(maxsize=None)
-def _parser(language: str):
-    """A tree-sitter parser for `language`, or None when its grammar package is not installed."""
-    from tree_sitter import Language, Parser
+@dataclass(frozen=True)
+class _Language:
+    parser: Parser
+    tags: tuple[Query, ...]          # the grammar packages' tags queries, compiled for this language
 
+
+@lru_cache(maxsize=None)
+def _language(language: str) -> _Language | None:
+    """A tree-sitter parser and the tags queries for `language`, or None when its grammar is not installed."""
     g = GRAMMARS[language]
     try:
         mod = importlib.import_module(g.module)
@@ -104,11 +114,43 @@ def _parser(language: str):
     with warnings.catch_warnings():
         # tree-sitter-dockerfile still hands over an int pointer, which tree-sitter 0.25+ deprecates but accepts.
         warnings.simplefilter("ignore", DeprecationWarning)
-        return Parser(Language(getattr(mod, g.func)()))
+        lang = Language(getattr(mod, g.func)())
+    queries = []
+    for package in g.tags:
+        try:
+            scm = importlib.resources.files(package).joinpath("queries", "tags.scm").read_text(encoding="utf-8")
+        except (ImportError, OSError):
+            continue            # a grammar release without its tags query: the tables alone name definitions
+        queries.append(Query(lang, scm))
+    return _Language(Parser(lang), tuple(queries))
 
 
 def grammar_available(language: str) -> bool:
-    return language in GRAMMARS and _parser(language) is not None
+    return language in GRAMMARS and _language(language) is not None
+
+
+def _key(node) -> tuple[int, int, str]:
+    return node.start_byte, node.end_byte, node.type
+
+
+def _tagged_definitions(root, queries: tuple[Query, ...]) -> dict[tuple[int, int, str], str]:
+    """The definitions the tags queries name in a tree: node -> "function" or "class".
+
+    A definition named by a part of it is moved to its owner: a Go type spec to its declaration.
+    """
+    found: dict[tuple[int, int, str], str] = {}
+    for query in queries:
+        for _pattern, captures in QueryCursor(query).matches(root):
+            for cap, nodes in captures.items():
+                kind = _TAG_KINDS.get(cap.removeprefix("definition.")) if cap.startswith("definition.") else None
+                if kind is None:
+                    continue
+                for node in nodes:
+                    if node.type in _SPEC_OWNERS and node.parent is not None \
+                            and node.parent.type == _SPEC_OWNERS[node.type]:
+                        node = node.parent
+                    found.setdefault(_key(node), kind)
+    return found
 
 
 def _text(node) -> str:
@@ -226,27 +268,55 @@ def _has_test_marker(node, language: str) -> bool:
 
 
 def treesitter_chunks(repo: str, path: str, source: str, language: str) -> list[CodeChunk]:
+    """The chunks of a file in a tree-sitter language: a file chunk first, then definitions, tests and the
+    module-level code; a file whose grammar is not installed is one file chunk of its text."""
     nlines = source.count("\n") + 1
-    parser = _parser(language) if language in GRAMMARS else None
-    if parser is None:
+    lang = _language(language) if language in GRAMMARS else None
+    if lang is None:
         return [CodeChunk(repo, path, "file", path, language, 1, nlines,
                           cut_text(f"# {path} (no {language} grammar installed)\n{source}", 2000))]
-    g = GRAMMARS[language]
-    src = source.encode("utf-8")
-    tree = parser.parse(src)
-    root = tree.root_node
-    test_file = is_test_path(path)
-    lines = source.splitlines() + [""]
-    chunks: list[CodeChunk] = []
-    imports: list[str] = []
-    outline: list[str] = []
-    module_nodes: list = []
+    walk = _FileWalk(repo, path, source, language, lang)
+    walk.visit(walk.root, "", False, True)
+    if language in ("javascript", "typescript", "tsx"):
+        walk.js_test_blocks()
+    if language == "dockerfile":
+        walk.chunks.extend(_docker_stages(repo, path, source, walk.root))
+        walk.module_nodes = []
+    walk.module_chunk()
+    return [walk.file_chunk()] + walk.chunks
 
-    def calls_of(node) -> list[str]:
+
+class _FileWalk:
+    """One file's syntax tree walked top-down: definitions become chunks, the rest is module-level code."""
+
+    def __init__(self, repo: str, path: str, source: str, language: str, lang: _Language) -> None:
+        self.repo, self.path, self.source, self.language = repo, path, source, language
+        self.g = GRAMMARS[language]
+        self.src = source.encode("utf-8")
+        self.root = lang.parser.parse(self.src).root_node
+        self.tagged = _tagged_definitions(self.root, lang.tags)
+        self.test_file = is_test_path(path)
+        self.lines = source.splitlines() + [""]
+        self.chunks: list[CodeChunk] = []
+        self.imports: list[str] = []
+        self.outline: list[str] = []
+        self.module_nodes: list = []
+
+    # --- what a node is -----------------------------------------------------------------------------------
+
+    def kind_of(self, node) -> str | None:
+        """"function" or "class" for a definition (named by the tags queries, else by the tables), else None."""
+        kind = self.tagged.get(_key(node))
+        if kind is None:
+            kind = "function" if node.type in self.g.functions else "class" if node.type in self.g.classes else None
+        return kind
+
+    def calls_of(self, node) -> list[str]:
+        """The calls inside a node, as written (`self.step`, `np.mean`, `Foo::new`), each once."""
         seen: dict[str, None] = {}
         for n in _walk(node):
-            if n.type in g.calls:
-                name = _clean_call(_ts_call(n, language))
+            if n.type in self.g.calls:
+                name = _clean_call(_ts_call(n, self.language))
                 if name:
                     seen.setdefault(name, None)
             elif n.type == "token_tree":
@@ -257,133 +327,149 @@ def treesitter_chunks(repo: str, path: str, source: str, language: str) -> list[
                         seen.setdefault(_text(a), None)
         return list(seen)
 
-    def signature(node) -> str:
+    def signature(self, node) -> str:
+        """A definition's head: its text up to the body, on one line."""
         body = node.child_by_field_name("body")
         end = body.start_byte if body is not None else node.end_byte
-        sig = src[node.start_byte:end].decode("utf-8", errors="replace")
+        sig = self.src[node.start_byte:end].decode("utf-8", errors="replace")
         return re.sub(r"\s+", " ", sig).strip().rstrip("{").strip()[:300]
 
-    def emit_function(node, prefix: str, in_test_scope: bool, outer=None) -> None:
+    # --- the walk -----------------------------------------------------------------------------------------
+
+    def visit(self, node, prefix: str, in_test_scope: bool, top: bool) -> None:
+        """Each named child of `node`: an import, a definition, a scope to walk into, or module-level code."""
+        for child in node.named_children:
+            t = child.type
+            if t in self.g.imports:
+                self.add_import(child)
+            elif t == "import_declaration" and self.language == "go":
+                self.imports.extend(_text(n.child_by_field_name("path")).strip('"`')
+                                    for n in _walk(child) if n.type == "import_spec")
+            elif self.kind_of(child) == "function":
+                self.emit_function(child, prefix, in_test_scope)
+            elif t in ("lexical_declaration", "variable_declaration") and self.js_function(child) is not None:
+                self.emit_function(self.js_function(child), prefix, in_test_scope, outer=child)
+            elif self.kind_of(child) == "class" and _ts_name(child, self.language):
+                self.emit_class(child, prefix, in_test_scope)
+            elif t in self.g.scopes:
+                self.visit_scope(child, prefix, in_test_scope, top)
+            elif top and t not in _NOT_MODULE:
+                self.module_nodes.append(child)
+
+    def add_import(self, node) -> None:
+        imp = _text(node.child_by_field_name("path")) or _text(node.child_by_field_name("source")) \
+            or _text(node.child_by_field_name("argument"))
+        if not imp:
+            imp = re.sub(r"^(import|use|#include|using|include|-include)\s+|;$", "", _text(node).strip())
+        self.imports.append(imp.strip().strip("\"'<>"))
+
+    def js_function(self, node):
+        """`const f = () => ...`: the declarator the tags queries name a function, else None."""
+        decl = next((c for c in node.named_children if c.type == "variable_declarator"), None)
+        return decl if decl is not None and self.tagged.get(_key(decl)) == "function" else None
+
+    def visit_scope(self, node, prefix: str, in_test_scope: bool, top: bool) -> None:
+        """A namespace, impl block, module, export or preprocessor block: its members, qualified by its name."""
+        t = node.type
+        name = _ts_name(node, self.language) if t in ("namespace_definition", "impl_item", "mod_item",
+                                                      "internal_module", "module") else ""
+        test_scope = in_test_scope or (t == "mod_item" and name == "tests")
+        body = node if t in _IN_PLACE else (node.child_by_field_name("body") or node)
+        self.visit(body, f"{prefix}{name}." if name else prefix, test_scope, top and t in _KEEP_TOP)
+
+    def emit_function(self, node, prefix: str, in_test_scope: bool, outer=None) -> None:
+        """A function, method or Make target chunk (a test when marked or named so in a test file or scope)."""
         outer = outer or node
         if outer.parent is not None and outer.parent.type in ("export_statement", "template_declaration"):
             outer = outer.parent              # `export function f` / `template <T> T f`: docs sit above the wrapper
-        name = _ts_name(node, language)
+        name = _ts_name(node, self.language)
         if not name:
             return
         qual = prefix + name.replace("::", ".")
-        start, doc = _leading_comments(outer, language)
+        start, doc = _leading_comments(outer, self.language)
         end = _end_line(outer)
-        while end > start and not lines[end - 1].strip():     # a Make rule swallows the blank line after it
+        while end > start and not self.lines[end - 1].strip():     # a Make rule swallows the blank line after it
             end -= 1
-        if language == "make":
+        if self.language == "make":
             if name.startswith("."):          # .PHONY, .SUFFIXES: special targets, not entry points
                 return
             prereq = next((c for c in node.named_children if c.type == "prerequisites"), None)
             calls = _text(prereq).split() if prereq is not None else []
             kind, sig = "target", _text(node).splitlines()[0]
         else:
-            calls = calls_of(node)
+            calls = self.calls_of(node)
             low = name.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
-            is_test = _has_test_marker(outer, language) or (
-                (test_file or in_test_scope) and re.match(r"(?i)test", low) is not None)
-            kind, sig = ("test" if is_test else "function"), signature(node)
-        outline.append(f"{'  ' * prefix.count('.')}{sig}")
-        chunks.append(CodeChunk(repo, path, kind, qual, language, start, end,
-                                cut_text(line_range(source, start, end)), signature=sig, doc=doc, calls=calls))
+            is_test = _has_test_marker(outer, self.language) or (
+                (self.test_file or in_test_scope) and re.match(r"(?i)test", low) is not None)
+            kind, sig = ("test" if is_test else "function"), self.signature(node)
+        self.outline.append(f"{'  ' * prefix.count('.')}{sig}")
+        self.chunks.append(CodeChunk(self.repo, self.path, kind, qual, self.language, start, end,
+                                     cut_text(line_range(self.source, start, end)), signature=sig, doc=doc,
+                                     calls=calls))
 
-    def visit(node, prefix: str, in_test_scope: bool, top: bool) -> None:
-        for child in node.named_children:
-            t = child.type
-            if t in g.imports:
-                imp = _text(child.child_by_field_name("path")) or _text(child.child_by_field_name("source")) \
-                    or _text(child.child_by_field_name("argument"))
-                if not imp:
-                    imp = re.sub(r"^(import|use|#include|using|include|-include)\s+|;$", "", _text(child).strip())
-                imports.append(imp.strip().strip("\"'<>"))
-                continue
-            if t == "import_declaration" and language == "go":
-                imports.extend(_text(n.child_by_field_name("path")).strip('"`')
-                               for n in _walk(child) if n.type == "import_spec")
-                continue
-            if t in g.functions:
-                emit_function(child, prefix, in_test_scope)
-                continue
-            if t in ("lexical_declaration", "variable_declaration") and language in ("javascript", "typescript", "tsx"):
-                decl = next((c for c in child.named_children if c.type == "variable_declarator"), None)
-                value = decl.child_by_field_name("value") if decl is not None else None
-                if value is not None and value.type in _JS_FUNC_VALUES:
-                    emit_function(decl, prefix, in_test_scope, outer=child)
-                    continue
-            if t in g.classes:
-                name = _ts_name(child, language)
-                if name:
-                    wrapper = child.parent if child.parent is not None and child.parent.type in (
-                        "export_statement", "template_declaration") else child
-                    start, doc = _leading_comments(wrapper, language)
-                    end = _end_line(wrapper)
-                    body = child.child_by_field_name("body")
-                    sig = signature(child)
-                    before = len(chunks)
-                    visit(body if body is not None else child, f"{prefix}{name}.", in_test_scope, False)
-                    members = [c.signature for c in chunks[before:]]
-                    text = "\n".join([sig] + ([doc] if doc else []) + [f"  {m}" for m in members]) \
-                        if members else line_range(source, start, end)
-                    chunks.insert(before, CodeChunk(repo, path, "class", f"{prefix}{name}", language, start, end,
-                                                    cut_text(text), signature=sig, doc=doc, calls=calls_of(child)
-                                                    if not members else []))
-                    outline.insert(len(outline) - len(members), f"{'  ' * prefix.count('.')}{sig}")
-                    continue
-            if t in g.scopes:
-                name = _ts_name(child, language) if t in ("namespace_definition", "impl_item", "mod_item",
-                                                          "internal_module", "module") else ""
-                test_scope = in_test_scope or (t == "mod_item" and name == "tests")
-                body = child.child_by_field_name("body") or child
-                if t in _IN_PLACE:
-                    body = child
-                visit(body, f"{prefix}{name}." if name else prefix, test_scope, top and t in _KEEP_TOP)
-                continue
-            if top and t not in _NOT_MODULE:
-                module_nodes.append(child)
+    def emit_class(self, node, prefix: str, in_test_scope: bool) -> None:
+        """A class, struct, interface or type chunk, after its members (which it lists, qualified by its name)."""
+        name = _ts_name(node, self.language)
+        wrapper = node.parent if node.parent is not None and node.parent.type in (
+            "export_statement", "template_declaration") else node
+        start, doc = _leading_comments(wrapper, self.language)
+        end = _end_line(wrapper)
+        body = node.child_by_field_name("body")
+        sig = self.signature(node)
+        before = len(self.chunks)
+        self.visit(body if body is not None else node, f"{prefix}{name}.", in_test_scope, False)
+        members = [c.signature for c in self.chunks[before:]]
+        text = "\n".join([sig] + ([doc] if doc else []) + [f"  {m}" for m in members]) \
+            if members else line_range(self.source, start, end)
+        self.chunks.insert(before, CodeChunk(self.repo, self.path, "class", f"{prefix}{name}", self.language, start,
+                                             end, cut_text(text), signature=sig, doc=doc,
+                                             calls=self.calls_of(node) if not members else []))
+        self.outline.insert(len(self.outline) - len(members), f"{'  ' * prefix.count('.')}{sig}")
 
-    visit(root, "", False, True)
+    # --- after the walk -----------------------------------------------------------------------------------
 
-    if language in ("javascript", "typescript", "tsx"):
-        # describe("...", () => ...) / it("...") at the top of a test file: each is a test chunk.
+    def js_test_blocks(self) -> None:
+        """`describe("...", () => ...)` / `it("...")` at the top of a JS/TS file: each is a test chunk."""
         rest = []
-        for node in module_nodes:
+        for node in self.module_nodes:
             call = node.named_children[0] if node.type == "expression_statement" and node.named_children else None
             fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
             if fn is not None and _text(fn) in _JS_TEST_CALLS:
                 args = call.child_by_field_name("arguments")
                 title = _text(args.named_children[0]).strip("\"'`") if args is not None and args.named_children else ""
                 s, e = node.start_point[0] + 1, _end_line(node)
-                chunks.append(CodeChunk(repo, path, "test", f"{_text(fn)}:{title}"[:120], language, s, e,
-                                        cut_text(line_range(source, s, e)), calls=calls_of(node)))
+                self.chunks.append(CodeChunk(self.repo, self.path, "test", f"{_text(fn)}:{title}"[:120], self.language,
+                                             s, e, cut_text(line_range(self.source, s, e)), calls=self.calls_of(node)))
             else:
                 rest.append(node)
-        module_nodes = rest
+        self.module_nodes = rest
 
-    if language == "dockerfile":
-        chunks.extend(_docker_stages(repo, path, source, root))
-        module_nodes = []
+    def module_chunk(self) -> None:
+        """The code outside every definition (constants, globals, top-level commands), as one chunk."""
+        nodes = self.module_nodes
+        if not nodes:
+            return
+        start, end = nodes[0].start_point[0] + 1, _end_line(nodes[-1])
+        body = "\n".join(line_range(self.source, n.start_point[0] + 1, _end_line(n)) for n in nodes)
+        calls: list[str] = []
+        for n in nodes:
+            calls += [c for c in self.calls_of(n) if c not in calls]
+        self.chunks.append(CodeChunk(self.repo, self.path, "module", "<module>", self.language, start, end,
+                                     cut_text(body), doc="module-level code: constants, globals, top-level commands",
+                                     calls=calls))
 
-    if module_nodes:
-        start, end = module_nodes[0].start_point[0] + 1, _end_line(module_nodes[-1])
-        body = "\n".join(line_range(source, n.start_point[0] + 1, _end_line(n)) for n in module_nodes)
-        calls = []
-        for n in module_nodes:
-            calls += [c for c in calls_of(n) if c not in calls]
-        chunks.append(CodeChunk(repo, path, "module", "<module>", language, start, end, cut_text(body),
-                                doc="module-level code: constants, globals, top-level commands", calls=calls))
-
-    head = [f"# {path} ({language})"]
-    if imports:
-        head.append("imports: " + ", ".join(imports))
-    head += outline
-    file_chunk = CodeChunk(repo, path, "file", path, language, 1, nlines, cut_text("\n".join(head)), imports=imports)
-    if root.has_error:
-        file_chunk.doc = "parsed with errors: some definitions may be missing"
-    return [file_chunk] + chunks
+    def file_chunk(self) -> CodeChunk:
+        """The file chunk: the path and language, what the file imports and the outline of its definitions."""
+        head = [f"# {self.path} ({self.language})"]
+        if self.imports:
+            head.append("imports: " + ", ".join(self.imports))
+        head += self.outline
+        nlines = self.source.count("\n") + 1
+        chunk = CodeChunk(self.repo, self.path, "file", self.path, self.language, 1, nlines,
+                          cut_text("\n".join(head)), imports=self.imports)
+        if self.root.has_error:
+            chunk.doc = "parsed with errors: some definitions may be missing"
+        return chunk
 
 
 def _docker_stages(repo: str, path: str, source: str, root) -> list[CodeChunk]:
