@@ -170,6 +170,8 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True) -> dict:
                          "precision": round(len(got & ok) / len(got), 3) if got else 0.0,
                          "seconds": round(dt, 3), "missed": sorted(must - got), "wrong": sorted(got - ok),
                          "half_cited_missed": half,
+                         # must-cite papers left out but listed in selection.md's near misses (a tick away)
+                         "missed_near": sorted((must - got) & {c.id for c in sel.near}),
                          "by_citations": sorted(c.id for c in sel.selected
                                                 if any(r.kind == "cocited" for r in c.evidence)),
                          "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})
