@@ -120,6 +120,9 @@ def test_canonical_paper_without_the_topics_words_enters_by_citations(citing_vau
     assert "fisher1925methods" in near and "lamport1978time" in near, body
     assert "other papers of the vault" in near["fisher1925methods"], near["fisher1925methods"]
     assert "cited by @lamport2001paxos, which citation evidence chose" in near["lamport1978time"]
+    # ... listed apart from the papers just below the cut-off, as what citation evidence almost brought in
+    cited_part = near_part.partition("### Cited by the selection, not enough to be chosen")[2]
+    assert "fisher1925methods" in _blocks(cited_part) and "lamport1978time" in _blocks(cited_part), near_part
     assert "lamport2001paxos" in meta["generated"]
 
 
@@ -194,3 +197,39 @@ def test_a_paper_that_names_none_of_the_topics_words_is_a_near_miss(tmp_path, cl
     near = _blocks(body.partition("## Near misses")[2])
     assert "ballots2010" in near, body
     assert "names none of the topic's own words" in near["ballots2010"], near["ballots2010"]
+
+
+def test_a_near_miss_without_the_topics_words_that_the_core_cites_is_chosen(tmp_path, cli_run, model_dir,
+                                                                           corpus_dir):
+    """The paper of ballots and acceptors names none of the topic's words, but the topic's surest papers cite it
+    in their reference lists: it is chosen by that link, and selection.md says both things."""
+    from conftest import without_multilingual
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    without_multilingual(ws_path)
+    ws = Workspace(ws_path).require()
+    for pid, (title, abstract) in FIELD.items():
+        _paper(ws.vault, pid, title, abstract, f"## 1 Introduction\n\n{abstract}\n" + _refs(BALLOTS[0]))
+    _paper(ws.vault, "ballots2010", *BALLOTS, f"## 1 Introduction\n\n{BALLOTS[1]}\n")
+    for k, (title, abstract) in enumerate(OTHER_TOPICS):
+        _paper(ws.vault, f"other{k:02d}", title, abstract, f"## 1 Introduction\n\n{abstract}\n")
+    ws.vault.commit("add: test papers")
+    cli_run(["index", "-q", "--workspace", ws_path])
+
+    out = json.loads(cli_run(["survey", TOPIC, "--select-only", "--slug", "field", "--json",
+                              "--workspace", ws_path]).stdout)
+    got = set(out["papers"])
+    assert set(FIELD) <= got and "ballots2010" in got, sorted(got)
+    assert not any(p.startswith("other") for p in got), sorted(got)
+    body = (ws_path / "vault" / "surveys" / "field" / "selection.md").read_text(encoding="utf-8")
+    block = _blocks(body.partition("## Selected")[2].partition("## Near misses")[0])["ballots2010"]
+    assert "names none of the topic's own words" in block, block
+    assert "a selected paper (its reference list names it by title)" in block, block
+    # the link alone brings it in (citation evidence, which would too, switched off); without it, a near miss
+    from papervault.survey.topic import TopicSelector
+
+    selector = TopicSelector(Workspace(ws_path).require())
+    assert "ballots2010" in selector.select(TOPIC, without=("citations",)).ids
+    assert "ballots2010" not in selector.select(TOPIC, without=("citations", "links")).ids

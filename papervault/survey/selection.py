@@ -5,7 +5,8 @@ The file is written by stage 1 (retrieve) into `vault/surveys/<slug>/`. Each pap
     - [x] @id — Title (2021) · score 0.62
 
 followed by indented reason lines (the passages that matched, with their page, or the citation link that brought
-the paper in). Papers just below the cut-off are listed unticked under "Near misses".
+the paper in). Papers just below the cut-off are listed unticked under "Near misses", and after them the papers
+that citation evidence almost brought in (cited by a selected paper, not by enough of them).
 
 A person changes the selection by ticking or unticking boxes, deleting a selected paper's line (struck out) or
 adding a line `- [x] @id` (added). The frontmatter records what the tool selected (`generated`) and the
@@ -161,7 +162,18 @@ def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, e
         lines.append("")
     if rest:
         lines += ["## Near misses (not selected)", ""]
-        for e in rest:
+        cited = [e for e in rest if any(r.kind in ("cocited", "chain") for r in e.reasons)]
+        scored = [e for e in rest if all(e is not x for x in cited)]
+        if cited and scored:
+            lines += ["### Just below the cut-off", ""]
+        for e in scored:
+            lines += _entry_line(e, " ")
+        if cited:
+            lines += ([""] if scored else []) + [
+                "### Cited by the selection, not enough to be chosen", "",
+                "Citation evidence almost brought these in: cited by too few of the selected papers, or by many "
+                "other papers of the vault too.", ""]
+        for e in cited:
             lines += _entry_line(e, " ")
         lines.append("")
     body = "\n".join(lines).rstrip() + "\n"

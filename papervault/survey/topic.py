@@ -17,7 +17,9 @@
 4. **Citation links**: a paper near the cut-off that a core paper (the selected papers the topic is surest of)
    cites, or that cites one
    (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
-   with the link as its reason.
+   with the link as its reason. A near miss that names none of the topic's words (step 3) is linked only when
+   a core paper cites it ("Bigtable: A Distributed Storage System ..." for "data stores": the words differ,
+   the core's reference list says it belongs).
 5. **Citation evidence**: a field's canonical papers are often named by a method, a system or a metaphor
    ("Paxos", "The Part-Time Parliament"), not by the topic, and score low on their own; everyone on the topic
    cites them. A vault paper that several of the selected papers cite (`CITE_SEVERAL`), or at least two and half
@@ -68,6 +70,7 @@ BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background simi
 SMALL_VAULT = 30        # below this many papers the vault's spread says nothing: only TOP_FRACTION cuts
 NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near misses (shown, linkable)
 NEAR_SHOWN = 15         # near misses listed in selection.md
+CITED_SHOWN = 40        # ... and near misses by citation evidence (cited by a selected paper, not chosen)
 PASSAGES = 2            # passages given as a selected paper's reason
 LINK_READS = 60         # at most this many near-miss papers' reference lists are read for links
 # Citation evidence. Set before the held-out topics were added (bench/survey_selection_gold.yaml) and not changed
@@ -404,8 +407,7 @@ class TopicSelector:
         # of the best papers' margin). A broad selection's tail lends no citation its weight.
         core_cut = median + FEEDBACK_FRACTION * (best - median)
         core = [c for c in selected if c.score >= core_cut][:FEEDBACK_DOCS] or selected[:1]
-        added = self._links(core, [c for c in near if self.pos[c.id] not in off_topic]) \
-            if "links" not in without else []
+        added = self._links(core, near, {self.ids[i] for i in off_topic}) if "links" not in without else []
         if added:
             got = {c.id for c in added}
             selected = sorted(selected + added, key=lambda c: -c.score)
@@ -419,7 +421,14 @@ class TopicSelector:
         if max_papers is not None and len(selected) > max_papers:
             near = selected[max_papers:] + near
             selected, capped = selected[:max_papers], True
-        return TopicSelection(topic, selected, near[:NEAR_SHOWN], cutoff, median, spread, terms, len(finite), capped,
+        # Two lists of near misses: by score (just below the cut-off) and by citations (cited by selected papers,
+        # not enough to be chosen), each with its own budget, so that a long reference list does not crowd out
+        # the papers just below the cut-off, nor the other way round.
+        cited_near = [c for c in near if any(r.kind in ("cocited", "chain") for r in c.evidence)]
+        cited_ids = {c.id for c in cited_near}
+        score_near = [c for c in near if c.id not in cited_ids]
+        near = score_near[:NEAR_SHOWN] + cited_near[:CITED_SHOWN]
+        return TopicSelection(topic, selected, near, cutoff, median, spread, terms, len(finite), capped,
                               citing)
 
     # --- the topic's own words against its field --------------------------------------------------
@@ -528,8 +537,18 @@ class TopicSelector:
                     extra.append(c)
                     near_ids.add(pid)
                 c.evidence.append(Reason("chain", src.evidence[0].text, other=src.id))
-        # citation-evidence near misses first: they are what the evidence almost brought in
-        near = sorted(extra, key=lambda c: -len(c.evidence)) + near
+        # citation-evidence near misses first, strongest evidence first: cited by more selected papers, then by
+        # selected papers nearer the topic (the sum of their scores), then by their own score. A paper that only
+        # the topic's central paper cites ("Paxos Made Simple", cited by "Paxos Made Moderately Complex") comes
+        # before one that a paper of the field around the topic cites.
+        score_of = {c.id: c.score for c in selected + chosen}
+
+        def strength(c: Candidate) -> tuple:
+            by = {x for r in c.evidence if r.kind in ("cocited", "chain") for x in r.other.split(",") if x}
+            direct = any(r.kind == "cocited" for r in c.evidence)
+            return (not direct, -len(by), -sum(score_of.get(x, 0.0) for x in by), -c.score)
+
+        near = sorted(extra, key=strength) + near
         final = selected + chosen
         final_ids = [c.id for c in final]
         for c in final + near:
@@ -545,8 +564,11 @@ class TopicSelector:
 
     # --- citation links ------------------------------------------------------------------------------
 
-    def _links(self, selected: list[Candidate], near: list[Candidate]) -> list[Candidate]:
-        """Near misses linked by a citation to a selected paper (either direction), with the link as reason."""
+    def _links(self, selected: list[Candidate], near: list[Candidate], unspecific: set[str] = frozenset()
+               ) -> list[Candidate]:
+        """Near misses linked by a citation to a selected paper (either direction), with the link as reason.
+        A near miss that names none of the topic's words (`unspecific`) is linked only when a selected paper's
+        reference list names it: the topic's surest papers cite it, which its words do not say."""
         from papervault.ids import normalize_title
         from papervault.agents.otherwork import references_text
 
@@ -585,7 +607,7 @@ class TopicSelector:
                 if via:
                     c.links.append(Reason("cited", f"its reference list names it by {via}", other=s.id))
                     break
-                via = cites(c.id, s) if c.has_fulltext else None
+                via = cites(c.id, s) if c.has_fulltext and c.id not in unspecific else None
                 if via:
                     c.links.append(Reason("citing", f"names it by {via} in its references", other=s.id))
                     break
