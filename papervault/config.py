@@ -236,6 +236,8 @@ class SiteSettings(Section):
 
     name: str = Field("papervault", description="site title")
     include_pdfs: bool = Field(True, description="publish each paper's PDF beside its page (when it is in the vault)")
+    engine: Literal["mkdocs", "zensical"] = Field("mkdocs", description="what builds the site: mkdocs "
+                                                  "(mkdocs-material) or zensical (docs/site.md)")
 
 
 def index_key(embed: EmbedSettings, index: IndexSettings) -> dict[str, Any]:

@@ -166,3 +166,44 @@ class StaticServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# --- both site engines: mkdocs-material (the default) and Zensical (`site build --engine zensical`) ---------
+
+def engines():
+    """The `engine` parameters of a site fixture: Zensical's builds run in a process of their own (slow tier)."""
+    import pytest
+
+    return ["mkdocs", pytest.param("zensical", marks=pytest.mark.slow)]
+
+
+def engine_of(site: Path) -> str:
+    """Which engine built `site/`: Zensical writes its search index as `search.json` at the root."""
+    return "zensical" if (site / "search.json").is_file() else "mkdocs"
+
+
+def search_docs(site: Path) -> tuple[list[dict], str]:
+    """The search index of a built site as `[{"location", "title", "text"}]` and its separator."""
+    import json
+
+    if engine_of(site) == "zensical":
+        index = json.loads((site / "search.json").read_text(encoding="utf-8"))
+        return index["items"], index["config"]["separator"]
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    return index["docs"], index["config"]["separator"]
+
+
+def search(page, query: str, engine: str):
+    """Types `query` into the theme's search box (key by key: both themes listen to keyboard events) and
+    returns the locator of the result links, waiting for the first."""
+    if engine == "zensical":
+        page.locator(".md-search__button").click()
+        page.locator("dialog[aria-label='Search'] input").wait_for(timeout=10000)
+        page.keyboard.type(query)
+        results = page.locator("ol[role='listbox'] a[role='option']")
+    else:
+        page.locator("input.md-search__input").click()
+        page.keyboard.type(query)
+        results = page.locator(".md-search-result__item a")
+    results.first.wait_for(timeout=20000)
+    return results

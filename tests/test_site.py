@@ -15,18 +15,19 @@ import pytest
 
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.stage import anchor, md_escape, plan_site, read_vault
-from support_site import ARTIFACTS, HARVEST, StaticServer, chromium, make_vault
+from support_site import ARTIFACTS, HARVEST, StaticServer, chromium, engines, make_vault, search, search_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, corpus_dir):
-    """One vault (with a real corpus paper) built once for the whole module."""
+@pytest.fixture(scope="module", params=engines())
+def built(request, tmp_path_factory, corpus_dir):
+    """One vault (with a real corpus paper) built once per engine for the whole module."""
     from papervault.site.build import build_site
 
-    ws = make_vault(tmp_path_factory.mktemp("site") / "ws", real_pdf=corpus_dir / HARVEST)
-    result = build_site(ws)
+    ws = make_vault(tmp_path_factory.mktemp(f"site-{request.param}") / "ws", real_pdf=corpus_dir / HARVEST)
+    result = build_site(ws, engine=request.param)
+    assert result["engine"] == request.param
     return ws, result
 
 
@@ -97,9 +98,12 @@ def test_build_writes_a_page_per_paper_and_survey_and_leaves_the_vault_clean(bui
                 "papers/fox1999harvest/note.html", "papers/fox1999harvest/paper.html",
                 "papers/fox1999harvest/paper.pdf", "papers/lamport2001paxos/figures/fig-1.png",
                 "surveys/consensus-attention/survey.html", "surveys/consensus-attention/references.bib",
-                "code/paxos-impl.html", "ideas.html", "tags.html", "search/search_index.json",
-                "search/search_index.js"):
+                "code/paxos-impl.html", "ideas.html", "tags.html", "map.html", "map.svg"):
         assert (ws.site_dir / rel).is_file(), rel
+    # the search index, and its copy as a script for pages opened from disk
+    search_files = {"mkdocs": ("search/search_index.json", "search/search_index.js"),
+                    "zensical": ("search.json", "search.js")}[result["engine"]]
+    assert all((ws.site_dir / rel).is_file() for rel in search_files)
     assert ws.vault.is_clean()                       # nothing generated lands in the user's repository
     assert not list(ws.vault_dir.rglob("index.md"))
     assert any("@nobody1900none" in w for w in result["warnings"])
@@ -139,31 +143,32 @@ def test_math_is_marked_for_mathjax(built):
 def test_search_index_segments_chinese(built):
     """jieba cuts Chinese into words at build time (zero-width spaces), so a Chinese word is a search term."""
     ws, _ = built
-    index = json.loads((ws.site_dir / "search/search_index.json").read_text(encoding="utf-8"))
-    sep = re.compile(index["config"]["separator"])
-    docs = [d for d in index["docs"] if d["location"].startswith("papers/chen2020attention/note.html")]
+    all_docs, separator = search_docs(ws.site_dir)
+    sep = re.compile(separator)
+    docs = [d for d in all_docs if d["location"].startswith("papers/chen2020attention/note.html")]
     tokens = {t for d in docs for t in sep.split(d["text"] + " " + d["title"]) if t}
     assert "注意力" in tokens and "机制" in tokens
-    assert any("quorumology" in d["text"] for d in index["docs"] if "lamport2001paxos/note" in d["location"])
+    assert any("quorumology" in d["text"] for d in all_docs if "lamport2001paxos/note" in d["location"])
 
 
 def test_cli_build_json_and_strict(built, tmp_path, cli_run):
-    ws, _ = built
+    ws, result = built
     from papervault.cli import main
 
+    engine = ["--engine", result["engine"]]
     # what the builds print, in this process; the failing --strict build below is a process (its exit code)
-    out = cli_run(["site", "build", "--workspace", ws.root, "--json"])
+    out = cli_run(["site", "build", "--workspace", ws.root, "--json", *engine])
     data = json.loads(out.stdout)
-    assert data["papers"] == 3 and data["pages"] >= 15 and data["seconds"] > 0
+    assert data["papers"] == 3 and data["pages"] >= 15 and data["seconds"] > 0 and data["engine"] == result["engine"]
     # --strict turns a broken link into a one-line error, without a traceback
     broken = tmp_path / "ws2"
     ws2 = make_vault(broken)
     (ws2.vault_dir / "ideas.md").write_text("# Ideas\n\n[gone](papers/nobody/note.md)\n", encoding="utf-8")
     # without --strict the same build succeeds, says what is broken, and counts one survey as "1 survey"
-    out = cli_run(["site", "build", "-w", broken])
+    out = cli_run(["site", "build", "-w", broken, *engine])
     assert "warning: " in out.stderr and "papers/nobody/note.md" in out.stderr, out.stderr
     assert re.fullmatch(r"Built \d+ pages \(2 papers, 1 survey\) in [\d.]+ s into \S+\n", out.stdout), out.stdout
-    out = subprocess.run([sys.executable, "-m", "papervault", "site", "build", "--strict", "-w", str(broken)],
+    out = subprocess.run([sys.executable, "-m", "papervault", "site", "build", "--strict", "-w", str(broken), *engine],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1
     assert out.stderr.startswith("error: site build failed in strict mode") and "Traceback" not in out.stderr
@@ -224,7 +229,8 @@ def browser(tmp_path_factory):
 
 
 def test_browser_search_follow_figure_math_and_citation(built, browser):
-    ws, _ = built
+    ws, result = built
+    engine = result["engine"]
     ARTIFACTS.mkdir(exist_ok=True)
     with StaticServer(ws.site_dir) as server:
         requests: list[str] = []
@@ -241,11 +247,7 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
         page.screenshot(path=str(ARTIFACTS / "site-home.png"), full_page=True)
 
         # search a word that only this paper's note has, then follow the first result
-        # typed key by key: Material's search listens to keyboard events, not to a programmatic fill
-        page.locator("input.md-search__input").click()
-        page.keyboard.type("quorumology")
-        first = page.locator(".md-search-result__item a").first
-        first.wait_for(timeout=20000)
+        first = search(page, "quorumology", engine).first
         first.click()
         page.wait_for_url(re.compile(r"/papers/lamport2001paxos/note\.html"), timeout=20000)
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
@@ -278,12 +280,11 @@ def test_browser_search_follow_figure_math_and_citation(built, browser):
 
         # a Chinese word finds the Chinese paper
         page.goto(server.url)
-        page.locator("input.md-search__input").click()
-        page.keyboard.type("注意力")
+        results = search(page, "注意力", engine)
         page.keyboard.press("End")
-        first = page.locator(".md-search-result__item a").first
-        first.wait_for(timeout=20000)
-        page.screenshot(path=str(ARTIFACTS / "site-search-chinese.png"))
+        page.screenshot(path=str(ARTIFACTS / f"site-search-chinese-{engine}.png"))
+        hrefs = results.evaluate_all("as => as.map(a => a.href)")
+        first = results.nth(next(i for i, h in enumerate(hrefs) if "/papers/chen2020attention/" in h))
         first.click()
         page.wait_for_url(re.compile(r"/papers/chen2020attention/"))
 
@@ -306,7 +307,8 @@ HREFS = "() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"
 def test_browser_from_disk_search_citation_anchor_and_pdf(built, browser):
     """Opened as files (no server): search finds a paper, a survey citation lands on its page anchor, every
     internal link names an existing file (no folder URL), and a full-text page links to that page of the PDF."""
-    ws, _ = built
+    ws, result = built
+    engine = result["engine"]
     site = ws.site_dir.resolve()
     home = (site / "index.html").as_uri()
     requests: list[str] = []
@@ -317,12 +319,9 @@ def test_browser_from_disk_search_citation_anchor_and_pdf(built, browser):
 
     page.goto(home)
     assert page.locator("text=Paxos Made Simple").first.is_visible()
-    # the search box is there and answers: Material's worker runs in the site's own iframe shim
-    page.locator("input.md-search__input").click()
-    page.keyboard.type("quorumology")
-    first = page.locator(".md-search-result__item a").first
-    first.wait_for(timeout=20000)
-    page.screenshot(path=str(ARTIFACTS / "site-file-search.png"))
+    # the search box is there and answers: the theme's worker runs in the site's own iframe shim
+    first = search(page, "quorumology", engine).first
+    page.screenshot(path=str(ARTIFACTS / f"site-file-search-{engine}.png"))
     first.click()
     page.wait_for_url(re.compile(r"^file://.*/papers/lamport2001paxos/note\.html"), timeout=20000)
     assert page.locator("article h1").first.inner_text().rstrip("¶") == "Paxos Made Simple"
@@ -391,3 +390,43 @@ def test_generated_config_keeps_the_users_plugins_and_adds_offline(tmp_path):
     # a file without plugins gets mkdocs' default search, plus offline
     mk.write_text("site_name: bare\ntheme:\n  name: material\n", encoding="utf-8")
     assert yaml.safe_load(stage(ws)["config"].read_text(encoding="utf-8"))["plugins"] == ["search", "offline"]
+
+
+@pytest.mark.slow
+def test_zensical_config_is_self_contained_and_keeps_the_page_policy(tmp_path, cli_run):
+    """`[site] engine = "zensical"`: one generated file, no INHERIT, relative paths, the user's YAML tags kept for
+    Zensical's loader, attr_list dropped and the sanitiser added; every page carries the policy."""
+    ws = make_vault(tmp_path / "ws")
+    toml = ws.root / "papervault.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("[site]\n", '[site]\nengine = "zensical"\n', 1),
+                    encoding="utf-8")
+    mk = ws.root / "mkdocs.yml"
+    text = mk.read_text(encoding="utf-8").replace("  - abbr\n", "  - abbr\n  - attr_list\n")
+    mk.write_text(text + "  analytics: !ENV [PV_ANALYTICS, false]\n", encoding="utf-8")
+    (ws.vault_dir / "ideas.md").write_text("# Ideas\n\n**bold**{: #__config .md-dialog}\n", encoding="utf-8")
+    out = json.loads(cli_run(["site", "build", "--json", "-w", ws.root]).stdout)
+    assert out["engine"] == "zensical" and out["papers"] == 2
+    cfg_text = (ws.state_dir / "zensical.site.yml").read_text(encoding="utf-8")
+    assert "INHERIT" not in cfg_text and str(ws.root) not in cfg_text
+    import yaml
+
+    class Tags(yaml.SafeLoader):
+        pass
+
+    Tags.add_constructor("!ENV", lambda loader, node: ("!ENV", loader.construct_sequence(node)))
+    cfg = yaml.load(cfg_text, Loader=Tags)
+    assert cfg["docs_dir"] == "site-src" and cfg["site_dir"] == "zensical-site" and cfg["use_directory_urls"] is False
+    assert cfg["extra"]["analytics"] == ("!ENV", ["PV_ANALYTICS", False])      # the tag, as the user wrote it
+    assert cfg["extra"]["polyfills"] == ["assets/papervault/iframe-worker.js"] and cfg["extra"]["generator"] is False
+    exts = [e if isinstance(e, str) else next(iter(e)) for e in cfg["markdown_extensions"]]
+    assert "attr_list" not in exts and exts[-1] == "papervault.site.sanitize"
+    assert cfg["plugins"][-1] == "offline" and cfg["nav"][0] == {"Home": "index.md"}
+    ideas = (ws.site_dir / "ideas.html").read_text(encoding="utf-8")
+    article = ideas[ideas.index("<article"):ideas.index("</article>")]
+    assert "<strong>bold</strong>{: #__config .md-dialog}" in article       # shown as text, not attributes
+    assert not re.search(r'<[a-z][^<>]*\s(?:id="__config"|class="[^"]*md-dialog)', article)
+    for page in ws.site_dir.rglob("*.html"):
+        head = page.read_text(encoding="utf-8").split("</head>", 1)[0]
+        assert '<meta http-equiv="Content-Security-Policy"' in head, page
+        policy = head.split('http-equiv="Content-Security-Policy" content="', 1)[1].split('"', 1)[0]
+        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0], page

@@ -30,7 +30,7 @@ from papervault.cli import cli
 from papervault.site.policy import CSP_META
 from papervault.site.sanitize import clean_html, doi_url, safe_url
 from papervault.sources.dedup import normalize_doi
-from support_site import ARTIFACTS, StaticServer, chromium
+from support_site import ARTIFACTS, StaticServer, chromium, engine_of, engines, search
 from support_zotero import SHARED_ZOTERO, ZoteroBuilder
 
 PWN = "window.__pwned=1"
@@ -218,7 +218,8 @@ $\\href{{{beacon}mathjax-href}}{{link}}$ and $\\cssId{{__config}}{{id}}$.
 
 
 @pytest.fixture(scope="module")
-def hostile_site(tmp_path_factory, beacon):
+def hostile_ws(tmp_path_factory, beacon):
+    """The hostile workspace, imported once and its site built with mkdocs (the default engine)."""
     tmp = tmp_path_factory.mktemp("hostile")
     ws_root = tmp / "ws"
     runner = CliRunner()
@@ -256,6 +257,25 @@ def hostile_site(tmp_path_factory, beacon):
                                                                          encoding="utf-8")
     res = runner.invoke(cli, ["site", "build", "--workspace", str(ws_root)])
     assert res.exit_code == 0, res.output
+    return ws_root
+
+
+@pytest.fixture(scope="module", params=engines())
+def hostile_site(request, hostile_ws, tmp_path_factory):
+    """The hostile workspace's site, per engine: Zensical's is a copy of the workspace with
+    `[site] engine = "zensical"` in its papervault.toml, so its rebuilds use Zensical too."""
+    if request.param == "mkdocs":
+        return hostile_ws
+    import shutil
+
+    ws_root = tmp_path_factory.mktemp("hostile-zensical") / "ws"
+    shutil.copytree(hostile_ws, ws_root, symlinks=True)
+    toml = ws_root / "papervault.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("[site]\n", '[site]\nengine = "zensical"\n', 1),
+                    encoding="utf-8")
+    res = CliRunner().invoke(cli, ["site", "build", "--workspace", str(ws_root)])
+    assert res.exit_code == 0, res.output
+    assert engine_of(ws_root / "site") == "zensical"
     return ws_root
 
 
@@ -351,9 +371,7 @@ def test_every_page_in_chromium_runs_no_injected_script(hostile_site, browser):
         # search results (rendered by the theme's script from the search index) run nothing either
         for query in ("attack", "Harmless title", "Hostile Paper"):
             page.goto(server.url, wait_until="load")
-            page.locator("input.md-search__input").click()
-            page.keyboard.type(query)
-            page.locator(".md-search-result__item").first.wait_for(timeout=20000)
+            search(page, query, engine_of(site))
             page.wait_for_timeout(300)
             got = page.evaluate(check)
             assert got["pwned"] is None and got["bad"] == [], (query, got)
@@ -496,9 +514,7 @@ def test_every_page_from_disk_and_over_http_stays_in_the_site(hostile_site, beac
             outside[:] = [o for o in outside if "csp-probe" not in o]
             # search works under the policy (the iframe worker from disk, a web worker over HTTP)
             page.goto(root + "index.html", wait_until="load")
-            page.locator("input.md-search__input").click()
-            page.keyboard.type("Clobbering")
-            page.locator(".md-search-result__item").first.wait_for(timeout=20000)
+            search(page, "Clobbering", engine_of(site))
             assert page.evaluate("window.__violations || []") == []
             page.close()
     assert outside == [] and scripts == [] and errors == [], (outside, scripts, errors)
@@ -518,7 +534,7 @@ def test_dois_and_urls_are_checked_before_they_become_links():
     assert 'colspan="2"' in kept and 'data-page="2"' in kept and 'src="figures/f.png"' in kept
 
 
-def test_mcp_serves_hostile_text_as_text(hostile_site):
+def test_mcp_serves_hostile_text_as_text(hostile_ws):
     """`read`, `get_paper` and the full-text resource over stdio: a paper's tags reach the client as text; the
     page anchors papervault writes stay tags."""
     import anyio
@@ -527,7 +543,7 @@ def test_mcp_serves_hostile_text_as_text(hostile_site):
     from support_mcp import papervault_cmd, server_env
 
     cmd = papervault_cmd()
-    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--workspace", str(hostile_site)],
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--workspace", str(hostile_ws)],
                                    env=server_env())
 
     async def main():
@@ -552,7 +568,7 @@ def test_mcp_serves_hostile_text_as_text(hostile_site):
     assert "<img" not in note and "<iframe" not in note
 
 
-def test_site_serve_sanitises_too(hostile_site):
+def test_site_serve_sanitises_too(hostile_ws):
     """`site serve` reloads the mkdocs configuration before each build; the sanitiser is in every one of them."""
     import subprocess
     import sys
@@ -563,7 +579,7 @@ def test_site_serve_sanitises_too(hostile_site):
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "papervault", "site", "serve", "--port", str(port),
-                             "-w", str(hostile_site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "-w", str(hostile_ws)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline, text = time.monotonic() + 120, ""
         while time.monotonic() < deadline and not text:

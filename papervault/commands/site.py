@@ -1,4 +1,5 @@
-"""`site build`, `site serve`: publish the vault as a searchable static site (mkdocs-material, offline)."""
+"""`site build`, `site serve`: publish the vault as a searchable static site (mkdocs-material or Zensical,
+offline)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ def site():
 
 @site.command("build")
 @click.option("--strict", is_flag=True, help="Fail on any warning (broken link, missing figure).")
+@click.option("--engine", type=click.Choice(["mkdocs", "zensical"]), default=None,
+              help="What builds the pages (default: [site] engine in papervault.toml, else mkdocs).")
 @workspace_option
 @json_option
-def build_cmd(strict, workspace, as_json):
+def build_cmd(strict, engine, workspace, as_json):
     """Build site/ from the vault: home, paper pages, full texts, surveys with linked citations, search."""
     from papervault.site.build import build_site
 
@@ -24,7 +27,7 @@ def build_cmd(strict, workspace, as_json):
     from papervault.app.sync import changes
 
     ws.require()
-    result = build_site(ws, strict=strict, whats_new=changes(ws, "7d"))
+    result = build_site(ws, strict=strict, whats_new=changes(ws, "7d"), engine=engine)
     if as_json:
         emit_json(result)
         return

@@ -34,9 +34,12 @@ def template_dirs(ws: Workspace) -> list[Path]:
     return search_path("site", ws.root)
 
 
-def stage(ws: Workspace, whats_new: dict | None = None) -> dict[str, Any]:
-    """Write the site's sources and its mkdocs configuration; returns what was staged. `whats_new` (what
-    `papervault changes --since 7d` answers) adds the "What's new" page."""
+ENGINES = ("mkdocs", "zensical")
+
+
+def stage(ws: Workspace, whats_new: dict | None = None, engine: str = "mkdocs") -> dict[str, Any]:
+    """Write the site's sources and the configuration of `engine` (mkdocs or zensical); returns what was staged.
+    `whats_new` (what `papervault changes --since 7d` answers) adds the "What's new" page."""
     ws.require()
     settings = ws.settings.site
     dirs = template_dirs(ws)
@@ -45,15 +48,15 @@ def stage(ws: Workspace, whats_new: dict | None = None) -> dict[str, Any]:
     assets = {**mathjax_assets(), **theme_assets(dirs)}
     changes = write_stage(plan, stage_dir(ws), assets)
     config_path = write_config(ws, plan.nav, plan.not_in_nav)
+    if engine == "zensical":
+        config_path = write_zensical_config(ws, plan.nav, plan.not_in_nav)
     return {"config": config_path, "pages": len(plan.pages), "papers": len(snap.papers),
             "surveys": len(snap.surveys), "warnings": plan.warnings, "timings": plan.timings, **changes}
 
 
-def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
-    """`.papervault/mkdocs.site.yml`: the workspace's mkdocs.yml (inherited as-is) with docs_dir pointing at the
-    staging folder and the generated navigation, unless the user wrote a `nav:` of their own."""
-    user = ws.root / "mkdocs.yml"
-    overrides: dict[str, Any] = {
+def _overrides(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> dict[str, Any]:
+    """What papervault sets over the workspace's mkdocs.yml, for either engine."""
+    return {
         "docs_dir": str(stage_dir(ws)),
         "site_dir": str(ws.site_dir),
         "not_in_nav": "\n".join(not_in_nav) + "\n",
@@ -61,15 +64,22 @@ def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
         "use_directory_urls": False,
         # The offline plugin inlines the search index into a script; its Worker shim is the site's own file.
         "extra": {"polyfills": [OFFLINE_SHIM]},
+        "nav": nav,
     }
+
+
+def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
+    """`.papervault/mkdocs.site.yml`: the workspace's mkdocs.yml (inherited as-is) with docs_dir pointing at the
+    staging folder and the generated navigation, unless the user wrote a `nav:` of their own."""
+    user = ws.root / "mkdocs.yml"
+    overrides = _overrides(ws, nav, not_in_nav)
     if user.is_file():
-        if not _has_nav(user):
-            overrides["nav"] = nav
+        if _has_nav(user):
+            del overrides["nav"]
         overrides["plugins"] = offline_plugins(_user_plugins(user))
         text = yaml.safe_dump({"INHERIT": str(user)}, allow_unicode=True)
         text += yaml.safe_dump(overrides, allow_unicode=True, sort_keys=False, width=1000)
     else:
-        overrides["nav"] = nav
         text = MKDOCS_TEMPLATE.format(name=ws.settings.site.name)
         base = yaml.safe_load(text)
         overrides["plugins"] = offline_plugins(base.get("plugins"))
@@ -81,6 +91,23 @@ def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_zensical_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
+    """`.papervault/zensical.site.yml`: one self-contained file (no INHERIT) with relative paths, the same
+    overrides as mkdocs.site.yml plus the page policy's Markdown rules (site/zensical.py)."""
+    from papervault.site import zensical
+
+    user = ws.root / "mkdocs.yml"
+    overrides = _overrides(ws, nav, not_in_nav)
+    if user.is_file():
+        base = user.read_text(encoding="utf-8")
+        overrides["plugins"] = offline_plugins(_user_plugins(user))
+    else:
+        base = MKDOCS_TEMPLATE.format(name=ws.settings.site.name)
+        overrides["plugins"] = offline_plugins(yaml.safe_load(base).get("plugins"))
+    return zensical.write_config(ws.state_dir, base, overrides, keep_nav=user.is_file() and _has_nav(user),
+                                 untrusted=UNTRUSTED_EXTENSIONS)
 
 
 OFFLINE_SHIM = "assets/papervault/iframe-worker.js"
@@ -131,11 +158,24 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = None) -> dict[str, Any]:
-    """Build `site/` from the vault. Returns pages, papers, surveys, seconds, site_dir, warnings.
+def site_engine(ws: Workspace, engine: str | None = None) -> str:
+    """The engine asked for (`--engine`), else `[site] engine`; a name that is neither is a SiteError."""
+    name = (engine or ws.settings.site.engine or "mkdocs").lower()
+    if name not in ENGINES:
+        raise SiteError(f"unknown site engine {name!r}", fix="use mkdocs or zensical (see docs/site.md)")
+    return name
 
-    With `strict`, any mkdocs warning (a broken link, a missing figure) fails the build with SiteError.
+
+def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = None,
+               engine: str | None = None) -> dict[str, Any]:
+    """Build `site/` from the vault. Returns pages, papers, surveys, seconds, site_dir, warnings, engine.
+
+    With `strict`, any warning of the engine (a broken link, a missing figure) fails the build with SiteError.
+    `engine`: "mkdocs" (mkdocs-material, the default) or "zensical"; None reads `[site] engine`.
     """
+    engine = site_engine(ws, engine)
+    if engine == "zensical":
+        return _build_zensical(ws, strict=strict, whats_new=whats_new)
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort, ConfigurationError
@@ -159,7 +199,18 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
         logger.removeHandler(handler)
     return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
             "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-            "warnings": staged["warnings"] + handler.messages}
+            "warnings": staged["warnings"] + handler.messages, "engine": "mkdocs"}
+
+
+def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> dict[str, Any]:
+    from papervault.site import zensical
+
+    t0 = time.monotonic()
+    staged = stage(ws, whats_new, engine="zensical")
+    built = zensical.build(ws.state_dir, ws.site_dir, staged["config"], strict=strict)
+    return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
+            "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
+            "warnings": staged["warnings"] + built["warnings"], "engine": "zensical"}
 
 
 def with_sanitiser(cfg, *, live: bool = False):

@@ -1,10 +1,13 @@
-/* papervault: run mkdocs-material's search worker when the site is opened from disk (file://).
+/* papervault: run the theme's search worker (mkdocs-material's or Zensical's) when the site is opened from disk.
  *
  * Chromium refuses `new Worker("file:///...")` (a file page has an opaque origin). This replaces `Worker`, on
  * file:// pages only, with one that runs the worker's script in a hidden iframe of the same page; messages go
  * through the iframe's window. Material's offline plugin expects such a shim in `extra.polyfills` (its default
  * fetches one from a CDN; this file is the site's own, so nothing is loaded from outside). The class is named
  * IFrameWorker because Material's search worker looks for that name to locate its lunr language files.
+ * Messages are copied into the receiving window (structuredClone) and delivered as tasks, as a worker's are:
+ * Zensical's search worker checks the index it is given with the frame's own Object and Array, and its page
+ * code would otherwise handle an answer inside the call that asked the question (and ask again, forever).
  */
 (function () {
   "use strict";
@@ -28,10 +31,17 @@
     var win = frame.contentWindow;
 
     // Inside the frame, `postMessage(data)` answers the page, as a worker's does.
+    function copy(into, data) {
+      try { return into.structuredClone(data); } catch (e) { return data; }
+    }
+    // Delivered as a task, never inside the sender's call: the page's code (Zensical's signals) reads the
+    // answer in a handler that must not run inside the effect that posted the question.
     win.postMessage = function (data) {
-      var ev = new MessageEvent("message", { data: data });
-      self.dispatchEvent(ev);
-      if (typeof self.onmessage === "function") self.onmessage(ev);
+      var ev = new MessageEvent("message", { data: copy(window, data) });
+      setTimeout(function () {
+        self.dispatchEvent(ev);
+        if (typeof self.onmessage === "function") self.onmessage(ev);
+      }, 0);
     };
     // A worker's importScripts, as script elements of the frame (Material awaits the result).
     win.importScripts = function () {
@@ -60,7 +70,8 @@
 
     this.postMessage = function (data) {
       if (!ready) { queue.push(data); return; }
-      win.dispatchEvent(new win.MessageEvent("message", { data: data }));
+      var ev = new win.MessageEvent("message", { data: copy(win, data) });
+      setTimeout(function () { win.dispatchEvent(ev); }, 0);
     };
     this.terminate = function () { frame.remove(); };
   }
