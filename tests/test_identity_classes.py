@@ -59,11 +59,23 @@ def test_each_layout_class_gets_the_title_and_an_author_key(ws, tmp_path, cli_ru
         meta = got[fname]
         assert normalize_title(meta["title"]) == normalize_title(label["title"]), (cls, fname, meta["title"])
         assert [_family(a) for a in meta["authors"]] == [_family(a) for a in label["authors"]], (cls, fname)
+        # No year is printed: a year range of the title ("(1969-1980)") is not the paper's year.
+        assert meta.get("year") == label["year"], (cls, fname, meta.get("year"))
         # The key's author part is the first author's family name: never "anon", never a word of the title.
         assert meta["id"].startswith(_family(label["authors"][0])), (cls, meta["id"])
         assert meta["provenance"]["title"] == "layout"
         assert meta["provenance"]["title_confidence"] in ("high", "low")
         assert meta["provenance"]["title_evidence"]
+
+
+def test_a_society_under_the_names_is_an_affiliation_and_a_title_year_range_no_year(ws, tmp_path, cli_run):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make_class("f-sizes", folder)
+    [meta] = _added(cli_run, ws, folder).values()
+    assert meta["title"] == "A Brief History of the Internet (1962-1997)"
+    assert meta["authors"] == ["Barry M. Leiner", "Vinton G. Cerf"] and meta.get("year") is None
+    assert meta["id"].startswith("leiner")
 
 
 def test_the_banner_author_line_and_fragment_are_the_evidence_against_them(ws, tmp_path, cli_run):

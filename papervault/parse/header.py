@@ -523,6 +523,7 @@ def _authors_above(blocks: list[Block], title: list[Line]) -> list[str]:
 
 _STOP_PART = re.compile(r"\b(?:universit\w*|institut\w*|laborator\w*|labs?|department|dept|inc|corp\w*|ltd|gmbh|"
                         r"college|school|faculty|research|centre|center|memo\w*|report|division|group|"
+                        r"society|association|foundation|academy|consortium|council|agency|organi[sz]ation|"
                         r"(?:computer|information|mathematical)\s+sciences?)\b", re.I)
 
 
@@ -578,17 +579,21 @@ def _years_in(text: str) -> list[int]:
     return [int(y) for y in _YEAR.findall(text) if 1850 <= int(y) <= this_year + 1]
 
 
-def find_year(lines: list[str], arxiv: str | None, rotated: list[str]) -> int | None:
+def find_year(lines: list[str], arxiv: str | None, rotated: list[str], title: str | None = None) -> int | None:
     """The paper's own year from its front-matter lines (first page or two, in reading order).
 
     Years of the header (above the abstract) count; further down only a year on a dated line does (a
-    copyright line, the venue, "Received ..."): a year in a sentence ("contests in 2012") is not the paper's.
+    copyright line, the venue, "Received ..."): a year in a sentence ("contests in 2012") is not the paper's,
+    and neither is a year of the title's own lines ("Early LISP History (1956-1959)" was not written in 1956).
     """
     scores: dict[int, float] = {}
     body_from = next((i for i, t in enumerate(lines) if _BODY_START.match(t.strip())), len(lines))
+    in_title = f" {norm(title)} " if title else ""
     for i, raw in enumerate(lines):
         t = raw.strip()
         if not t or _BAD_DATE.search(t):
+            continue
+        if in_title and i < body_from and _years_in(t) and f" {norm(t)} " in in_title:
             continue
         ys = _years_in(t)
         cue = max((w for pat, w in _GOOD_DATE if pat.search(t)), default=0.0)
@@ -708,7 +713,7 @@ def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | 
     h.doi = find_doi(head[:6000]) or find_doi(" ".join(rotated))
     if h.doi:
         h.provenance["doi"] = "layout"
-    h.year = find_year(front[:120], h.arxiv, rotated)
+    h.year = find_year(front[:120], h.arxiv, rotated, h.title)
     if h.year:
         h.provenance["year"] = "layout"
     h.venue = find_venue(front, h.title)
