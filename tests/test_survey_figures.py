@@ -282,3 +282,57 @@ def test_mcp_citations_tool_gives_the_same_edges(log_vault):
             assert r.is_error
 
     anyio.run(main)
+
+
+def test_comparison_chart_draws_shared_metrics_with_citation_and_page():
+    """Where the comparison table has numbers for one metric in one setting from several papers, a chart of
+    them: each point labelled with its paper and page and linked to that page; the list says the same."""
+    from types import SimpleNamespace as P
+
+    from papervault.site.svg import sanitise_svg
+    from papervault.survey.correlate import ComparisonRow, Correlation
+    from papervault.survey.figures import comparison_svg, field_map, figures_markdown
+
+    evil = 'Top-1 <script>alert(1)</script> "acc"'
+    papers = [P(id="he2016resnet", title="ResNet", year=2016, fulltext="x"),
+              P(id="tan2019effnet", title="EfficientNet", year=2019, fulltext="x"),
+              P(id="dosov2021vit", title="ViT", year=2021, fulltext=""),
+              P(id="lone2020cifar", title="Alone", year=2020, fulltext="x")]
+
+    def ev(metric, setting, value, page):
+        return {"metric": metric, "setting": setting, "value": value, "page": page, "source": "Table 2"}
+
+    rows = [ComparisonRow("he2016resnet", evidence=[ev(evil, "ImageNet", "76.1%", 7), ev("FLOPs", "ImageNet", "3.8", 7)]),
+            ComparisonRow("tan2019effnet", evidence=[ev(evil, "imagenet", "84.3 %", 5)]),
+            ComparisonRow("dosov2021vit", evidence=[ev(evil, "ImageNet", "88.55", 4)]),
+            ComparisonRow("lone2020cifar", evidence=[ev("Accuracy", "CIFAR-10", "93", 2)])]
+    corr = Correlation(topic="t", papers=[p.id for p in papers], comparison=rows)
+    fm = field_map(corr, papers, "vision")
+    assert [(c.metric, c.setting) for c in fm.charts] == [(evil, "ImageNet")]     # one metric+setting, 3 papers
+    svg = comparison_svg(fm)
+    root = ET.fromstring(svg)
+    points = {}
+    for a in root.iter(f"{SVG}a"):
+        label = next(t.text for t in a.iter(f"{SVG}text") if ", p. " in (t.text or ""))
+        points[label] = a.get("href")
+    assert points == {"tan2019effnet, p. 5": "../../../papers/tan2019effnet/paper.md#page-5",
+                      "he2016resnet, p. 7": "../../../papers/he2016resnet/paper.md#page-7",
+                      "dosov2021vit, p. 4": "../../../papers/dosov2021vit/note.md"}      # no full text: its note
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    # the text alternative names the same papers, values and pages
+    md = figures_markdown(fm)
+    assert "![Figure 3: Results the selected papers report" in md and "(figures/comparison.svg)" in md
+    item = _list_after(md, "Figure 3 as a list")
+    assert len(item) == 1 and "ImageNet" in item[0] and "<script>" not in item[0]
+    listed = re.findall(r"\[([\w.-]+), p\. (\d+)\]\(([^)]+)\) ([\d.]+ ?%?)", item[0])
+    assert {f"{k}, p. {p}" for k, p, _, _ in listed} == set(points)
+    assert [v for *_, v in listed] == ["88.55", "84.3 %", "76.1%"]                 # highest first, as printed
+    # on the site the links open the full text at that page (or the note)
+    clean = sanitise_svg(svg, "surveys/vision/figures/comparison.svg", {p.id for p in papers},
+                         {"he2016resnet", "tan2019effnet", "lone2020cifar"})
+    hrefs = {a.get("href") for a in ET.fromstring(clean).iter(f"{SVG}a")}
+    assert hrefs == {"../../../papers/tan2019effnet/paper.html#page-5", "../../../papers/he2016resnet/paper.html#page-7",
+                     "../../../papers/dosov2021vit/note.html"}
+    # no metric shared by two papers: no chart and no Figure 3
+    lone = field_map(Correlation(topic="t", papers=["lone2020cifar"], comparison=rows[3:]), papers[3:], "x")
+    assert lone.charts == [] and "Figure 3" not in figures_markdown(lone)

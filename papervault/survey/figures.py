@@ -1,4 +1,5 @@
-"""A survey's figures, drawn from its correlation: the lineage graph and the timeline of the selected papers.
+"""A survey's figures, drawn from its correlation: the lineage graph and the timeline of the selected papers, and
+a chart of the comparison table's numbers where several papers report the same metric in the same setting.
 
 Both are plain SVG written here (no script, no outside resource, no font file): the lineage graph lays the
 papers out by year (one column per year, undated last), colours each by its theme, draws an arrow from a paper
@@ -13,6 +14,7 @@ list, for a screen reader, a text-only agent and the Pandoc export.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
@@ -22,6 +24,9 @@ from papervault.vault.paper import alt_text, escape_html, page_link
 FIGURES_DIR = "figures"
 LINEAGE = "lineage.svg"
 TIMELINE = "timeline.svg"
+COMPARISON = "comparison.svg"
+# The charts of the comparison table: the (metric, setting) pairs reported by the most papers, at most this many.
+MAX_CHARTS = 4
 # Colours of the themes, in order (colour-blind safe, Okabe-Ito); a theme past the last takes grey.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 OTHER = "#999999"
@@ -57,6 +62,7 @@ class FieldMap:
     edges: list[tuple[str, str]]          # (citing, cited)
     dir: str = ""                         # the survey's folder in the vault: surveys/<slug>
     with_text: set[str] = field(default_factory=set)     # the papers with a paper.md (the others link their note)
+    charts: list["Chart"] = field(default_factory=list)  # the comparison table's shared numbers
 
     def year_label(self, y: int | None) -> str:
         return str(y) if y is not None else UNDATED
@@ -71,11 +77,67 @@ class FieldMap:
     def theme_name(self, theme: int | None) -> str:
         return self.themes[theme] if theme is not None else "no theme"
 
-    def link(self, pid: str, figure: str | None = None) -> str:
-        """The paper's page (`page_link`): relative to the figure's file in the vault, or to `survey.md`
-        without `figure`; its note when the paper has no full text."""
-        target = page_link(pid, relative_to=f"{self.dir}/{FIGURES_DIR}/{figure}" if figure else f"{self.dir}/survey.md")
-        return target if pid in self.with_text else target[:-len("paper.md")] + "note.md"
+    def link(self, pid: str, figure: str | None = None, page: int | None = None) -> str:
+        """The paper's page (`page_link`, at `page` when given): relative to the figure's file in the vault, or
+        to `survey.md` without `figure`; its note (no page) when the paper has no full text."""
+        where = f"{self.dir}/{FIGURES_DIR}/{figure}" if figure else f"{self.dir}/survey.md"
+        if pid not in self.with_text:
+            return page_link(pid, relative_to=where)[:-len("paper.md")] + "note.md"
+        return page_link(pid, page, relative_to=where)
+
+
+@dataclass
+class Point:
+    paper: str
+    number: float          # the value read as a number
+    value: str             # as the paper prints it ("93.5%")
+    page: int
+
+
+@dataclass
+class Chart:
+    """One metric in one setting, as several selected papers report it (the comparison table's evidence)."""
+
+    metric: str
+    setting: str
+    points: list[Point]
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?")
+
+
+def _number(value: str) -> float | None:
+    """The first number printed in `value` (`93.5%`, `1,234`, `0.91 ± 0.02`), or None."""
+    m = _NUMBER.search(value)
+    if not m:
+        return None
+    text = m.group(0)
+    text = text.replace(",", "") if re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", text) else text.replace(",", ".")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def comparison_charts(corr, known: set[str]) -> list[Chart]:
+    """The comparison table's numbers for a metric and setting that two or more selected papers report (the
+    first number of each paper's value, with its page), the most reported pairs first."""
+    groups: dict[tuple[str, str], dict[str, Point]] = {}
+    names: dict[tuple[str, str], tuple[str, str]] = {}
+    for row in getattr(corr, "comparison", []) or []:
+        if row.paper_id not in known:
+            continue
+        for e in row.evidence or []:
+            metric, setting = " ".join(str(e.get("metric") or "").split()), " ".join(str(e.get("setting") or "").split())
+            page, number = e.get("page"), _number(str(e.get("value") or ""))
+            if not metric or not setting or not isinstance(page, int) or number is None:
+                continue
+            key = (metric.lower(), setting.lower())
+            names.setdefault(key, (metric, setting))
+            groups.setdefault(key, {}).setdefault(row.paper_id, Point(row.paper_id, number, str(e["value"]), page))
+    shared = [k for k, pts in groups.items() if len(pts) >= 2]
+    shared.sort(key=lambda k: (-len(groups[k]), k))
+    return [Chart(*names[k], sorted(groups[k].values(), key=lambda p: (-p.number, p.paper))) for k in shared[:MAX_CHARTS]]
 
 
 def field_map(corr, papers: list, slug: str) -> FieldMap:
@@ -98,7 +160,8 @@ def field_map(corr, papers: list, slug: str) -> FieldMap:
     edges = list(dict.fromkeys((x.paper_id, x.builds_on) for x in corr.lineages
                                if x.paper_id in known and x.builds_on in known and x.paper_id != x.builds_on))
     return FieldMap(nodes, themes, edges, dir=f"surveys/{slug}",
-                    with_text={p.id for p in papers if (p.fulltext or "").strip()})
+                    with_text={p.id for p in papers if (p.fulltext or "").strip()},
+                    charts=comparison_charts(corr, known))
 
 
 # --- drawing ---------------------------------------------------------------------------------------
@@ -237,6 +300,53 @@ def timeline_svg(fm: FieldMap) -> str:
     return "\n".join(out) + "\n"
 
 
+def comparison_svg(fm: FieldMap) -> str:
+    """The comparison table's shared numbers: a panel per metric and setting, a row per paper with a dot at
+    its value on the panel's axis, labelled with the citation key, the value and the page, and linked to that
+    page of the paper."""
+    label_w, plot_w, row_h, head_h = 230, 320, 24, 46
+    width = MARGIN * 2 + label_w + plot_w + 70
+    panels, y = [], TOP
+    for c in fm.charts:
+        h = head_h + len(c.points) * row_h + 26
+        panels.append((c, y))
+        y += h
+    height = y + MARGIN
+    n = sum(len(c.points) for c in fm.charts)
+    title = f"Reported results: {len(fm.charts)} metric{'s' if len(fm.charts) != 1 else ''} shared by the selected papers"
+    desc = (f"{n} values, one panel per metric and setting, one row per paper; each value is labelled with its "
+            "paper's citation key and the page it is printed on.")
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="comparison-title comparison-desc">',
+           f'<title id="comparison-title">{esc(title)}</title>',
+           f'<desc id="comparison-desc">{esc(desc)}</desc>',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+    x0 = MARGIN + label_w
+    for k, (c, top) in enumerate(panels):
+        lo, hi = min(0.0, min(p.number for p in c.points)), max(p.number for p in c.points)
+        span = (hi - lo) or 1.0
+        out.append(f'<text x="{MARGIN}" y="{top + 16}" font-size="13" font-weight="bold" {FONT}>'
+                   f'{esc(short(c.metric, 50))} in {esc(short(c.setting, 50))}</text>')
+        axis_y = top + head_h + len(c.points) * row_h - 6
+        out.append(f'<line x1="{x0}" y1="{axis_y}" x2="{x0 + plot_w}" y2="{axis_y}" stroke="#333333" stroke-width="1"/>')
+        for v in (lo, hi):
+            vx = x0 + (v - lo) / span * plot_w
+            out.append(f'<text x="{vx:.0f}" y="{axis_y + 15}" font-size="10" text-anchor="middle" {FONT}>{esc(f"{v:g}")}</text>')
+        colour = PALETTE[k % len(PALETTE)]
+        for j, p in enumerate(c.points):
+            ry = top + head_h + j * row_h
+            px = x0 + (p.number - lo) / span * plot_w
+            tip = f"{p.paper}: {c.metric} = {p.value} in {c.setting} (p. {p.page})"
+            out.append(f'<a href="{esc(fm.link(p.paper, COMPARISON, p.page))}"><title>{esc(tip)}</title>'
+                       f'<text x="{x0 - 8}" y="{ry + 4}" font-size="11" text-anchor="end" {FONT}>'
+                       f'{esc(short(p.paper, 24))}, p. {p.page}</text>'
+                       f'<line x1="{x0}" y1="{ry}" x2="{px:.0f}" y2="{ry}" stroke="#cccccc" stroke-width="1"/>'
+                       f'<circle cx="{px:.0f}" cy="{ry}" r="5" fill="{colour}" stroke="#333333" stroke-width="0.8"/>'
+                       f'<text x="{px + 9:.0f}" y="{ry + 4}" font-size="11" {FONT}>{esc(short(p.value, 14))}</text></a>')
+    out.append('</svg>')
+    return "\n".join(out) + "\n"
+
+
 # --- survey.md -------------------------------------------------------------------------------------
 
 def _md(text: str) -> str:
@@ -275,6 +385,17 @@ def figures_markdown(fm: FieldMap) -> str:
     for y, per in timeline_counts(fm):
         parts = [f"{_md(short(fm.theme_name(t), 120))}: {len(ids)} ({', '.join(ids)})" for t, ids in per]
         lines.append(f"- {fm.year_label(y)}: " + "; ".join(parts))
+    if fm.charts:
+        cap3 = (f"Figure 3: Results the selected papers report for the same metric and setting "
+                f"({len(fm.charts)} chart{'s' if len(fm.charts) != 1 else ''}, from the comparison table); each "
+                "point is labelled with its paper and page and links to that page.")
+        lines += ["", f"![{alt_text(cap3)}]({FIGURES_DIR}/{COMPARISON})", "", f"*{_md(cap3)}* "
+                  f"[Open the figure]({FIGURES_DIR}/{COMPARISON}) to follow its links.", "",
+                  "Figure 3 as a list (metric in setting: paper, value, page):", ""]
+        for c in fm.charts:
+            pts = "; ".join(f"[{p.paper}, p. {p.page}]({fm.link(p.paper, page=p.page)}) {_md(p.value)}"
+                            for p in c.points)
+            lines.append(f"- {_md(short(c.metric, 120))} in {_md(short(c.setting, 120))}: {pts}")
     return "\n".join(lines) + "\n"
 
 
@@ -290,4 +411,9 @@ def write_figures(vault, slug: str, corr, papers: list) -> tuple[str, list]:
     paths = [fdir / LINEAGE, fdir / TIMELINE]
     vault.write(paths[0], lineage_svg(fm))
     vault.write(paths[1], timeline_svg(fm))
+    if fm.charts:
+        paths.append(fdir / COMPARISON)
+        vault.write(paths[2], comparison_svg(fm))
+    elif vault.remove(fdir / COMPARISON):      # a rerun whose table has no shared numbers any more
+        paths.append(fdir / COMPARISON)
     return figures_markdown(fm), paths
