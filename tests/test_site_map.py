@@ -2,7 +2,8 @@
 
 The vault: six papers on replicated logs whose reference lists (on page 2 of their full texts) cite each other
 by title, one with a hostile title (markup, quotes, an XML end marker) and one without a full text (it can be
-cited, it cannot cite); two tags and three decades. Built through the Vault in tmp_path.
+cited, it cannot cite); two tags and three decades; a survey of them with its figures. Built through the Vault
+in tmp_path, and the site once per engine (mkdocs, Zensical) for the module.
 """
 
 from __future__ import annotations
@@ -67,6 +68,21 @@ def map_site(request, tmp_path_factory) -> Path:
                                page_labels=["11", "12"] if pid == "ongaro2014raft" else []), f"# {title}\n")
         if cites is not None:
             v.write_fulltext(pid, ParsedPaper(markdown=_fulltext(title, cites), pages=2))
+    # a survey of them with its figures, drawn by the survey's own code from the lineages the reference lists give
+    from types import SimpleNamespace
+
+    from papervault.survey.correlate import Cluster, Correlation, Lineage
+    from papervault.survey.figures import write_figures
+
+    corr = Correlation(topic="replicated logs", papers=list(PAPERS),
+                       clusters=[Cluster(label="consensus", paper_ids=[p for p in PAPERS if "consensus" in PAPERS[p][3]]),
+                                 Cluster(label="storage", paper_ids=list(PAPERS))],
+                       lineages=[Lineage(a, b, "title") for a, b in sorted(EDGES)])
+    selected = [SimpleNamespace(id=pid, title=t, year=y, fulltext="" if c is None else "x")
+                for pid, (t, y, _, _, c) in PAPERS.items()]
+    figures_md, _ = write_figures(v, "logs", corr, selected)
+    (v.survey_dir("logs") / "survey.md").write_text("# Replicated logs\n\nA survey [@ongaro2014raft].\n\n" + figures_md,
+                                                    encoding="utf-8")
     v.commit("add: test papers")
     out = json.loads(cli_run(["site", "build", "--json", "--workspace", ws_path, "--engine", request.param]).stdout)
     assert out["papers"] == len(PAPERS) and out["engine"] == request.param
@@ -208,32 +224,75 @@ def browser(tmp_path_factory):
         yield context
 
 
-def test_browser_opens_the_map_from_disk_and_follows_a_node(map_site, browser):
-    page = browser.new_page()
-    requests: list[str] = []
-    errors: list[str] = []
-    page.on("request", lambda r: requests.append(r.url))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto((map_site / "map.html").as_uri())
-    # the drawing decodes in the page, and the list beside it names the papers the drawing links
-    assert page.eval_on_selector('img[src="map.svg"]', "i => i.complete && i.naturalWidth > 0")
-    listed = set(page.eval_on_selector_all('#papers-drawn ~ ul a', "as => as.map(a => a.href)"))
-    assert len(listed) == len({p for e in EDGES for p in e})
-    page.click('a[href="map.svg"]')
-    page.wait_for_url("**/map.svg")
-    from support_site import ARTIFACTS
+# The links of an SVG opened in the browser (its `<a href>` are SVGAnimatedString), as absolute URLs.
+SVG_LINKS = "() => Array.from(document.querySelectorAll('a'), a => new URL(a.href.baseVal, document.baseURI).href)"
+# The links of the list that follows a heading or paragraph holding `intro`, in the page's article.
+LIST_AFTER = """(intro) => {
+    const start = Array.from(document.querySelectorAll('article p, article h2')).find(e => e.textContent.includes(intro));
+    let el = start && start.nextElementSibling;
+    while (el && el.tagName !== 'UL') el = el.nextElementSibling;
+    return el ? Array.from(el.querySelectorAll('a'), a => a.href) : null;
+}"""
+
+
+def _ids(urls) -> set[str]:
+    return {m.group(1) for u in urls if (m := re.search(r"/papers/([\w.-]+)/(?:note|paper)\.html", u))}
+
+
+def test_browser_survey_map_and_neighbourhood_from_disk_and_over_http(map_site, browser):
+    """From disk and served: a survey's figures, the map and a paper's neighbourhood decode in the page, name the
+    same papers as their text alternatives, and a node's link opens the paper's page; nothing leaves the site."""
+    from support_site import ARTIFACTS, StaticServer
 
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "site-map.png"))
-    drawn = set(page.eval_on_selector_all("a", "as => as.map(a => new URL(a.href.baseVal, document.baseURI).href)"))
-    assert {h.split("/papers/")[1] for h in drawn} == {h.split("/papers/")[1] for h in listed}
-    # a node's link opens the paper's page, where its neighbourhood is drawn and listed
-    page.click('a[href="papers/ongaro2014raft/note.html"] circle')
-    page.wait_for_url("**/papers/ongaro2014raft/note.html")
-    assert "understandable consensus" in page.inner_text("h1")
-    assert page.eval_on_selector('img[src="neighbourhood.svg"]', "i => i.complete && i.naturalWidth > 0")
-    page.click('a[href="../howard2016flexible/paper.html#page-2"]')
-    page.wait_for_url("**/howard2016flexible/paper.html#page-2")
-    assert not errors, errors
-    assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]
-    page.close()
+    with StaticServer(map_site) as server:
+        for how, root in (("file", map_site.resolve().as_uri() + "/"), ("http", server.url)):
+            page = browser.new_page()
+            requests: list[str] = []
+            errors: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            # the survey: each figure decodes, and its list names the papers its drawing links
+            page.goto(root + "surveys/logs/survey.html")
+            for fig in ("lineage", "timeline"):
+                assert page.eval_on_selector(f'img[src="figures/{fig}.svg"]', "i => i.complete && i.naturalWidth > 0")
+            listed = _ids(page.evaluate(LIST_AFTER, "Figure 1 as a list"))
+            assert listed == set(PAPERS)
+            page.goto(root + "surveys/logs/figures/lineage.svg")
+            assert _ids(page.evaluate(SVG_LINKS)) == listed
+            page.click('a[href="../../../papers/ongaro2014raft/paper.html"] rect')
+            page.wait_for_url("**/papers/ongaro2014raft/paper.html")
+
+            # the map: the papers listed are the papers drawn; a node opens its paper's page
+            page.goto(root + "map.html")
+            assert page.eval_on_selector('img[src="map.svg"]', "i => i.complete && i.naturalWidth > 0")
+            listed = _ids(page.eval_on_selector_all('#papers-drawn ~ ul a', "as => as.map(a => a.href)"))
+            assert listed == {p for e in EDGES for p in e}
+            page.click('a[href="map.svg"]')
+            page.wait_for_url("**/map.svg")
+            page.screenshot(path=str(ARTIFACTS / f"site-map-{how}.png"))
+            assert _ids(page.evaluate(SVG_LINKS)) == listed
+            page.click('a[href="papers/ongaro2014raft/note.html"] circle')
+            page.wait_for_url("**/papers/ongaro2014raft/note.html")
+            assert "understandable consensus" in page.inner_text("article h1")
+
+            # the paper's neighbourhood: drawn and listed alike, and followed from the drawing
+            assert page.eval_on_selector('img[src="neighbourhood.svg"]', "i => i.complete && i.naturalWidth > 0")
+            # each item links the neighbour's page, then the evidence: a page of the citing paper's full text
+            cites = _ids(u for u in page.evaluate(LIST_AFTER, "Cites (from its reference list)") if u.endswith("/note.html"))
+            cited_by = _ids(u for u in page.evaluate(LIST_AFTER, "Cited by (their reference lists") if u.endswith("/note.html"))
+            assert cites == {b for a, b in EDGES if a == "ongaro2014raft"}
+            assert cited_by == {a for a, b in EDGES if b == "ongaro2014raft"}
+            page.click('a[href="../howard2016flexible/paper.html#page-2"]')      # the evidence: that page
+            page.wait_for_url("**/howard2016flexible/paper.html#page-2")
+            page.goto(root + "papers/ongaro2014raft/neighbourhood.svg")
+            assert _ids(page.evaluate(SVG_LINKS)) == cites | cited_by
+            page.click('a[href="../howard2016flexible/note.html"] rect')
+            page.wait_for_url("**/papers/howard2016flexible/note.html")
+            assert "Flexible quorums" in page.inner_text("article h1")
+
+            assert not errors, (how, errors)
+            outside = [u for u in requests if not u.startswith(root) and not u.startswith(("data:", "about:"))]
+            assert outside == [], (how, outside)
+            page.close()
