@@ -267,3 +267,78 @@ def test_the_sync_flow_runs_a_pass(tmp_path, workspace_env, cli_run):
     assert [x["item"] for x in first["added"]] == ["one.pdf"]
     second = sync_flow(workspace=str(workspace_env), index=False)
     assert (second["added"], second["updated"], second["marked"]) == ([], [], [])
+
+
+@needs_zotero
+def test_a_replaced_zotero_pdf_is_parsed_again_and_edits_are_kept(tmp_path, workspace_env, cli_run, monkeypatch):
+    """A Zotero attachment replaced twice: once as Zotero does it (the attachment's file and its row's version
+    and dateModified), once by the file alone (the database untouched). Each time the paper is parsed again, its
+    full text and the index follow; the note a person edited (a section of their own) and their reader notes are
+    kept, the new note goes beside it as note.new.md; a note nobody edited is rewritten."""
+    monkeypatch.setenv("PAPERVAULT_INDEX_BACKGROUND_FILL", "false")    # the index is complete when sync returns
+    ws = workspace_env
+    cli_run(["init"])
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    a, key_a = z.item(title="Chain Replication for Supporting High Throughput", authors=[("Robbert", "van Renesse")],
+                      date="2004")
+    att_a, att_key_a = z.stored_pdf(a, "chain.pdf", make_pdf(
+        "Chain Replication for Supporting High Throughput", authors="Robbert van Renesse",
+        body="Servers are arranged in a chain."))
+    b, key_b = z.item(title="Dynamo Amazons Highly Available Key-value Store", authors=[("Giuseppe", "DeCandia")],
+                      date="2007")
+    att_b, att_key_b = z.stored_pdf(b, "dynamo.pdf", make_pdf(
+        "Dynamo Amazons Highly Available Key-value Store", authors="Giuseppe DeCandia",
+        body="Dynamo uses consistent hashing."))
+    z.note(a, "<p>Read for the reading group.</p>")
+    z.db.commit()
+    _follow(ws, zotero=str(tmp_path / "Zotero"))
+    first = _sync(cli_run)
+    papers = {x["item"]: x["paper"] for x in first["added"]}
+    pa, pb = papers[key_a], papers[key_b]
+    pdir_a = ws / "vault" / "papers" / pa
+
+    # A person writes a section of their own in A's note and a line in its reader notes.
+    note_a = pdir_a / "note.md"
+    note_a.write_text(note_a.read_text(encoding="utf-8") + "\n## My reading\n\nCompare with CRAQ.\n",
+                      encoding="utf-8")
+    (pdir_a / "reader-notes.md").write_text((pdir_a / "reader-notes.md").read_text(encoding="utf-8")
+                                            + "\nMy own line.\n", encoding="utf-8")
+    assert _sync(cli_run)["updated"] == []
+
+    # B replaced as Zotero does: new bytes in storage/, the attachment's version and dateModified moved.
+    (tmp_path / "Zotero" / "storage" / att_key_b / "dynamo.pdf").write_bytes(make_pdf(
+        "Dynamo Amazons Highly Available Key-value Store", authors="Giuseppe DeCandia", pages=2,
+        body="Dynamo uses vector clocks with sloppy quorums and hinted handoff."))
+    z.db.execute("UPDATE items SET version = 9, dateModified = '2024-03-01 10:00:00' WHERE itemID = ?", (att_b,))
+    z.db.commit()
+    second = _sync(cli_run)
+    upd = _by_item(second["updated"])
+    assert set(upd) == {key_b} and upd[key_b]["fields"] == ["full text"] and upd[key_b]["paper"] == pb
+    assert "replaced" in upd[key_b]["reason"]
+    assert "hinted handoff" in (ws / "vault" / "papers" / pb / "paper.md").read_text(encoding="utf-8")
+    assert _meta(ws, pb)[0].pages == 2
+    assert not (ws / "vault" / "papers" / pb / "note.new.md").exists()     # nobody edited it: rewritten
+    hits = json.loads(cli_run(["search", "sloppy quorums hinted handoff", "--json"]).output)
+    assert hits and hits[0]["paper_id"] == pb
+
+    # A's file replaced alone (Zotero's database untouched: its stat says nothing changed).
+    (tmp_path / "Zotero" / "storage" / att_key_a / "chain.pdf").write_bytes(make_pdf(
+        "Chain Replication for Supporting High Throughput", authors="Robbert van Renesse", pages=3,
+        body="The tail answers queries; the head orders updates."))
+    third = _sync(cli_run)
+    upd = _by_item(third["updated"])
+    assert set(upd) == {key_a} and "kept" in upd[key_a]["reason"]
+    assert third["sources"][0]["status"] == "changed"
+    assert "The tail answers queries" in (pdir_a / "paper.md").read_text(encoding="utf-8")
+    meta_a, body_a = _meta(ws, pa)
+    assert meta_a.pages == 3 and meta_a.sources == [s for s in meta_a.sources if not s.endswith(".pdf")]
+    assert "## My reading" in body_a and "Compare with CRAQ." in body_a       # their section is never rewritten
+    assert (pdir_a / "note.new.md").is_file()
+    reader = (pdir_a / "reader-notes.md").read_text(encoding="utf-8")
+    assert "My own line." in reader and reader.count("Read for the reading group.") == 1
+    hits = json.loads(cli_run(["search", "tail answers queries head orders updates", "--json"]).output)
+    assert hits and hits[0]["paper_id"] == pa
+
+    fourth = _sync(cli_run)
+    assert (fourth["added"], fourth["updated"], fourth["marked"], fourth["index"]) == ([], [], [], None)
+    z.close()

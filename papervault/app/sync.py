@@ -294,9 +294,13 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
     stat = [_stat(db), _stat(data_dir / "zotero.sqlite-wal")]
     cursor = load_cursor(ws, "zotero")
     follow = {"dir": str(data_dir), "collections": sorted(s.collections)}
-    if not force and cursor.get("stat") == stat and cursor.get("follow") == follow:
-        return "unchanged"      # the database file is as it was: nothing in the library changed
     known: dict[str, dict] = cursor.get("items", {}) if cursor.get("follow") == follow else {}
+    if not force and cursor.get("stat") == stat and cursor.get("follow") == follow:
+        # the database file is as it was: no item changed; a PDF replaced in storage/ is seen by its stat
+        replaced = _replaced_pdfs(ws, known, report)
+        if replaced:
+            save_cursor(ws, "zotero", {"stat": stat, "follow": follow, "items": known, "synced": now_iso()})
+        return "changed" if replaced else "unchanged"
     tmp = Path(tempfile.mkdtemp(prefix="papervault-sync-"))
     try:
         copy = z._copy_database(data_dir, tmp)
@@ -336,7 +340,8 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
         _record_ingest(report, "zotero", add_report, papers, {r.source: k for k, r in new.items()})
         for k, r in new.items():
             if papers.get(r.source):
-                known[k] = {"stamp": current[k][1], "paper": papers[r.source], "fields": _snapshot(r)}
+                known[k] = {"stamp": current[k][1], "paper": papers[r.source], "fields": _snapshot(r),
+                            "pdfs": _file_stats(r.pdfs)}
     gone = [k for k in known if k not in current]
     if changed or gone:
         with ws.write_lock("sync"):
@@ -362,7 +367,9 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
                 else:
                     report.skipped.append({"source": "zotero", "item": k, "paper": pid,
                                            "reason": "modified in Zotero, nothing papervault keeps changed"})
-                known[k] = {"stamp": current[k][1], "paper": pid, "fields": _snapshot(r)}
+                known[k] = {"stamp": current[k][1], "paper": pid, "fields": _snapshot(r),
+                            "pdfs": known[k].get("pdfs") if "pdfs" in known[k] else _file_stats(r.pdfs),
+                            "want": _file_stats(r.pdfs)}
             for k in gone:
                 pid = known[k].get("paper")
                 reason = ("moved to Zotero's trash" if k in trashed else
@@ -374,8 +381,73 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
             sha = writer.commit()
             if sha:
                 report.commits.append(sha)
+    replaced = _replaced_pdfs(ws, known, report)
     save_cursor(ws, "zotero", {"stat": stat, "follow": follow, "items": known, "synced": now_iso()})
-    return "changed" if (new or changed or gone) else "unchanged"
+    return "changed" if (new or changed or gone or replaced) else "unchanged"
+
+
+def _file_stats(paths: list[str]) -> dict[str, list[int] | None]:
+    """{path: [size, mtime_ns]} of a record's PDFs, main text first (dicts keep their order)."""
+    return {str(p): _stat(Path(p)) for p in paths}
+
+
+def _replaced_pdfs(ws: Workspace, known: dict[str, dict], report: SyncReport) -> list[str]:
+    """Items whose PDF files changed since they were last read (a replaced attachment: another file, or the same
+    file with other bytes): their paper is parsed again from the main PDF, its full text, note (a note a person
+    edited is kept, the new one goes to `note.new.md`) and index brought up to date. The cost is one stat per
+    followed PDF; only a file whose stat changed is hashed. Returns the items parsed again."""
+    from papervault.hashing import file_sha256, group_sha256
+
+    out = []
+    for key, entry in known.items():
+        pid, was = entry.get("paper"), entry.get("pdfs")
+        want = entry.pop("want", None)
+        files = want if want is not None else was
+        if not pid or not files or was is None:
+            if want is not None:
+                entry["pdfs"] = want
+            continue
+        now = _file_stats(list(files))
+        if now == was:
+            continue
+        paths = [p for p, st in now.items() if st is not None]
+        if not paths or not ws.vault.has_paper(pid):
+            entry["pdfs"] = now
+            continue
+        try:
+            sha = group_sha256([file_sha256(Path(p)) for p in paths])
+        except OSError as exc:
+            report.skipped.append({"source": "zotero", "item": key, "paper": pid,
+                                   "reason": f"attachment cannot be read: {exc.strerror or exc}"})
+            continue
+        if sha == ws.vault.read_meta(pid).sha256:
+            entry["pdfs"] = now         # touched, or another path to the same bytes
+            continue
+        try:
+            done = _reparse(ws, pid, [Path(p) for p in paths], sha, source=_zotero_source(ws, pid, key),
+                            what="sync zotero", reason="Zotero attachment replaced")
+        except PapervaultError as exc:
+            done = {"error": str(exc)}
+        if done.get("error"):
+            report.skipped.append({"source": "zotero", "item": key, "paper": pid, "reason": done["error"]})
+            continue            # tried again next pass (the stat stays as it was)
+        entry["pdfs"] = now
+        report.commits += [c for c in [done.get("commit")] if c]
+        report.updated.append({"source": "zotero", "item": key, "paper": pid, "fields": ["full text"],
+                               "reason": "the Zotero attachment was replaced: parsed again"
+                                         + ("; the note was edited by a person and kept (the new one is "
+                                            "note.new.md)" if done.get("kept") else "")})
+        out.append(key)
+    return out
+
+
+def _zotero_source(ws: Workspace, pid: str, key: str) -> str | None:
+    """The paper's `zotero://` source for item `key` (so a re-parse adds no file path to its sources)."""
+    try:
+        sources = ws.vault.read_meta(pid).sources
+    except PapervaultError:
+        return None
+    return next((x for x in sources if x.startswith("zotero://") and x.endswith("/" + key)), None)
 
 
 # --- folders -------------------------------------------------------------------------------------
@@ -463,21 +535,24 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
     return "changed" if (fresh or replaced or gone) else "unchanged"
 
 
-def _reparse(ws: Workspace, pid: str, path: Path, sha: str) -> dict:
+def _reparse(ws: Workspace, pid: str, paths: Path | list[Path], sha: str, *, source: str | None = None,
+             what: str = "sync folder", reason: str = "file replaced") -> dict:
     """Parse a paper's replaced PDF again and write its full text (and its note, unless a person edited it),
-    through `add`'s own writer: journaled, one commit."""
+    through `add`'s own writer: journaled, one commit. `source` names the record (default: the file)."""
     from papervault.ingest import sync_job
     from papervault.sources.files import pdf_record
 
-    rec = pdf_record([path])
-    with sync_job(ws, "sync folder") as job:
+    rec = pdf_record(paths if isinstance(paths, list) else [paths])
+    if source:
+        rec = rec.model_copy(update={"source": source})
+    with sync_job(ws, what) as job:
         parsed = job.parse_one(rec)
         if isinstance(parsed, str):
             return {"error": parsed}
         meta = job.vault.read_meta(pid)
         meta.sources = list(dict.fromkeys([*meta.sources, rec.source]))
         edited = job.vault.is_edited(pid)
-        job.store_again(meta, rec, parsed, sha, origin="pdf", reason="file replaced")
+        job.store_again(meta, rec, parsed, sha, origin="pdf", reason=reason)
         return {"commit": job.commit(), "kept": edited}
 
 
