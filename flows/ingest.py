@@ -131,14 +131,12 @@ def _embed_mapped(embed_task, arg):
 
 # --- progress: the CLI's progress line when run from it, else the flow run's log ---------------------------
 
-_local_progress: list = [None]      # set by `run` for the flow it runs in this process
-
-
-def _progress():
-    """The progress callback `(stage, done, total)` of this flow run: the terminal's progress line when the
-    CLI runs the flow, else lines in the flow run's log (at most one per LOG_EVERY seconds, and the last)."""
-    if _local_progress[0] is not None:
-        return _local_progress[0]
+def _progress(progress=None):
+    """The progress callback `(stage, done, total)` of this flow run: the one the CLI hands down (its terminal
+    progress line) when it runs the flow in its own process, else lines in the flow run's log (at most one per
+    LOG_EVERY seconds, and the last)."""
+    if progress is not None:
+        return progress
     import time
 
     from prefect import get_run_logger
@@ -172,21 +170,21 @@ def _default_runner():
 
 @flow(name="add", task_runner=_default_runner(), log_prints=True)
 def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
-        reanalyse: bool = False) -> dict[str, Any]:
+        reanalyse: bool = False, progress: Any = None) -> dict[str, Any]:
     """Import papers like `papervault add`, parsing the PDFs on the task runner; one vault commit."""
     from functools import partial
 
     from papervault.app.papers import add as app_add
 
     ws = Workspace.resolve(workspace).require()
-    progress = _progress()
+    progress = _progress(progress)
     report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, progress=progress,
                      parse_fn=partial(_parse_mapped, progress=progress), analyse_fn=_analyse_mapped(ws, progress))
     return report.as_dict()
 
 
 @flow(name="index", task_runner=_default_runner(), log_prints=True)
-def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]:
+def index(workspace: str | None = None, rebuild: bool = False, progress: Any = None) -> dict[str, Any]:
     """Bring the index in step with the vault like `papervault index`, embedding the batches on the task runner."""
     from papervault.app.indexing import update_index
     from papervault.index.embed import workspace_embed_settings
@@ -195,7 +193,7 @@ def index(workspace: str | None = None, rebuild: bool = False) -> dict[str, Any]
     # the settings the index runs with (its recorded model and precision when papervault.toml is silent)
     settings = workspace_embed_settings(ws)
     # every vector before the flow ends (no background fill); code is embedded here: repositories are few
-    return update_index(ws, rebuild=rebuild, progress=_progress(),
+    return update_index(ws, rebuild=rebuild, progress=_progress(progress),
                         embed_batches=_embed_mapped(embed_batch, settings.model_dump()),
                         embed_ml_batches=_embed_mapped(embed_ml_batch, settings.vector_cache))
 
@@ -210,10 +208,8 @@ _api_for_workers_env = runner.api_for_workers
 def run(flow_fn, *, task_runner_kind: str = "thread", workers: int | None = None, dask_address: str | None = None,
         progress=None, **params: Any) -> dict[str, Any]:
     """Run `add` or `index` in this process with the chosen task runner (`flows.runner.run`);
-    `progress(stage, done, total)` is told how the run goes (the CLI's progress line)."""
-    _local_progress[0] = progress
-    try:
-        # One thread per Dask worker process: ONNX Runtime and PyMuPDF each use a core, so N workers use N cores.
-        return runner.run(flow_fn, kind=task_runner_kind, workers=workers, address=dask_address, **params)
-    finally:
-        _local_progress[0] = None
+    `progress(stage, done, total)` is handed down to the flow and told how the run goes (the CLI's progress
+    line)."""
+    # One thread per Dask worker process: ONNX Runtime and PyMuPDF each use a core, so N workers use N cores.
+    return runner.run(flow_fn, kind=task_runner_kind, workers=workers, address=dask_address, progress=progress,
+                      **params)

@@ -149,22 +149,15 @@ class PrefectStages(S.Stages):
     def log(self):
         return _log()
 
-    def on_stage(self, name, seconds):
-        for listener in list(STAGE_LISTENERS):
-            listener(name, seconds)
-
-
-# Callables (stage name, seconds) told as each stage of an in-process run finishes: the CLI's progress display.
-STAGE_LISTENERS: list = []
-
 
 @flow(name="survey", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)
 def survey(topic: str, slug: str | None = None, papers: list[str] | None = None, backend: str | None = None,
            workspace: str | None = None, arxiv_max: int = 10, threshold: float | None = None,
-           max_papers: int | None = None) -> dict[str, Any]:
-    """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`."""
+           max_papers: int | None = None, progress: Any = None) -> dict[str, Any]:
+    """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`. `progress(stage,
+    seconds)`, handed down by the CLI when it runs the flow in its own process, is told as each stage ends."""
     ws = Workspace.resolve(workspace).require()
-    return S.run_stages(PrefectStages(str(ws.root)), topic, slug=slug, papers=papers, backend=backend,
+    return S.run_stages(PrefectStages(str(ws.root), progress), topic, slug=slug, papers=papers, backend=backend,
                         arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
 
 

@@ -34,8 +34,10 @@ ws, _ = Workspace.init(Path(sys.argv[1]))
 papers = make_synthetic_papers(ws.state_dir / "demo-papers")
 report = add(ws, [str(p) for p in papers], backend="extractive")
 # the demo's own topic: its three papers are about replication (two) and consistency (one)
-result = run_survey_inprocess("replication and consistency in storage systems", workspace=ws.root, slug="repl")
-print(json.dumps({"added": report.added, "result": result,
+told = []      # the progress handed down: (stage, seconds) as each stage ends
+result = run_survey_inprocess("replication and consistency in storage systems", workspace=ws.root, slug="repl",
+                              progress=lambda stage, seconds: told.append(stage))
+print(json.dumps({"added": report.added, "result": result, "told": told,
                   "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "flows", "mcp", "mcp_server")
                                    or m.startswith(("papervault.commands", "papervault.cli")))}))
 """
@@ -54,6 +56,7 @@ def test_a_survey_runs_stage_by_stage_without_prefect(tmp_path):
     assert len(out["added"]) == 3 and sorted(res["papers"]) == sorted(out["added"])
     assert res["outline"] == "new" and res["sections"] >= 2 and res["claims"] > 0
     assert set(res["timings"]) == {"retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"}
+    assert out["told"] == ["retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish"]
     ws = Workspace(ws_dir)
     sdir = ws.vault.survey_dir("repl")
     for name in ("selection.md", "correlation.md", "outline.md", "survey.md", "references.bib", "references.json", "polish-report.md"):

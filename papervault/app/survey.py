@@ -21,8 +21,25 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from papervault import templating
 from papervault.agents import Backend, Task, capabilities, get_backend
+from papervault.app.indexing import update_index
+from papervault.app.versions import pin_versions
 from papervault.errors import PapervaultError
+from papervault.ingest import Ingest, _records
+from papervault.pdfstore import pdf_of, pdf_refusal
+from papervault.survey import analyse as A
+from papervault.survey import correlate as C
+from papervault.survey import draft as D
+from papervault.survey import export as E
+from papervault.survey import outline as O
+from papervault.survey import polish as P
+from papervault.survey.correlate import Correlation
+from papervault.survey.evidence import best_support
+from papervault.survey.figures import write_figures
+from papervault.survey.outline import Outline, Section, render_outline
+from papervault.survey.polish import SUPPORT_THRESHOLD, Change, Flag, PolishResult
+from papervault.survey.select import load_papers, resolve, selection_digest
 from papervault.vault.paths import is_safe
 from papervault.wording import plural
 from papervault.workspace import Workspace
@@ -34,10 +51,8 @@ log = logging.getLogger("papervault.survey")
 def _code_version() -> str:
     """A hash of the survey stages' code: part of every cache key, so an upgrade never serves results the old
     code made. (Templates are hashed per workspace, see `template_digest`.)"""
-    import papervault.survey.correlate as _c
-
     h = hashlib.sha256()
-    here = Path(_c.__file__).resolve().parent
+    here = Path(C.__file__).resolve().parent
     agents = here.parent / "agents"     # the stages read paper.md and judge attribution through these two
     reader = here.parent / "vault" / "paper.py"     # ... which read paper.md through this one
     for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "otherwork.py",
@@ -52,16 +67,13 @@ STAGE_VERSION = _code_version()
 
 def template_digest(root: str | Path) -> str:
     """The survey templates a workspace renders (its own `templates/survey/` over the built-in ones)."""
-    from papervault.templating import digest
-
-    return digest("survey", Path(root))
+    return templating.digest("survey", Path(root))
 
 
 def note_template_digest(root: str | Path) -> str:
     """The note template, its schema and the analysis prompts a workspace renders."""
-    from papervault.templating import digest
-
-    return digest("", Path(root), pattern="*", names=("note.md.j2", "note.schema.json")) + digest("prompts", Path(root))
+    return (templating.digest("", Path(root), pattern="*", names=("note.md.j2", "note.schema.json"))
+            + templating.digest("prompts", Path(root)))
 
 
 def digest(*parts: Any) -> str:
@@ -137,9 +149,7 @@ def model_or_extractive(root: str | Path, backend: str, make_task: Callable[[], 
 
 
 def _render(root: str | Path, name: str, **context: Any) -> str:
-    from papervault.survey.export import render
-
-    return render(name, Path(root) / "templates" / "survey", **context)
+    return E.render(name, Path(root) / "templates" / "survey", **context)
 
 
 # --- stage 1: retrieve -----------------------------------------------------------------------------
@@ -148,8 +158,6 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
              max_papers: int | None = None) -> dict[str, Any]:
     """Resolve the selection (the papers about the topic when no specs are given) and write `selection.md`;
     `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
-    from papervault.survey.select import resolve
-
     ws = _ws(root)
     got = resolve(ws, topic, specs, slug=slug, max_papers=max_papers,
                   arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug))
@@ -159,8 +167,6 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
     """Papers for the topic from arXiv, imported through the same path as `papervault add --arxiv-search`."""
-    from papervault.ingest import Ingest, _records
-
     job = Ingest(ws, backend=backend)
     job.run(_records([], ws, {"arxiv_search": query, "max_results": max_results}))
     job.commit(f"survey {slug}: retrieve from arXiv for “{query}”")
@@ -173,14 +179,12 @@ def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, s
 
 def parse_paper(root: str, paper_id: str) -> dict[str, Any]:
     """Parse a selected paper that has a PDF but no full text yet; others are left as they are."""
-    from papervault.parse.batch import parse_cached
+    from papervault.parse.batch import parse_cached   # heavy: PyMuPDF, only for a paper without full text
 
     ws = _ws(root)
     v = ws.vault
     if v.fulltext_path(paper_id).is_file():
         return {"id": paper_id, "status": "present"}
-    from papervault.pdfstore import pdf_of, pdf_refusal
-
     meta = v.read_meta(paper_id)
     pdf = pdf_of(ws, meta)      # the workspace's kept copy only: a note's `files:` are never read
     if pdf is None:
@@ -204,24 +208,20 @@ def _outcome(o) -> dict[str, Any]:
 
 def analyse_paper(root: str, paper_id: str, backend: str) -> dict[str, Any]:
     """Analyse one paper into its note; the analyser skips a note that is current (same source, backend)."""
-    from papervault.survey.analyse import analyse_paper as run
-
     ws = _ws(root)
     if not ws.vault.fulltext_path(paper_id).is_file():
         return {"id": paper_id, "status": "no-text", "message": "no paper.md to analyse"}
     try:
-        return _outcome(run(ws.vault, paper_id, backend_for(root, backend), template_dir=ws.root / "templates"))
+        return _outcome(A.analyse_paper(ws.vault, paper_id, backend_for(root, backend), template_dir=ws.root / "templates"))
     except PapervaultError as exc:  # one paper's failure is reported, the survey goes on without its analysis
         return {"id": paper_id, "status": "failed", "message": str(exc)}
 
 
 def analyse_papers(root: str, ids: list[str], backend: str) -> list[dict[str, Any]]:
     """Analyse many papers with the concurrent analyser (`[agents] concurrency` at once), in `ids` order."""
-    from papervault.survey.analyse import analyse_papers as run
-
     ws = _ws(root)
     with_text = [pid for pid in ids if ws.vault.fulltext_path(pid).is_file()]
-    done = {o.paper_id: _outcome(o) for o in run(ws.vault, with_text, backend_for(root, backend),
+    done = {o.paper_id: _outcome(o) for o in A.analyse_papers(ws.vault, with_text, backend_for(root, backend),
                                                    template_dir=ws.root / "templates")}
     return [done.get(pid) or {"id": pid, "status": "no-text", "message": "no paper.md to analyse"} for pid in ids]
 
@@ -231,8 +231,6 @@ def analyse_papers(root: str, ids: list[str], backend: str) -> list[dict[str, An
 def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
     """Bring the index in step with the selected papers' notes and full texts (only new or changed chunks are
     embedded; the rest of the vault is not read)."""
-    from papervault.app.indexing import update_index
-
     # the survey holds the write lock; every vector of its papers is made (it ranks passages by them)
     report = update_index(_ws(root), paper_ids=ids, code=False, lock=None)
     return {k: v for k, v in report.items() if isinstance(v, (int, float, str))}
@@ -241,20 +239,16 @@ def index(root: str, ids: list[str] | None = None) -> dict[str, Any]:
 # --- stages 5-8 ------------------------------------------------------------------------------------
 
 def _papers(root: str, ids: list[str]):
-    from papervault.survey.select import load_papers
-
     return load_papers(_ws(root).vault, ids)[0]
 
 
 def correlate(root: str, topic: str, ids: list[str], backend: str, inputs: str) -> dict[str, Any]:
     """Themes, lineages, comparison, consensus, conflict and gaps of the selected papers."""
-    from papervault.survey import correlate as C
-
     ws = _ws(root)
     papers = _papers(root, ids)
     embed = None
     if len(papers) > 2:
-        from papervault.index.embed import Embedder
+        from papervault.index.embed import Embedder   # heavy: pyarrow and the index, only for 3+ papers
 
         embed = Embedder.for_workspace(ws).embed   # the index's model and precision: its vectors are cached
     result = C.correlate(topic, papers, embed=embed)
@@ -275,9 +269,6 @@ def correlate(root: str, topic: str, ids: list[str], backend: str, inputs: str) 
 def outline(root: str, topic: str, ids: list[str], backend: str, correlation: dict[str, Any],
             existing: str | None) -> dict[str, Any]:
     """The outline: a person's edited `outline.md` is kept; otherwise a new one from the correlation."""
-    from papervault.survey import outline as O
-    from papervault.survey.correlate import Correlation
-
     corr = Correlation.from_dict(correlation)
     papers = _papers(root, ids)
     if existing and O.is_edited(existing):
@@ -302,10 +293,6 @@ def outline(root: str, topic: str, ids: list[str], backend: str, correlation: di
 def draft(root: str, section: dict[str, Any], topic: str, ids: list[str], backend: str,
           correlation: dict[str, Any], inputs: str) -> dict[str, Any]:
     """One section: quotations of its papers (extractive) or prose from their passages (a model)."""
-    from papervault.survey import draft as D
-    from papervault.survey.correlate import Correlation
-    from papervault.survey.outline import Section
-
     sec = Section(**section)
     papers = {p.id: p for p in _papers(root, ids)}
     corr = Correlation.from_dict(correlation)
@@ -330,9 +317,6 @@ def draft(root: str, section: dict[str, Any], topic: str, ids: list[str], backen
 
 def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) -> dict[str, Any]:
     """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag."""
-    from papervault.survey import polish as P
-    from papervault.survey.evidence import best_support
-
     ws = _ws(root)
     v = ws.vault
     known = set(v.paper_ids())
@@ -365,10 +349,14 @@ def polish(root: str, slug: str, ids: list[str], body: str, threshold: float) ->
 
 class Stages:
     """How `run_stages` calls each stage: here directly, in this thread. The Prefect flow subclasses it so each
-    call is a task (mapped over papers and sections) and artefacts also become Prefect artifacts."""
+    call is a task (mapped over papers and sections) and artefacts also become Prefect artifacts.
 
-    def __init__(self, root: str):
+    `progress(stage, seconds)`, when a front end hands one down, is told as each stage finishes (the CLI's
+    `[3/8] analyse  2.1 s` lines)."""
+
+    def __init__(self, root: str, progress: Callable[[str, float], None] | None = None):
         self.root = root
+        self.progress = progress
 
     def retrieve(self, specs: list[str], backend: str, slug: str, arxiv_max: int, topic: str = "",
                  max_papers: int | None = None) -> dict[str, Any]:
@@ -407,7 +395,9 @@ class Stages:
         return log
 
     def on_stage(self, name: str, seconds: float) -> None:
-        """Called as each stage finishes (a front end's progress display); nothing to do by default."""
+        """Called as each stage finishes: tells the progress a front end handed down, if any."""
+        if self.progress is not None:
+            self.progress(name, seconds)
 
 
 def _write(vault, path: Path, text: str) -> None:
@@ -422,150 +412,184 @@ def run_stages(stages: Stages, topic: str, *, slug: str | None = None, papers: l
     Without `papers`, stage 1 selects the vault papers about the topic (see `papervault.survey.topic`).
     `select_only` stops after stage 1: `selection.md` is written and committed for a person to review and edit
     before the other seven stages run (the next run keeps the edits)."""
-    from papervault.survey import export as E
-    from papervault.survey.correlate import Correlation
-    from papervault.survey.figures import write_figures
-    from papervault.survey.outline import Outline, Section, render_outline
-    from papervault.survey.polish import SUPPORT_THRESHOLD, Change, Flag, PolishResult
-    from papervault.survey.select import load_papers, selection_digest
+    run = _SurveyRun(stages, topic, slug=slug, backend=backend, threshold=threshold)
+    with run.ws.write_lock("survey"):
+        run.ws.vault.guard(run.sdir)  # a survey folder that is a link out of the vault is refused, not written
+        run.sdir.mkdir(parents=True, exist_ok=True)
+        sel = run.retrieve(list(papers or []), arxiv_max, max_papers)
+        if select_only:
+            return run.summary(sel, stopped_after="retrieve")
+        ids = sel["ids"]
+        newly = run.parse(ids)
+        analysed = run.analyse(ids)
+        indexed = run.index(ids)
+        survey_papers, problems = load_papers(run.ws.vault, ids)
+        inputs = selection_digest(survey_papers)
+        corr_d, corr, figures_md = run.correlate(ids, survey_papers, inputs)
+        out, o = run.outline(ids, corr_d, inputs)
+        doc = run.draft(ids, o, corr_d, inputs, survey_papers, figures_md)
+        pr = run.polish(ids, doc, survey_papers)
+    return run.summary(sel, problems=problems) | {
+        "parsed": newly,
+        "analysed": [a["id"] for a in analysed if a["status"] in ("analysed", "kept-edit")],
+        "current": [a["id"] for a in analysed if a["status"] == "skipped"],
+        "failed": [{"id": a["id"], "message": a.get("message", "")} for a in analysed if a["status"] == "failed"],
+        "index": indexed, "themes": len(corr.clusters), "lineages": len(corr.lineages),
+        "outline": out["how"], "sections": len(o.sections), "claims": pr.claims, "supported": pr.supported,
+        "changes": len(pr.changes), "flags": len(pr.flags), "commits": run.commits, "timings": run.timings,
+        "seconds": round(time.perf_counter() - run.t_start, 2),
+    }
 
-    t_start = time.perf_counter()
-    root = stages.root
-    ws = _ws(root)
-    backend = (backend or ws.settings.agents.backend or "extractive").lower()
-    capabilities(backend)           # an unknown backend fails before any work
-    slug = slug or slugify(topic)
-    threshold = SUPPORT_THRESHOLD if threshold is None else threshold
-    specs = list(papers or [])
-    sdir = ws.vault.survey_dir(slug)
-    tdir = ws.root / "templates" / "survey"
-    logger = stages.log()
-    timings: dict[str, float] = {}
-    commits: list[str] = []
 
-    def stage_done(name: str, t0: float, message: str | None = None, paths: list[Path] | None = None) -> None:
-        timings[name] = round(time.perf_counter() - t0, 2)
-        stages.on_stage(name, timings[name])
+class _SurveyRun:
+    """One survey run of `run_stages`: its settings and, per stage, a method that calls the stage through
+    `stages`, writes the stage's artefacts and commits them (`stage_done`)."""
+
+    def __init__(self, stages: Stages, topic: str, *, slug: str | None, backend: str | None,
+                 threshold: float | None):
+        self.t_start = time.perf_counter()
+        self.stages, self.topic = stages, topic
+        self.ws = _ws(stages.root)
+        self.backend = (backend or self.ws.settings.agents.backend or "extractive").lower()
+        capabilities(self.backend)           # an unknown backend fails before any work
+        self.slug = slug or slugify(topic)
+        self.threshold = SUPPORT_THRESHOLD if threshold is None else threshold
+        self.sdir = self.ws.vault.survey_dir(self.slug)
+        self.tdir = self.ws.root / "templates" / "survey"
+        self.logger = stages.log()
+        self.timings: dict[str, float] = {}
+        self.commits: list[str] = []
+
+    def stage_done(self, name: str, t0: float, message: str | None = None, paths: list[Path] | None = None) -> None:
+        """Record the stage's time, tell the stages (progress), and commit its artefacts with `message`."""
+        self.timings[name] = round(time.perf_counter() - t0, 2)
+        self.stages.on_stage(name, self.timings[name])
         if message:
-            sha = ws.vault.commit(message, paths)
+            sha = self.ws.vault.commit(message, paths)
             if sha:
-                logger.info("commit %s: %s", sha[:8], message.splitlines()[0])
-                commits.append(sha)
+                self.logger.info("commit %s: %s", sha[:8], message.splitlines()[0])
+                self.commits.append(sha)
 
-    with ws.write_lock("survey"):
-        ws.vault.guard(sdir)          # a survey folder that is a link out of the vault is refused, not written
-        sdir.mkdir(parents=True, exist_ok=True)
-        # 1. retrieve
+    def summary(self, sel: dict[str, Any], *, problems: list | None = None, **extra: Any) -> dict[str, Any]:
+        """What every run reports: the survey, its selection, commits and times (`extra`: where it stopped)."""
+        return {"slug": self.slug, "topic": self.topic, "backend": self.backend, "dir": str(self.sdir),
+                "papers": sel["ids"], "retrieved": sel["retrieved"], "problems": sel["problems"] + (problems or []),
+                "selection": sel["how"], "edits": sel["edits"], **extra, "commits": self.commits,
+                "timings": self.timings, "seconds": round(time.perf_counter() - self.t_start, 2)}
+
+    def retrieve(self, specs: list[str], arxiv_max: int, max_papers: int | None) -> dict[str, Any]:
+        """1. The selection (`selection.md`); no paper selected is an error naming what to do."""
         t0 = time.perf_counter()
-        sel = stages.retrieve(specs, backend, slug, arxiv_max, topic, max_papers)
+        sel = self.stages.retrieve(specs, self.backend, self.slug, arxiv_max, self.topic, max_papers)
         ids = sel["ids"]
         if not ids:
             raise PapervaultError(f"no papers selected by {', '.join(specs) or 'the topic'}",
                                   fix="add papers with `papervault add`, add some to selection.md, or choose "
                                       "another --papers selection")
-        stage_done("retrieve", t0, f"survey {slug}: select {plural(len(ids), 'paper')} ({sel['how']}"
-                   + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
-                      "selection.md" if any(sel["edits"].values()) else "") + ")", [sdir / "selection.md"])
-        if select_only:
-            return {"slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
-                    "retrieved": sel["retrieved"], "problems": sel["problems"], "selection": sel["how"],
-                    "edits": sel["edits"], "stopped_after": "retrieve", "commits": commits, "timings": timings,
-                    "seconds": round(time.perf_counter() - t_start, 2)}
+        self.stage_done("retrieve", t0, f"survey {self.slug}: select {plural(len(ids), 'paper')} ({sel['how']}"
+                        + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
+                           "selection.md" if any(sel["edits"].values()) else "") + ")", [self.sdir / "selection.md"])
+        return sel
 
-        # 2. parse, per paper
+    def parse(self, ids: list[str]) -> list[str]:
+        """2. Parse, per paper, the selected papers lacking full text; returns those newly parsed."""
         t0 = time.perf_counter()
-        parsed = stages.parse(ids)
+        parsed = self.stages.parse(ids)
         newly = [p["id"] for p in parsed if p["status"] == "parsed"]
         for p in parsed:
             if p.get("message"):           # a refused note path, a failed parse: one line each
-                logger.warning("parse %s: %s", p["id"], p["message"])
-        stage_done("parse", t0, f"survey {slug}: parse {plural(len(newly), 'selected paper')} lacking full text "
-                   f"({', '.join(newly[:5])})" if newly else None, [ws.vault.papers_dir])
+                self.logger.warning("parse %s: %s", p["id"], p["message"])
+        self.stage_done("parse", t0, f"survey {self.slug}: parse {plural(len(newly), 'selected paper')} lacking "
+                        f"full text ({', '.join(newly[:5])})" if newly else None, [self.ws.vault.papers_dir])
+        return newly
 
-        # 3. analyse, per paper (skipped when the note is current)
+    def analyse(self, ids: list[str]) -> list[dict[str, Any]]:
+        """3. Analyse, per paper (skipped when the note is current)."""
         t0 = time.perf_counter()
-        analysed = stages.analyse(ids, backend)
+        analysed = self.stages.analyse(ids, self.backend)
         done = [a["id"] for a in analysed if a["status"] in ("analysed", "kept-edit")]
         current = [a["id"] for a in analysed if a["status"] == "skipped"]
         failed = [a for a in analysed if a["status"] == "failed"]
-        msg = (f"survey {slug}: analyse {plural(len(done), 'paper')} with {backend} ({', '.join(done[:5])}"
-               f"{' and more' if len(done) > 5 else ''}); {len(current)} already current"
+        msg = (f"survey {self.slug}: analyse {plural(len(done), 'paper')} with {self.backend} "
+               f"({', '.join(done[:5])}{' and more' if len(done) > 5 else ''}); {len(current)} already current"
                + (f"; {len(failed)} failed" if failed else "")) if done else None
-        stage_done("analyse", t0, msg, [ws.vault.papers_dir])
+        self.stage_done("analyse", t0, msg, [self.ws.vault.papers_dir])
+        return analysed
 
-        # 4. index
+    def index(self, ids: list[str]) -> dict[str, Any]:
+        """4. Bring the index up to date; a failure only costs polishing its evidence search."""
         t0 = time.perf_counter()
         try:
-            indexed = stages.index(ids)
+            indexed = self.stages.index(ids)
         except Exception as exc:  # polishing falls back to the papers' own sentences
-            logger.warning("index sync failed: %s", exc)
+            self.logger.warning("index sync failed: %s", exc)
             indexed = {"error": str(exc)}
-        stage_done("index", t0)
+        self.stage_done("index", t0)
+        return indexed
 
-        survey_papers, problems = load_papers(ws.vault, ids)
-        inputs = selection_digest(survey_papers)
-
-        # 5. correlate
+    def correlate(self, ids: list[str], survey_papers: list, inputs: str) -> tuple[dict[str, Any], Correlation, str]:
+        """5. Correlate: `correlation.md`, the lineage graph and timeline, the comparison table."""
         t0 = time.perf_counter()
-        corr_d = stages.correlate(topic, ids, backend, inputs)
+        corr_d = self.stages.correlate(self.topic, ids, self.backend, inputs)
         corr = Correlation.from_dict(corr_d)
-        _write(ws.vault, sdir / "correlation.md", E.render("correlation.md.j2", tdir, c=corr, topic=topic, slug=slug, inputs=inputs))
+        _write(self.ws.vault, self.sdir / "correlation.md",
+               E.render("correlation.md.j2", self.tdir, c=corr, topic=self.topic, slug=self.slug, inputs=inputs))
         # the lineage graph and the timeline (SVG, beside survey.md), drawn from the correlation
-        figures_md, figure_paths = write_figures(ws.vault, slug, corr, survey_papers)
-        stages.table_artifact(
-            f"survey-{slug}-comparison"[:100].lower(),
+        figures_md, figure_paths = write_figures(self.ws.vault, self.slug, corr, survey_papers)
+        self.stages.table_artifact(
+            f"survey-{self.slug}-comparison"[:100].lower(),
             [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
               "metrics": "; ".join(r.metrics), "results": "; ".join(r.results)[:200]} for r in corr.comparison],
-            f"Comparison table of the survey “{topic}”")
-        stage_done("correlate", t0, f"survey {slug}: correlate {plural(len(ids), 'paper')} ({plural(len(corr.clusters), 'theme')}, "
-                   f"{len(corr.lineages)} lineages, {len(corr.gaps)} gaps) to plan the outline",
-                   [sdir / "correlation.md", *figure_paths])
+            f"Comparison table of the survey “{self.topic}”")
+        self.stage_done("correlate", t0, f"survey {self.slug}: correlate {plural(len(ids), 'paper')} "
+                        f"({plural(len(corr.clusters), 'theme')}, {len(corr.lineages)} lineages, {len(corr.gaps)} "
+                        f"gaps) to plan the outline", [self.sdir / "correlation.md", *figure_paths])
+        return corr_d, corr, figures_md
 
-        # 6. outline (a person's edited outline is kept)
+    def outline(self, ids: list[str], corr_d: dict[str, Any], inputs: str) -> tuple[dict[str, Any], Outline]:
+        """6. The outline (`outline.md`); a person's edited outline is kept."""
         t0 = time.perf_counter()
-        opath = sdir / "outline.md"
-        existing = opath.read_text(encoding="utf-8") if opath.is_file() and is_safe(ws.vault.root, opath) else None
-        out = stages.outline(topic, ids, backend, corr_d, existing)
-        o = Outline(topic=out["outline"]["topic"] or topic,
+        opath = self.sdir / "outline.md"
+        existing = opath.read_text(encoding="utf-8") \
+            if opath.is_file() and is_safe(self.ws.vault.root, opath) else None
+        out = self.stages.outline(self.topic, ids, self.backend, corr_d, existing)
+        o = Outline(topic=out["outline"]["topic"] or self.topic,
                     sections=[Section(**s) for s in out["outline"]["sections"]],
                     edited=out["outline"]["edited"], backend=out["outline"]["backend"])
         if out["how"] == "new":
-            _write(ws.vault, opath, render_outline(o, slug=slug, inputs=inputs, template_dir=tdir))
-        stages.markdown_artifact(f"survey-{slug}-outline"[:100].lower(), opath.read_text(encoding="utf-8"),
-                                 f"Outline of the survey “{topic}”")
-        stage_done("outline", t0, f"survey {slug}: outline of {len(o.sections)} sections" +
-                   (" (kept the edited outline)" if out["how"] == "kept" else " (new; edit it and run again to change the survey)"),
-                   [opath])
+            _write(self.ws.vault, opath, render_outline(o, slug=self.slug, inputs=inputs, template_dir=self.tdir))
+        self.stages.markdown_artifact(f"survey-{self.slug}-outline"[:100].lower(), opath.read_text(encoding="utf-8"),
+                                      f"Outline of the survey “{self.topic}”")
+        self.stage_done("outline", t0, f"survey {self.slug}: outline of {len(o.sections)} sections" +
+                        (" (kept the edited outline)" if out["how"] == "kept"
+                         else " (new; edit it and run again to change the survey)"), [opath])
+        return out, o
 
-        # 7. draft, per section
+    def draft(self, ids: list[str], o: Outline, corr_d: dict[str, Any], inputs: str, survey_papers: list,
+              figures_md: str) -> dict[str, Any]:
+        """7. Draft, per section, and assemble `survey.md` (before polishing) with its references."""
         t0 = time.perf_counter()
-        drafts = stages.draft([s.__dict__ | {} for s in o.sections], topic, ids, backend, corr_d, inputs)
-        doc = assemble_survey(ws, slug, topic, backend, drafts, survey_papers, figures=figures_md)
-        stage_done("draft", t0, f"survey {slug}: draft {plural(len(drafts), 'section')} citing {plural(len(doc['cited']), 'paper')} "
-                   f"(before polishing)", [sdir])
+        drafts = self.stages.draft([s.__dict__ | {} for s in o.sections], self.topic, ids, self.backend, corr_d,
+                                   inputs)
+        doc = assemble_survey(self.ws, self.slug, self.topic, self.backend, drafts, survey_papers,
+                              figures=figures_md)
+        self.stage_done("draft", t0, f"survey {self.slug}: draft {plural(len(drafts), 'section')} citing "
+                        f"{plural(len(doc['cited']), 'paper')} (before polishing)", [self.sdir])
+        return doc
 
-        # 8. polish
+    def polish(self, ids: list[str], doc: dict[str, Any], survey_papers: list) -> PolishResult:
+        """8. Polish: the final `survey.md` and `polish-report.md`."""
         t0 = time.perf_counter()
-        res = stages.polish(slug, ids, doc["body"], threshold)
+        res = self.stages.polish(self.slug, ids, doc["body"], self.threshold)
         pr = PolishResult(markdown=res["markdown"], changes=[Change(**c) for c in res["changes"]],
                           flags=[Flag(**f) for f in res["flags"]], claims=res["claims"], supported=res["supported"])
-        write_survey(ws, slug, doc, pr.markdown, survey_papers, backend)
-        _write(ws.vault, sdir / "polish-report.md", E.render("polish-report.md.j2", tdir, r=pr, slug=slug, topic=topic,
-                                                   threshold=threshold, citations=E.citations(pr.markdown)))
-        stage_done("polish", t0, f"survey {slug}: polish ({pr.claims} cited claims checked, {len(pr.changes)} "
-                   f"fixed, {len(pr.flags)} still flagged)", [sdir])
-
-    return {
-        "slug": slug, "topic": topic, "backend": backend, "dir": str(sdir), "papers": ids,
-        "retrieved": sel["retrieved"], "problems": sel["problems"] + problems, "selection": sel["how"],
-        "edits": sel["edits"],
-        "parsed": newly, "analysed": done, "current": current,
-        "failed": [{"id": a["id"], "message": a.get("message", "")} for a in failed],
-        "index": indexed, "themes": len(corr.clusters), "lineages": len(corr.lineages),
-        "outline": out["how"], "sections": len(o.sections), "claims": pr.claims, "supported": pr.supported,
-        "changes": len(pr.changes), "flags": len(pr.flags), "commits": commits, "timings": timings,
-        "seconds": round(time.perf_counter() - t_start, 2),
-    }
+        write_survey(self.ws, self.slug, doc, pr.markdown, survey_papers, self.backend)
+        _write(self.ws.vault, self.sdir / "polish-report.md",
+               E.render("polish-report.md.j2", self.tdir, r=pr, slug=self.slug, topic=self.topic,
+                        threshold=self.threshold, citations=E.citations(pr.markdown)))
+        self.stage_done("polish", t0, f"survey {self.slug}: polish ({pr.claims} cited claims checked, "
+                        f"{len(pr.changes)} fixed, {len(pr.flags)} still flagged)", [self.sdir])
+        return pr
 
 
 def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: list[dict[str, Any]],
@@ -573,9 +597,6 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
     """The drafted sections joined into `survey.md` (before polishing) with `references.bib` and
     `references.json` of every paper it cites; returns the body, header, title and `figures` (the figures'
     captions and text alternatives, `papervault.survey.figures`) for `write_survey`."""
-    from papervault.survey import export as E
-    from papervault.survey.select import load_papers
-
     sdir = ws.vault.survey_dir(slug)
     body = E.assemble(topic, [(d["title"], d["markdown"]) for d in drafts])
     cited = set(E.citations(body))
@@ -583,8 +604,7 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
     known = set(ws.vault.paper_ids())
     bib_papers += load_papers(ws.vault, sorted(cited - {p.id for p in survey_papers} & known))[0]
     _write(ws.vault, sdir / "references.bib", E.bibtex(bib_papers))
-    from papervault.app.versions import pin_versions    # the arXiv version of each paper it cites
-
+    # the arXiv version of each paper it cites
     _write(ws.vault, sdir / "references.json",
            json.dumps(pin_versions(ws.vault, E.csl_json(bib_papers)), indent=2, ensure_ascii=False) + "\n")
     title = f"{topic[:1].upper()}{topic[1:]}: a survey"
@@ -596,14 +616,13 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
 
 def write_survey(ws: Workspace, slug: str, doc: dict[str, Any], body: str, survey_papers: list, backend: str) -> None:
     """`survey.md`: the header, title, paper list, figures and `body` rendered through `survey.md.j2`."""
-    from papervault.survey import export as E
-
     _write(ws.vault, ws.vault.survey_dir(slug) / "survey.md",
            E.render("survey.md.j2", ws.root / "templates" / "survey", header=doc["header"], title=doc["title"],
                     papers=survey_papers, backend=backend, body=body, figures=doc.get("figures", "")))
 
 
-def run_survey_inprocess(topic: str, *, workspace: str | Path | None = None, **params: Any) -> dict[str, Any]:
+def run_survey_inprocess(topic: str, *, workspace: str | Path | None = None,
+                         progress: Callable[[str, float], None] | None = None, **params: Any) -> dict[str, Any]:
     """A whole survey in this process and thread, without Prefect (the same stages and artefacts)."""
     ws = Workspace.resolve(str(workspace) if workspace is not None else None).require()
-    return run_stages(Stages(str(ws.root)), topic, **params)
+    return run_stages(Stages(str(ws.root), progress), topic, **params)

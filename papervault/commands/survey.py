@@ -55,10 +55,10 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from flows.survey import run_survey
 
-    with _quiet_prefect_console(), _stage_display(enabled=not as_json):
+    with _quiet_prefect_console(), _stage_display(enabled=not as_json) as progress:
         result = run_survey(topic, task_runner=task_runner, workers=workers, dask_address=dask_address, slug=slug,
                             papers=list(papers) or None, backend=backend, workspace=str(ws.root),
-                            arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers)
+                            arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers, progress=progress)
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)   # Prefect's start-up and shutdown included
     if as_json:
         emit_json(result)
@@ -99,21 +99,17 @@ STAGES = ("retrieve", "parse", "analyse", "index", "correlate", "outline", "draf
 
 @contextlib.contextmanager
 def _stage_display(enabled: bool):
-    """One line on stderr per stage as it finishes (`[3/8] analyse  2.1 s`), instead of Prefect's log lines."""
-    from flows.survey import STAGE_LISTENERS
-
+    """The progress handed down to the survey: one line on stderr per stage as it finishes (`[3/8] analyse
+    2.1 s`), instead of Prefect's log lines; None when `enabled` is false (--json)."""
     def show(name: str, seconds: float) -> None:
         n = STAGES.index(name) + 1 if name in STAGES else "?"
         click.echo(f"[{n}/{len(STAGES)}] {name:<10} {seconds:6.1f} s", err=True)
 
-    if enabled:
-        click.echo(f"[0/{len(STAGES)}] starting the survey flow (Prefect) ...", err=True)
-        STAGE_LISTENERS.append(show)
-    try:
-        yield
-    finally:
-        if enabled:
-            STAGE_LISTENERS.remove(show)
+    if not enabled:
+        yield None
+        return
+    click.echo(f"[0/{len(STAGES)}] starting the survey flow (Prefect) ...", err=True)
+    yield show
 
 
 @contextlib.contextmanager

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 
@@ -331,98 +333,145 @@ def _needs_ocr(page: pymupdf.Page, lines: list[Line]) -> bool:
     return garbage_score([ln.text for ln in lines]) >= GARBAGE_THRESHOLD
 
 
+@dataclass
+class _PageLayout:
+    """One page being laid out: its blocks and the span of its running text, which columns are measured by."""
+
+    page: Any
+    pno: int
+    blocks: list[Block]
+    warnings: list[str]
+    width: float = 0.0
+    text_left: float = 0.0
+    text_right: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.width = self.page.rect.width
+        self.text_left = min(b.bbox[0] for b in self.blocks)
+        self.text_right = max(b.bbox[2] for b in self.blocks)
+
+    def column(self, rect) -> tuple[float, float]:
+        return figures.column_span(rect, self.width, self.text_left, self.text_right)
+
+
 def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, scanned=False) -> list[Block]:
     """Captions, figures, tables, equations and code on one page; returns its blocks in reading order."""
-    width = page.rect.width
-    text_left = min(b.bbox[0] for b in blocks)
-    text_right = max(b.bbox[2] for b in blocks)
-    captions = []
-    for b in blocks:
-        cap = caption_of(b)
-        if cap:
-            b.kind = cap[0] + "_caption"
-            b.number, b.data["caption"] = cap[1], cap[2]
-            captions.append(b)
-    # IEEE tables: a label alone on its line ("TABLE IV") with the title on the lines below it.
-    for b in attach_titles(captions, blocks, lambda r: figures.column_span(r, width, text_left, text_right)):
-        b.kind = "consumed"
+    lay = _PageLayout(page, pno, blocks, warnings)
+    captions = _mark_captions(lay)
     # Tables first: their ruling lines would otherwise be taken for vector figures.
-    table_rects = []
     tcaps = [b for b in captions if b.kind == "table_caption"]
-    log = None  # the page's bounding-box log, read once for tables and figures when either needs it
-    if tcaps:
-        words = page.get_text("words")
-        log = figures.bbox_log(page)
-        paths = tables.page_paths(log)
-        cols = [figures.column_span(cb.bbox, width, text_left, text_right) for cb in tcaps]
-        # The table finder's cost grows with the characters it looks at: it only sees the caption's column,
-        # between the nearest paragraphs of running text above and below the caption.
-        zones = {id(cb): _table_zone(cb, blocks, col, page.rect) for cb, col in zip(tcaps, cols)}
-        ruled = tables.find_in_zones(page, [zones[id(cb)] for cb in tcaps], paths)
-        options = {id(cb): tables.candidates(cb, ts, col) for cb, ts, col in zip(tcaps, ruled, cols)}
-        chosen = tables.assign(options)
-        found = {}
-        for cb in tcaps:  # ruled grids first: they bound the word-built tables of the other captions
-            tab = chosen.get(id(cb))
-            md = tables.table_text(tab, words) if tab is not None else ""
-            if md:
-                found[id(cb)] = (tab, md)
-                table_rects.append(tuple(tab.bbox))
-        rules = tables.horizontal_rules(paths)
-        for cb in tcaps:
-            if id(cb) not in found:
-                # No ruling grid (or booktabs rules only): the grid is rebuilt from the words beside the caption.
-                others = [b.bbox for b in captions if b is not cb] + table_rects
-                tab = tables.table_from_words(words, zones[id(cb)], cb.bbox, rules, others)
-                md = tables.table_text(tab) if tab is not None else ""
-                if not md:
-                    warnings.append(f"page {pno}: Table {cb.number} has a caption but no grid was recognised; "
-                                    f"its text is kept as paragraphs")
-                    continue
-                found[id(cb)] = (tab, md)
-                table_rects.append(tuple(tab.bbox))
-        for cb in tcaps:
-            if id(cb) not in found:
-                continue
-            tab, md = found[id(cb)]
-            rect = tuple(tab.bbox)
-            cb.data["table"] = md
-            tabs.append(Table(number=cb.number, page=pno, caption=cb.data["caption"], markdown=md))
-            for b in blocks:
-                if b.kind == "text" and inside(b.bbox, rect, tol=3):
-                    b.kind = "consumed"
+    log = figures.bbox_log(page) if tcaps else None   # read once for tables and figures when either needs it
+    table_rects = _page_tables(lay, tcaps, captions, tabs, log) if tcaps else []
     fcaps = [b for b in captions if b.kind == "figure_caption"]
     # Drawings are only clustered when a figure caption asks for them; images are looked at when the page has
     # any, since a large uncaptioned picture is still a figure.
     regions = [] if scanned else figures.graphic_regions(page, warnings, pno, drawings=bool(fcaps),
                                                           exclude=table_rects, log=log)
     regions = [(r, k) for r, k in regions if not any(inside(r, t, tol=6) for t in table_rects)]
+    taken = _captioned_figures(lay, fcaps, regions, figs, used_names)
+    _uncaptioned_figures(lay, regions, taken, figs, used_names)
+    _mark_equations_and_code(lay, body)
+    return reading_order([b for b in blocks if b.kind != "consumed"], lay.width)
+
+
+def _mark_captions(lay: _PageLayout) -> list[Block]:
+    """The page's figure and table captions, marked as such; an IEEE label alone on its line ("TABLE IV")
+    takes the title on the lines below it."""
+    captions = []
+    for b in lay.blocks:
+        cap = caption_of(b)
+        if cap:
+            b.kind = cap[0] + "_caption"
+            b.number, b.data["caption"] = cap[1], cap[2]
+            captions.append(b)
+    for b in attach_titles(captions, lay.blocks, lay.column):
+        b.kind = "consumed"
+    return captions
+
+
+def _page_tables(lay: _PageLayout, tcaps: list[Block], captions: list[Block], tabs: list[Table], log) -> list:
+    """The table of each table caption (a ruled grid, else one rebuilt from the words beside the caption);
+    its text blocks are consumed. Returns the rectangles of the tables found."""
+    page, blocks = lay.page, lay.blocks
+    words = page.get_text("words")
+    paths = tables.page_paths(log)
+    cols = [lay.column(cb.bbox) for cb in tcaps]
+    # The table finder's cost grows with the characters it looks at: it only sees the caption's column,
+    # between the nearest paragraphs of running text above and below the caption.
+    zones = {id(cb): _table_zone(cb, blocks, col, page.rect) for cb, col in zip(tcaps, cols)}
+    ruled = tables.find_in_zones(page, [zones[id(cb)] for cb in tcaps], paths)
+    options = {id(cb): tables.candidates(cb, ts, col) for cb, ts, col in zip(tcaps, ruled, cols)}
+    chosen = tables.assign(options)
+    found = {}
+    table_rects: list = []
+    for cb in tcaps:  # ruled grids first: they bound the word-built tables of the other captions
+        tab = chosen.get(id(cb))
+        md = tables.table_text(tab, words) if tab is not None else ""
+        if md:
+            found[id(cb)] = (tab, md)
+            table_rects.append(tuple(tab.bbox))
+    rules = tables.horizontal_rules(paths)
+    for cb in tcaps:
+        if id(cb) not in found:
+            # No ruling grid (or booktabs rules only): the grid is rebuilt from the words beside the caption.
+            others = [b.bbox for b in captions if b is not cb] + table_rects
+            tab = tables.table_from_words(words, zones[id(cb)], cb.bbox, rules, others)
+            md = tables.table_text(tab) if tab is not None else ""
+            if not md:
+                lay.warnings.append(f"page {lay.pno}: Table {cb.number} has a caption but no grid was recognised; "
+                                    f"its text is kept as paragraphs")
+                continue
+            found[id(cb)] = (tab, md)
+            table_rects.append(tuple(tab.bbox))
+    for cb in tcaps:
+        if id(cb) not in found:
+            continue
+        tab, md = found[id(cb)]
+        rect = tuple(tab.bbox)
+        cb.data["table"] = md
+        tabs.append(Table(number=cb.number, page=lay.pno, caption=cb.data["caption"], markdown=md))
+        for b in blocks:
+            if b.kind == "text" and inside(b.bbox, rect, tol=3):
+                b.kind = "consumed"
+    return table_rects
+
+
+def _captioned_figures(lay: _PageLayout, fcaps: list[Block], regions: list, figs: list[Figure],
+                       used_names: set) -> list:
+    """The figure of each figure caption: the picture next to it, else (pseudo-code, listings) a crop of the
+    column above it. Returns the rectangles taken."""
+    page, pno = lay.page, lay.pno
     taken: list = []
     for cb in fcaps:
-        col = figures.column_span(cb.bbox, width, text_left, text_right)
-        found = figures.figure_region(cb, regions, blocks, col)
+        col = lay.column(cb.bbox)
+        found = figures.figure_region(cb, regions, lay.blocks, col)
         if found is None:
             # No picture next to the caption: a figure drawn with text (pseudo-code, listings). Its text
             # stays in the Markdown; the PNG is a crop of the column above the caption.
-            rect = _text_figure_rect(cb, blocks, col)
+            rect = _text_figure_rect(cb, lay.blocks, col)
             kind = "page" if rect is None else "vector"
             rect = rect or tuple(page.rect)
         else:
             rect, kind = found
-            for b in figures.blocks_inside(rect, blocks):
+            for b in figures.blocks_inside(rect, lay.blocks):
                 b.kind = "consumed"
         taken.append(rect)
         name = _unique(f"fig-{_slug(cb.number)}", used_names)
         try:
             png = figures.crop_png(page, rect, dpi=72 if kind == "page" else figures.CROP_DPI)
         except Exception as exc:
-            warnings.append(f"page {pno}: Figure {cb.number} could not be rendered ({type(exc).__name__})")
+            lay.warnings.append(f"page {pno}: Figure {cb.number} could not be rendered ({type(exc).__name__})")
             continue
         fig = Figure(number=cb.number, page=pno, caption=cb.data["caption"], filename=name, png=png, kind=kind,
                      bbox=tuple(round(v, 1) for v in rect))
         figs.append(fig)
         cb.data["figure"] = fig
-    # Large pictures that no caption claimed are figures too (uncaptioned), embedded where they stand.
+    return taken
+
+
+def _uncaptioned_figures(lay: _PageLayout, regions: list, taken: list, figs: list[Figure], used_names: set) -> None:
+    """Large pictures that no caption claimed are figures too (uncaptioned), embedded where they stand."""
+    page, pno = lay.page, lay.pno
     parea = page.rect.width * page.rect.height
     for r, k in regions:
         if k != "raster" or (r[2] - r[0]) * (r[3] - r[1]) < 0.04 * parea or any(inside(r, t, tol=8) for t in taken):
@@ -435,20 +484,23 @@ def _page_objects(page, pno, blocks, body, figs, tabs, used_names, warnings, sca
         fig = Figure(number="", page=pno, caption="", filename=name, png=png, kind="raster",
                      bbox=tuple(round(v, 1) for v in r))
         figs.append(fig)
-        for b in figures.blocks_inside(r, blocks):
+        for b in figures.blocks_inside(r, lay.blocks):
             b.kind = "consumed"
-        blocks.append(Block(lines=[], page=pno, kind="figure", box=r, data={"figure": fig}))
+        lay.blocks.append(Block(lines=[], page=pno, kind="figure", box=r, data={"figure": fig}))
         taken.append(r)
-    for b in blocks:
+
+
+def _mark_equations_and_code(lay: _PageLayout, body) -> None:
+    """Display equations (with their LaTeX and number) and monospaced code among the page's text blocks."""
+    for b in lay.blocks:
         if b.kind != "text":
             continue
-        col = figures.column_span(b.bbox, width, text_left, text_right)
+        col = lay.column(b.bbox)
         if equations.is_display_equation(b, body, col):
             b.kind = "equation"
             b.data["latex"], b.number = equations.to_latex(b)
         elif len(b.lines) >= 2 and b.mono_share > 0.7:
             b.kind = "code"
-    return reading_order([b for b in blocks if b.kind != "consumed"], width)
 
 
 def _is_running_text(b: Block, col: tuple[float, float]) -> bool:
