@@ -34,6 +34,7 @@ def test_status_and_doctor_never_print_the_uris_credentials(tmp_path, cli_run, m
     st = json.loads(status.stdout)
     assert st["index_health"].startswith("unavailable") and "s3://***@papervault-test/idx" in st["index_health"]
     assert st["not_indexed"] is None
+    assert f"127.0.0.1:{closed} refused the connection" in st["index_health"]    # a few words, not a Rust dump
     text = cli_run(["status", *w])
     assert not any(s in text.output for s in SECRETS), text.output
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from datetime import timedelta
 from typing import Iterable
 
@@ -98,16 +99,49 @@ def index_location(workspace) -> tuple[str, dict[str, str]]:
     return uri, options
 
 
+# A remote index that could not be reached, by (uri, options): the error, and until when it is given again without
+# asking. Reaching an unreachable endpoint costs about 5 s of the object store's own retries, and one command opens
+# the index several times (the recorded model, then the index itself): `status` took 16 s against a closed port.
+_UNREACHABLE: dict[tuple, tuple[float, WorkspaceError]] = {}
+UNREACHABLE_FOR_S = 60.0
+
+
+def _store_reason(text: str, uri: str) -> str:
+    """The object store's error in a few words: its Rust debug dump runs to a kilobyte."""
+    said = " ".join(text.split())
+    m = re.search(r"uri: Some\((\w+://[^/\s)]+)", said)
+    host = redact_uri(m.group(1)) if m else "the endpoint"
+    if "ConnectionRefused" in said:
+        return f"{host} refused the connection (is the object store running?)"
+    if re.search(r"dns error|kind: Connect\b|TimedOut|timed out", said):
+        return f"{host} cannot be reached"
+    if re.search(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|\b403\b", said):
+        return f"{host} refused the credentials"
+    if "NoSuchBucket" in said:
+        return f"the bucket does not exist at {host}"
+    return redact(said, uri)[:200]
+
+
 def open_db(workspace):
-    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`; may be s3://...)."""
+    """The LanceDB connection of a workspace (`[index] uri`, default `.papervault/index`; may be s3://...).
+
+    A remote index that did not answer is not asked again by this process for UNREACHABLE_FOR_S seconds: the
+    same error is raised at once (a long-running MCP server asks again after that)."""
     import lancedb  # deferred: lancedb (and pyarrow's dataset layer) takes a second to import
 
     uri, options = index_location(workspace)
+    key = (uri, tuple(sorted(options.items())))
+    known = _UNREACHABLE.get(key)
+    if known and known[0] > time.monotonic():
+        raise known[1]
     try:
         return lancedb.connect(uri, storage_options=options or None)
     except (OSError, ValueError, RuntimeError) as exc:
-        raise WorkspaceError(f"cannot open the index at {redact_uri(uri)}: {redact(' '.join(str(exc).split()), uri)[:200]}",
-                             fix="check [index] uri and the AWS_* variables (endpoint, credentials, region)") from None
+        err = WorkspaceError(f"cannot open the index at {redact_uri(uri)}: {_store_reason(str(exc), uri)}",
+                             fix="check [index] uri and the AWS_* variables (endpoint, credentials, region)")
+        if "://" in uri and not uri.startswith(("file://", "memory://")):
+            _UNREACHABLE[key] = (time.monotonic() + UNREACHABLE_FOR_S, err)
+        raise err from None
 
 
 def table_names(db) -> list[str]:
