@@ -228,6 +228,11 @@ class SyncSettings(Section):
     arxiv_max: int = Field(10, ge=1, le=100, description="matches taken from each saved arXiv query per pass")
     arxiv_versions: bool = Field(False, description="follow new versions of the vault's arXiv papers: fetch, "
                                  "parse and summarise each, keep the old full text as paper.v<N>.md")
+    versions_every: str = Field("1d", pattern=r"^\s*\d{1,6}\s*[mhdw]\s*$",
+                                description="with arxiv_versions: ask arXiv about each paper's version at most once "
+                                "in this interval (30m, 12h, 1d, 1w)")
+    versions_max: int = Field(1000, ge=1, le=100000, description="with arxiv_versions: papers asked about per pass "
+                              "at most (the longest unchecked first; the rest on the next passes)")
 
 
 class SiteSettings(Section):

@@ -166,3 +166,53 @@ def test_inbox_then_new_version_flags_the_survey(tmp_path, workspace_env, monkey
         assert "in the inbox" in page and "Leases in Geo-Replicated Storage" in page
         html = (ws / "site" / "whatsnew.html").read_text(encoding="utf-8")
         assert "What&#39;s new" in html or "What's new" in html
+
+
+def test_versions_cost_follows_the_changes(tmp_path, workspace_env, monkeypatch, cli_run):
+    """The versions pass asks arXiv about each paper at most once per `versions_every`, 50 ids a request, and
+    reads no note of an unchanged vault: a second pass asks nothing; a new paper is asked about alone; with the
+    interval elapsed every paper is asked again in one request."""
+    ws = workspace_env
+    papers = [Paper(f"2402.{n:05d}", f"Paper number {n} on gossip", "Gossip protocols.", ["Ada Lovelace"])
+              for n in range(1, 6)]
+    with LoopbackServer(Catalog()) as srv:
+        srv.catalog.add(*papers)
+        srv.settings_env(monkeypatch)
+        cli_run(["init"])
+        _follow(ws, arxiv_versions=True, versions_every="1d")
+        lib = tmp_path / "lib.json"
+        lib.write_text(json.dumps([{"id": f"p{n}", "type": "article", "title": p.title, "URL":
+                                    f"https://arxiv.org/abs/{p.arxiv}"} for n, p in enumerate(papers[:4])]))
+        cli_run(["add", str(lib), "-q"])
+
+        def api_calls() -> int:
+            return sum("/api/query" in path for _, path in srv.catalog.requests)
+
+        before = api_calls()
+        first = _json(cli_run, "sync", "--no-index")
+        cost = first["costs"]["arxiv_versions"]
+        assert (cost["arxiv_papers"], cost["asked"], cost["requests"]) == (4, 4, 1)
+        assert api_calls() - before == 1
+
+        before = api_calls()
+        second = _json(cli_run, "sync", "--no-index")
+        assert second["costs"]["arxiv_versions"] == {"arxiv_papers": 4, "notes_read": 0, "asked": 0, "requests": 0}
+        assert api_calls() == before and second["sources"][0]["status"] == "unchanged"
+
+        lib.write_text(json.dumps([{"id": "p5", "type": "article", "title": papers[4].title,
+                                    "URL": f"https://arxiv.org/abs/{papers[4].arxiv}"}]))
+        cli_run(["add", str(lib), "-q"])
+        third = _json(cli_run, "sync", "--no-index")
+        cost = third["costs"]["arxiv_versions"]
+        assert (cost["arxiv_papers"], cost["notes_read"], cost["asked"]) == (5, 1, 1)
+
+        cursor = ws / ".papervault" / "sync" / "arxiv-versions.json"
+        data = json.loads(cursor.read_text())
+        data["checked"] = {p: t - 2 * 86400 for p, t in data["checked"].items()}    # a day and more later
+        cursor.write_text(json.dumps(data))
+        papers[0].version = 2
+        before = api_calls()
+        fourth = _json(cli_run, "sync", "--no-index")
+        cost = fourth["costs"]["arxiv_versions"]
+        assert (cost["asked"], cost["requests"]) == (5, 1) and api_calls() - before == 1
+        assert [e["version"] for e in fourth["updated"]] == [{"from": 1, "to": 2}]

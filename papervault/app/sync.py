@@ -58,6 +58,7 @@ class SyncReport:
     stale_surveys: list[dict] = field(default_factory=list)     # {survey, paper, cited, now, quotes, reason}
     inbox: list[dict] = field(default_factory=list)     # {id, query, title, score, reason}: new in the inbox
     index: dict | None = None
+    costs: dict = field(default_factory=dict)           # per source: what the pass read and asked (arxiv_versions)
     started: str = field(default_factory=now_iso)
     seconds: float = 0.0
 
@@ -69,7 +70,7 @@ class SyncReport:
         return {"started": self.started, "seconds": self.seconds, "added": self.added, "updated": self.updated,
                 "marked": self.marked, "skipped": self.skipped, "sources": self.sources, "commits": self.commits,
                 "versions": self.versions, "stale_surveys": self.stale_surveys, "inbox": self.inbox,
-                "index": self.index}
+                "index": self.index, "costs": self.costs}
 
 
 # --- derived state -------------------------------------------------------------------------------

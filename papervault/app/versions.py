@@ -1,7 +1,8 @@
 """New versions of the vault's arXiv papers (`[sync] arxiv_versions = true`), and the surveys they affect.
 
-A pass asks arXiv for the latest version of every vault paper with an arXiv id (50 ids a request). The version a
-paper's files describe is its note's `arxiv_version`; a paper that has none yet (added before versions were
+A pass asks arXiv for the latest version of the vault's arXiv papers (50 ids a request), each at most once per
+`[sync] versions_every` (default a day), and finds them without reading the notes of an unchanged vault (see
+`sync_versions`). The version a paper's files describe is its note's `arxiv_version`; a paper that has none yet (added before versions were
 followed, or by `papervault add`) takes the version arXiv lists on its first pass as its baseline, kept in the
 cursor `.papervault/sync/arxiv-versions.json`, and nothing is fetched for it.
 
@@ -156,56 +157,121 @@ def update_paper(ws: Workspace, pid: str, old: int, new: int, rec) -> dict:
 
 # --- the pass --------------------------------------------------------------------------------------
 
-def sync_versions(ws: Workspace, report) -> str:
-    """Follow new versions of every vault paper with an arXiv id; returns "changed" or "unchanged"."""
-    from papervault.app.sync import load_cursor, now_iso, save_cursor
-    from papervault.sources import arxiv
+def every_seconds(text: str) -> int:
+    """`[sync] versions_every` (30m, 12h, 1d, 1w) in seconds."""
+    m = re.fullmatch(r"\s*(\d{1,6})\s*([mhdw])\s*", text or "")
+    if not m:
+        return 86400
+    return int(m.group(1)) * {"m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+
+
+def arxiv_papers(ws: Workspace, cache: dict) -> tuple[dict[str, str], int]:
+    """{paper id: arXiv id} of the vault's arXiv papers, and how many notes were read to know it.
+
+    `cache` (the cursor's `head` and `arxiv`) is what the last pass knew at vault commit `head`: when the vault
+    has not moved, no note is read; when it has, only the papers `git diff` names between the two commits are
+    read again; without a cache (the first pass, a vault rewritten), every note is. Notes are read as
+    committed: a hand edit not yet committed is seen once it is."""
+    import git
 
     vault = ws.vault
-    cursor = load_cursor(ws, CURSOR)
-    papers: dict[str, Any] = {}
-    for pid in vault.paper_ids():
+    repo = vault.repo
+    head = repo.head.commit.hexsha if repo.head.is_valid() else ""
+    old, ids = cache.get("head"), dict(cache.get("arxiv") or {})
+    changed: set[str] | None = None
+    if old and old == head:
+        changed = set()
+    elif old and head:
+        try:
+            names = repo.git.diff("--name-only", "--no-renames", old, head, "--", "papers").splitlines()
+            changed = {n.split("/")[1] for n in names if n.count("/") >= 2}
+        except git.GitCommandError:
+            changed = None          # the old commit is gone (a rewritten history): read every note
+    if changed is None:
+        ids, changed = {}, set(vault.paper_ids())
+    for pid in changed:
+        ids.pop(pid, None)
+        if not vault.has_paper(pid):
+            continue
         try:
             meta = vault.read_meta(pid)
         except PapervaultError:
             continue
         if meta.arxiv:
-            papers[pid] = meta
-    if not papers:
-        save_cursor(ws, CURSOR, {"papers": {}, "synced": now_iso()})
-        return "unchanged"
-    latest = arxiv.latest_versions([m.arxiv for m in papers.values()], ws.settings)
-    known = dict(cursor.get("papers", {}))
+            ids[pid] = meta.arxiv
+    cache["head"], cache["arxiv"] = head, ids
+    return ids, len(changed)
+
+
+def sync_versions(ws: Workspace, report) -> str:
+    """Follow new versions of the vault's arXiv papers; returns "changed" or "unchanged".
+
+    Its cost follows the changes, not the library: the list of arXiv papers comes from the last pass's cursor
+    brought up to date by the vault's git history (`arxiv_papers`), each paper is asked about at most once per
+    `[sync] versions_every` (the longest unchecked first, at most `versions_max` a pass, 50 ids a request), and
+    only the notes of papers arXiv lists at a later version are read."""
+    import time as _time
+
+    from papervault.app.sync import load_cursor, now_iso, save_cursor
+    from papervault.sources import arxiv
+
+    vault = ws.vault
+    s = ws.settings.sync
+    cursor = load_cursor(ws, CURSOR)
+    cache = {"head": cursor.get("head"), "arxiv": cursor.get("arxiv")}
+    papers, read = arxiv_papers(ws, cache)
+    known = {p: v for p, v in cursor.get("papers", {}).items() if p in papers}
+    checked = {p: t for p, t in cursor.get("checked", {}).items() if p in papers}
+    now = _time.time()
+    every = every_seconds(s.versions_every)
+    due = sorted((p for p in papers if now - float(checked.get(p, 0)) >= every),
+                 key=lambda p: (float(checked.get(p, 0)), p))[:s.versions_max]
+    stats = {"arxiv_papers": len(papers), "notes_read": read, "asked": len(due), "requests": 0}
     changed = False
-    for pid, meta in papers.items():
-        found = latest.get(arxiv.normalize_arxiv(meta.arxiv))
-        if found is None:
-            continue
-        version, rec = found
-        have = current_version(meta, cursor)
-        if have is None:
-            known[pid] = version     # the baseline: the version arXiv lists the first time it is asked
-            continue
-        if version <= have:
-            known[pid] = have
-            continue
-        done = update_paper(ws, pid, have, version, rec)
-        if "error" in done:
-            report.skipped.append({"source": "arxiv_versions", "item": f"{meta.arxiv}v{version}", "paper": pid,
-                                   "reason": done["error"]})
-            continue
-        changed = True
-        known[pid] = version
-        report.commits += [c for c in [done.get("commit")] if c]
-        entry = {"source": "arxiv_versions", "item": f"{meta.arxiv}v{version}", "paper": pid,
-                 "fields": ["new version"], "version": {"from": have, "to": version},
-                 "summary": done["summary"],
-                 "reason": f"arXiv v{have} -> v{version}: " + "; ".join(done["summary"])
-                           + (f"; the note you edited is kept and still describes v{done['note_version']}"
-                              if done.get("kept") else "")}
-        report.updated.append(entry)
-        report.versions.append({k: entry[k] for k in ("paper", "item", "version", "summary")})
-    save_cursor(ws, CURSOR, {"papers": known, "synced": now_iso()})
+    if due:
+        latest = arxiv.latest_versions([papers[p] for p in due], ws.settings)
+        stats["requests"] = -(-len({arxiv.normalize_arxiv(papers[p]) for p in due}) // arxiv.ID_BATCH)
+        for pid in due:
+            checked[pid] = now
+            found = latest.get(arxiv.normalize_arxiv(papers[pid]))
+            if found is None:
+                continue
+            version, rec = found
+            if version <= int(known.get(pid) or 0):
+                continue        # not later than the version this paper was last seen at: no note read
+            try:
+                meta = vault.read_meta(pid)
+            except PapervaultError:
+                continue
+            have = current_version(meta, {"papers": known})
+            if have is None:
+                known[pid] = version     # the baseline: the version arXiv lists the first time it is asked
+                continue
+            if version <= have:
+                known[pid] = have
+                continue
+            done = update_paper(ws, pid, have, version, rec)
+            if "error" in done:
+                report.skipped.append({"source": "arxiv_versions", "item": f"{meta.arxiv}v{version}", "paper": pid,
+                                       "reason": done["error"]})
+                checked.pop(pid, None)      # asked again on the next pass
+                continue
+            changed = True
+            known[pid] = version
+            report.commits += [c for c in [done.get("commit")] if c]
+            entry = {"source": "arxiv_versions", "item": f"{meta.arxiv}v{version}", "paper": pid,
+                     "fields": ["new version"], "version": {"from": have, "to": version},
+                     "summary": done["summary"],
+                     "reason": f"arXiv v{have} -> v{version}: " + "; ".join(done["summary"])
+                               + (f"; the note you edited is kept and still describes v{done['note_version']}"
+                                  if done.get("kept") else "")}
+            report.updated.append(entry)
+            report.versions.append({k: entry[k] for k in ("paper", "item", "version", "summary")})
+    if changed:
+        arxiv_papers(ws, cache)     # the pass's own commits: known, so the next pass reads no note for them
+    report.costs["arxiv_versions"] = stats
+    save_cursor(ws, CURSOR, {"papers": known, "checked": checked, "head": cache["head"], "arxiv": cache["arxiv"],
+                             "synced": now_iso()})
     if changed:
         report.stale_surveys = stale_surveys(ws)
     return "changed" if changed else "unchanged"
