@@ -56,6 +56,7 @@ class SyncReport:
     commits: list[str] = field(default_factory=list)
     versions: list[dict] = field(default_factory=list)  # {paper, item, version: {from, to}, summary}
     stale_surveys: list[dict] = field(default_factory=list)     # {survey, paper, cited, now, quotes, reason}
+    surveys_gained: list[dict] = field(default_factory=list)    # {survey, topic, entering, reason}
     inbox: list[dict] = field(default_factory=list)     # {id, query, title, score, reason}: new in the inbox
     index: dict | None = None
     costs: dict = field(default_factory=dict)           # per source: what the pass read and asked (arxiv_versions)
@@ -69,7 +70,8 @@ class SyncReport:
     def as_dict(self) -> dict:
         return {"started": self.started, "seconds": self.seconds, "added": self.added, "updated": self.updated,
                 "marked": self.marked, "skipped": self.skipped, "sources": self.sources, "commits": self.commits,
-                "versions": self.versions, "stale_surveys": self.stale_surveys, "inbox": self.inbox,
+                "versions": self.versions, "stale_surveys": self.stale_surveys,
+                "surveys_gained": self.surveys_gained, "inbox": self.inbox,
                 "index": self.index, "costs": self.costs}
 
 
@@ -101,7 +103,7 @@ def save_cursor(ws: Workspace, name: str, data: dict) -> None:
 def _log(ws: Workspace, report: SyncReport) -> None:
     sync_dir(ws).mkdir(parents=True, exist_ok=True)
     line = {"at": report.started, "added": report.added, "updated": report.updated, "marked": report.marked,
-            "versions": report.versions, "inbox": report.inbox, "failed": [s for s in report.sources if s["status"] == "failed"]}
+            "versions": report.versions, "inbox": report.inbox, "surveys_gained": report.surveys_gained, "failed": [s for s in report.sources if s["status"] == "failed"]}
     with open(sync_dir(ws) / "log.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
@@ -637,10 +639,22 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
         report.index = update_index(ws)
         if "error" not in report.index:
             flag.unlink(missing_ok=True)
+            report.surveys_gained = _surveys_gained(ws, report)
     report.seconds = round(time.perf_counter() - t0, 3)
-    if report.changed or report.inbox or any(s["status"] == "failed" for s in report.sources):
+    if report.changed or report.inbox or report.surveys_gained or any(s["status"] == "failed" for s in report.sources):
         _log(ws, report)
     return report
+
+
+def _surveys_gained(ws: Workspace, report: SyncReport) -> list[dict]:
+    """The surveys whose topic the pass's new papers would enter (papervault.app.refresh); never fails a pass."""
+    from papervault.app.refresh import surveys_gained
+
+    added = {e["paper"] for e in report.added if e.get("paper")}
+    try:
+        return surveys_gained(ws, added) if added else []
+    except Exception as exc:        # a survey that cannot be scored is said, the pass's work is done
+        return [{"survey": None, "error": f"{type(exc).__name__}: {exc}"[:300]}]
 
 
 def update_index(ws: Workspace) -> dict:
@@ -689,7 +703,7 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
     when = parse_since(since)
     vault = ws.vault
     out: dict[str, Any] = {"since": when.isoformat(), "added": [], "updated": [], "marked": [], "deleted": [],
-                           "versions": [], "inbox": [], "stale_surveys": []}
+                           "versions": [], "inbox": [], "stale_surveys": [], "surveys_gained": []}
     proc = subprocess.run(["git", "-C", str(vault.root), "log", f"--since={when.isoformat()}", "--reverse",
                            "--format=@@%H %cI %s", "--name-status", "--", "papers"],
                           capture_output=True, text=True)
@@ -752,6 +766,9 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
         for v in entry.get("versions", []):
             out["versions"].append({"id": v.get("paper"), "at": entry["at"], "item": v.get("item"),
                                     "version": v.get("version"), "summary": v.get("summary")})
+        for g in entry.get("surveys_gained", []):
+            if g.get("survey"):
+                out["surveys_gained"].append({**g, "at": entry["at"]})
         for e in entry.get("inbox", []):
             out["inbox"].append({"id": e.get("id"), "at": entry["at"], "query": e.get("query"),
                                  "title": e.get("title"), "score": e.get("score"), "reason": e.get("reason")})

@@ -16,7 +16,7 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 
 
 @click.command()
-@click.argument("topic")
+@click.argument("topic", required=False)
 @click.option("--backend", type=click.Choice(["extractive", "claude", "openai"]), default=None,
               help="Who writes: extractive (quotations only, no model), claude or openai (default: the workspace's).")
 @click.option("--slug", help="Folder under vault/surveys/ (default: from the topic).")
@@ -36,14 +36,34 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 @click.option("--select-only", is_flag=True,
               help="Choose the papers and write selection.md, then stop (no flow, no model): review and edit it, "
                    "then run the same command without this flag to write the survey.")
+@click.option("--refresh", "refresh", metavar="SLUG",
+              help="Show what the survey SLUG's selection.md would get now (papers entering and leaving, with "
+                   "reasons); nothing is written unless --run.")
+@click.option("--run", "run_again", is_flag=True, help="With --refresh: run the survey again (its topic, slug and "
+              "selection; your edits to selection.md kept).")
 @workspace_option
 @json_option
 def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, dask_address, threshold,
-           select_only, workspace, as_json):
+           select_only, refresh, run_again, workspace, as_json):
     """Survey vault papers on TOPIC: correlation, outline, draft and polish in vault/surveys/<slug>/."""
     from papervault.survey.select import parse_spec
 
     ws = open_workspace(workspace)
+    if run_again and not refresh:
+        raise click.UsageError("--run goes with --refresh SLUG")
+    if refresh:
+        from papervault.app.refresh import preview
+
+        diff = preview(ws, refresh)
+        if not run_again:
+            _show_refresh(diff, as_json)
+            return
+        if not as_json:
+            _show_refresh(diff, False)
+        topic, slug = diff["topic"], refresh
+        papers = tuple(papers) or tuple(diff["papers"])
+    if not topic:
+        raise click.UsageError("give a TOPIC (or --refresh SLUG)")
     for spec in papers:
         parse_spec(spec)  # a typo in a selection fails before Prefect starts
     t0 = time.perf_counter()
@@ -73,6 +93,27 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     click.echo(f"Polish: {plural(result['claims'], 'cited claim')} checked, {result['changes']} fixed, "
                f"{result['flags']} flagged (see {report}).")
     click.echo(f"Done in {result['wall_seconds']:.1f} s ({result['seconds']:.1f} s in the stages).")
+
+
+def _show_refresh(diff: dict, as_json: bool) -> None:
+    """The difference `survey --refresh` found, for a person (titles are one line of plain text)."""
+    from papervault.survey.selection import _one_line
+
+    if as_json:
+        emit_json(diff)
+        return
+    for p in diff["problems"]:
+        click.echo(f"warning: {p}", err=True)
+    click.echo(f"Survey {diff['survey']} ({_one_line(diff['topic'], 120)}): {diff['now']} papers selected now, "
+               f"{diff['would']} if it ran again.")
+    for e in diff["entering"]:
+        click.echo(f"  + {e['id']}  {_one_line(e['title'], 100)}  ({_one_line(e['reason'], 160)})")
+    for e in diff["leaving"]:
+        click.echo(f"  - {e['id']}  {_one_line(e['title'], 100)}  ({_one_line(e['reason'], 160)})")
+    if not diff["entering"] and not diff["leaving"]:
+        click.echo("  no change: the selection would stay as it is.")
+    else:
+        click.echo(f"Run it again with: papervault survey --refresh {diff['survey']} --run")
 
 
 def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:

@@ -55,6 +55,9 @@ def print_report(out: dict) -> None:
     for e in out.get("stale_surveys", []):
         click.echo(f"survey   {e['survey']:32} {e['reason']}" + "".join(
             f"\n           quote {q['status']} (page {q['page']}): {q['quote'][:80]}" for q in e.get("quotes", [])))
+    for e in out.get("surveys_gained", []):
+        if e.get("survey"):
+            click.echo(f"survey   {e['survey']:32} {e['reason']}")
     for s in out["sources"]:
         if s["status"] == "failed":
             click.echo(f"error: {s['source']}: {s['error']}", err=True)
@@ -96,6 +99,8 @@ def changes(since, workspace, as_json):
     for e in out.get("stale_surveys", []):
         click.echo(f"  survey   {e['survey']:32} {e['reason']}"
                    + (f", {len(e['quotes'])} quote(s) moved or vanished" if e.get("quotes") else ""))
+    for e in out.get("surveys_gained", []):
+        click.echo(f"  survey   {e['survey']:32} {e['reason']}")
     click.echo(f"{plural(len(out['added']), 'paper')} added, {len(out['updated'])} updated, "
                f"{len(out['marked'])} marked, {len(out['deleted'])} deleted, {len(out.get('versions', []))} new "
                f"versions, {len(out.get('inbox', []))} in the inbox, {len(out.get('stale_surveys', []))} survey "

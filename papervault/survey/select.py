@@ -147,16 +147,18 @@ class Resolved:
     how: str = ""                       # "topic", "all", "specs": how the tool chose
     edits: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    entries: dict[str, Any] = field(default_factory=dict)    # id -> selection.Entry (selected and near misses)
 
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
-            arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None) -> Resolved:
+            arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True) -> Resolved:
     """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
 
     Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
     every paper. `tag:`/`collection:` restrict the candidates of the topic selection; `query:` adds the papers
     of a search and `arxiv:` those it imports (through `arxiv(query) -> (ids, problems)`). A person's edits to
-    an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file."""
+    an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file.
+    `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become)."""
     import time
 
     from papervault.survey import selection as S
@@ -258,9 +260,11 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     struck = [by_id.get(pid) or S.Entry(pid) for pid in edits.struck if ws.vault.has_paper(pid)]
     near_entries = struck + [e for e in near if e.id not in set(ids) and e.id not in set(edits.struck)]
     _fill_titles(ws, sel_entries + near_entries)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
-                                method=method))
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
+                                    method=method, specs=[str(s) for s in parsed]))
+    out.entries = {e.id: e for e in near_entries + sel_entries}
     out.ids = ids
     out.edits = {"added": list(edits.added), "struck": list(edits.struck)}
     out.seconds = round(time.perf_counter() - t0, 3)

@@ -2,10 +2,11 @@
 
 The file is written by stage 1 (retrieve) into `vault/surveys/<slug>/`. Each paper is one line
 
-    - [x] @id — Title (2021) · score 0.62
+    - [x] @id — Title (2021) · score 0.620 on its title and abstract
 
 followed by indented reason lines (the passages that matched, with their page, or the citation link that brought
-the paper in). Papers just below the cut-off are listed unticked under "Near misses", and after them the papers
+the paper in). The score says what it rests on: the paper's full text, its title and abstract, or its title
+only (a record with neither abstract nor full text, which its score alone does not choose). Papers just below the cut-off are listed unticked under "Near misses", and after them the papers
 that citation evidence almost brought in (cited by a selected paper, not by enough of them).
 
 A person changes the selection by ticking or unticking boxes, deleting a selected paper's line (struck out) or
@@ -34,7 +35,8 @@ class Reason:
     ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
     paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets), "unspecific" (a near miss that stands out by
-    score but names none of the topic's words that tell it from its field), or a
+    score but names none of the topic's words that tell it from its field), "basis" (a near miss known only by
+    its title, which does not choose a paper by score), or a
     person's or a `--papers` choice ("person", "spec")."""
 
     kind: str
@@ -54,9 +56,10 @@ class Entry:
     year: int | None = None
     score: float | None = None
     reasons: list[Reason] = field(default_factory=list)
+    basis: str = ""          # what the score rests on: "title only", "title and abstract", "full text"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "year": self.year, "score": self.score,
+        return {"id": self.id, "title": self.title, "year": self.year, "score": self.score, "basis": self.basis,
                 "reasons": [r.as_dict() for r in self.reasons]}
 
 
@@ -132,12 +135,12 @@ def _entry_line(e: Entry, mark: str) -> list[str]:
     if e.year:
         head += f" ({int(e.year)})"
     if e.score is not None:
-        head += f" · score {e.score:.3f}"
+        head += f" · score {e.score:.3f}" + (f" on its {_one_line(e.basis, 40)}" if e.basis else "")
     return [head] + [f"    - {_reason_line(r)}" for r in e.reasons]
 
 
 def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, edits: Edits, generated: list[str],
-           method: dict[str, Any] | None = None) -> str:
+           method: dict[str, Any] | None = None, specs: list[str] | None = None) -> str:
     """The whole `selection.md`: frontmatter (what was generated, the person's decisions) and the body."""
     struck = set(edits.struck)
     lines = [f"# Selection: {_one_line(topic, 200)}", "",
@@ -179,6 +182,8 @@ def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, e
     body = "\n".join(lines).rstrip() + "\n"
     meta = {"survey": slug, "topic": topic, "kind": "selection", "generated": list(generated),
             "added": list(edits.added), "struck": list(edits.struck), "generated_hash": frontmatter.body_hash(body)}
+    if specs:
+        meta["papers"] = list(specs)        # the --papers selection, so `survey --refresh` chooses the same way
     return frontmatter.join(meta, body)
 
 
