@@ -1,6 +1,7 @@
 """papervault: papers and their code, parsed once into a durable, searchable research vault."""
 
 import sys as _sys
+import importlib.util
 
 __version__ = "0.1.0"
 
@@ -37,8 +38,6 @@ class _LeanThirdPartyImports:
 
     @classmethod
     def _deferred_package(cls, name: str):
-        import importlib.util
-
         _sys.meta_path.remove(cls)
         try:
             spec = importlib.util.find_spec(name)

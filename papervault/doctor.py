@@ -7,9 +7,14 @@ import shutil
 import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
+import time
 
 from papervault.wording import plural
 from papervault.workspace import Workspace
+from papervault.errors import LockedError, PapervaultError
+from papervault.identity import doubtful
+from papervault.index import multilingual as ml
+from papervault.pdfstore import backfill, kept
 
 
 @dataclass
@@ -103,7 +108,6 @@ FIX = "run `papervault doctor --fix`"
 
 def _interrupted(ws: Workspace, repo) -> list[Check]:
     """What a killed command leaves in the vault: a journal, temp files, a git index.lock, staged changes."""
-    from papervault.errors import LockedError
     from papervault.vault.journal import Journal, git_locks, temp_files
 
     try:
@@ -169,8 +173,6 @@ def fix(ws: Workspace) -> list[str]:
 
 def _keep_pdfs(ws: Workspace) -> list[str]:
     """Papers added before the workspace kept PDFs: copy each original that is still there into `pdfs/`."""
-    from papervault.pdfstore import backfill
-
     ids = backfill(ws, ws.vault)
     if not ids:
         return []
@@ -181,8 +183,6 @@ def _keep_pdfs(ws: Workspace) -> list[str]:
 
 def _pdfs(ws: Workspace) -> Check:
     """Papers parsed from a PDF whose copy is not in the workspace's store (added before it existed, or lost)."""
-    from papervault.pdfstore import kept
-
     missing, fixable = [], 0
     for meta in ws.vault.iter_meta():
         if not meta.sha256 or kept(ws.root, meta.pdf) is not None:
@@ -226,8 +226,6 @@ def _identity(ws: Workspace) -> list[Check]:
 
 def _doubtful_identities(ws: Workspace) -> list[Check]:
     """Papers whose title or id the PDF alone gave with low confidence (papervault.identity.identity_doubt)."""
-    from papervault.identity import doubtful
-
     found = doubtful(ws.vault)
     if not found:
         return []
@@ -288,9 +286,6 @@ def _index(ws: Workspace) -> Check:
 def _embedding(ws: Workspace) -> list[Check]:
     """Load the model the workspace runs with and embed a query: a model that cannot load fails here, not in
     the middle of `index` or a survey."""
-    import time
-
-    from papervault.errors import PapervaultError
     from papervault.index.embed import Embedder, workspace_embed_settings
 
     try:
@@ -315,8 +310,6 @@ def _embedding(ws: Workspace) -> list[Check]:
 
 
 def _multilingual(ws: Workspace) -> Check:
-    from papervault.index import multilingual as ml
-
     setting = ws.settings.embed.multilingual
     if setting is False:
         return Check("multilingual", True, "off ([embed] multilingual = false): questions in Chinese match only "
@@ -387,8 +380,6 @@ def _backend(ws: Workspace) -> Check:
 
 
 def _lock(ws: Workspace) -> Check:
-    from papervault.errors import LockedError
-
     try:
         with ws.write_lock("doctor"):
             pass

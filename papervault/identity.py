@@ -12,6 +12,9 @@ from papervault.models import PaperMeta
 # The note head is rewritten in vault/head.py (imports refresh it too); the names stay importable from here.
 from papervault.vault.head import refresh_head, refresh_note_head  # noqa: F401
 from papervault.workspace import Workspace
+from papervault.ids import READ_FROM_PDF, _ascii_word, last_name, make_key, normalize_title
+from papervault.sources.dedup import normalize_arxiv, normalize_doi
+from papervault.sources.limits import FIELD_CAPS, MAX_AUTHORS, MAX_AUTHOR_CHARS
 
 EDITABLE = ("title", "authors", "year", "venue", "doi", "arxiv")
 
@@ -56,9 +59,6 @@ def _checked(given: dict) -> dict:
     must be one (normalised as an import stores them; `javascript:...` or `../../x` is refused), and text fields
     are one line within the caps an import keeps (`papervault.sources.limits`); past a cap an edit is refused,
     not cut, since a person can shorten it."""
-    from papervault.sources.dedup import normalize_arxiv, normalize_doi
-    from papervault.sources.limits import FIELD_CAPS, MAX_AUTHOR_CHARS, MAX_AUTHORS
-
     out = dict(given)
     for name in ("title", "venue"):
         if name in out:
@@ -101,8 +101,6 @@ _TEXT_SUFFIXES = {".md", ".bib", ".json", ".yaml", ".yml", ".txt"}
 def _rewrite(text: str, old: str, new: str) -> str:
     """Citations (`[@old`, `@old`), links (`papers/old/`, `../old/`) and bibliography keys (`{old,`,
     `"id": "old"`)."""
-    import re
-
     o = re.escape(old)
     text = re.sub(rf"(?<![\w@]){re.escape('@')}{o}(?![A-Za-z0-9_]|[.:-][A-Za-z0-9_])", f"@{new}", text)
     text = re.sub(rf"(?<![\w.-])papers/{o}/", f"papers/{new}/", text)
@@ -115,7 +113,6 @@ def _rewrite(text: str, old: str, new: str) -> str:
 def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
     """Rename paper `pid` everywhere in one commit: its folder (git mv), citations and links in notes and
     surveys, the surveys' bibliographies and the index; the old id stays in `aliases`, so `[@old]` resolves."""
-    from papervault.ids import make_key
     from papervault.vault.store import check_id
 
     ws.require()
@@ -183,8 +180,6 @@ def identity_doubt(meta: PaperMeta) -> str | None:
     (`provenance.title_confidence`), an id whose author part is "anon" while the paper has a title from its
     PDF, or an id whose author part is a word of the title (an author line read as the title, or the title
     as authors). Fields a person or a library gave, or `enrich` resolved, are never doubted."""
-    from papervault.ids import READ_FROM_PDF, _ascii_word, last_name, normalize_title
-
     prov = meta.provenance or {}
     if prov.get("title") not in READ_FROM_PDF:
         return None

@@ -21,6 +21,12 @@ from papervault.pdfstore import keep, kept
 from papervault.timing import phase
 from papervault.wording import plural
 from papervault.workspace import Workspace
+from papervault import pages
+from papervault.errors import WorkspaceError
+from papervault.ids import make_key
+from papervault.sources.catalog import Catalog
+from papervault.sources.limits import cap_record
+from papervault.sources.problems import SourceProblem
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
 # Records between two vault commits of a big import (`[sources] commit_every`, default 4096). A commit makes a
@@ -70,7 +76,6 @@ class AddReport:
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
-    from papervault.sources.problems import SourceProblem
     from papervault.sources.resolve import records_from_inputs
 
     for item in records_from_inputs(inputs, ws.settings, workspace=ws, **options):
@@ -109,8 +114,6 @@ def _provenance(rec: SourceRecord, parsed: ParsedPaper | None) -> dict[str, str]
 
 def _page_labels(parsed: ParsedPaper, bib: dict[str, str]) -> list[str]:
     """The printed page labels: the PDF's (own labels or printed numbers), else the `pages` field's first page."""
-    from papervault import pages
-
     return list(parsed.page_labels) or pages.from_pages_field(bib.get("pages"), parsed.pages)
 
 
@@ -138,8 +141,6 @@ class Ingest:
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
                  reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None):
-        from papervault.ids import make_key
-        from papervault.sources.catalog import Catalog
         from papervault.vault.store import Vault
 
         self.ws = ws
@@ -273,8 +274,6 @@ class Ingest:
         """Note the record's warnings and search reason; download its PDF (arXiv, DOI link, URL) unless the
         paper it already is has one. A failed download leaves a metadata-only paper and a warning.
         Every field is cut to its cap first (`papervault.sources.limits`), with a warning."""
-        from papervault.sources.limits import cap_record
-
         rec = cap_record(rec)
         for w in rec.warnings:
             self.report.warnings.append(Problem(rec.source, w))
@@ -294,8 +293,6 @@ class Ingest:
             return rec
 
     def _write(self, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
-        from papervault.sources.limits import cap_record
-
         prov = _provenance(rec, parsed)
         seen = len(rec.warnings)
         rec = cap_record(_merge_parsed(rec, parsed))   # what the PDF says is capped like what a source says
@@ -570,7 +567,6 @@ def recover(ws: Workspace) -> list[str]:
     """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
     import git
 
-    from papervault.errors import WorkspaceError
     from papervault.vault.journal import Journal
 
     try:

@@ -6,6 +6,9 @@ import re
 
 from papervault.wording import plural
 from papervault.workspace import Workspace
+from papervault.identity import doubtful
+from papervault.index import fill
+from papervault.vault import frontmatter
 
 
 NOT_INDEXED_SHOWN = 10   # ids named in the one-line index health (`not_indexed` lists all)
@@ -66,8 +69,6 @@ def workspace_status(ws: Workspace) -> dict:
 
 def _fill_status(ws: Workspace, st: dict) -> dict:
     """How far the background fill of paragraph vectors has come (index/fill.py, docs/index.md)."""
-    from papervault.index import fill
-
     pending = int(st.get("pending") or 0)
     pid = fill.running(ws)
     last = fill.state(ws)
@@ -82,8 +83,6 @@ def _fill_status(ws: Workspace, st: dict) -> dict:
 
 def _doubtful(ws: Workspace) -> list[dict]:
     """Papers whose title or id is low-confidence (`papervault.identity.doubtful`); [] when none."""
-    from papervault.identity import doubtful
-
     try:
         return doubtful(ws.vault)
     except Exception:   # status answers even when a note is broken (doctor reports it)
@@ -99,8 +98,6 @@ def text_layers(ws: Workspace, ids: list[str]) -> dict:
 
     A page is counted once, by where its text came from: `ocr` holds scanned pages and pages whose text layer
     was still mostly non-words after the repair; `repaired` the pages whose repaired text layer was kept."""
-    from papervault.vault import frontmatter
-
     papers: dict[str, dict] = {}
     for pid in ids:
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from papervault.config import DEFAULT_TOML, Settings
 from papervault.errors import WorkspaceError
+from papervault.vault.lock import WriteLock
 
 CONFIG_NAME = "papervault.toml"
 ENV_VAR = "PAPERVAULT_WORKSPACE"
@@ -143,8 +144,6 @@ class Workspace:
 
     def write_lock(self, command: str, *, wait: float = 0.0):
         """The exclusive writer lock (readers never take it)."""
-        from papervault.vault.lock import WriteLock
-
         self.state_dir.mkdir(parents=True, exist_ok=True)
         return WriteLock(self.lock_path, command=command, wait=wait)
 

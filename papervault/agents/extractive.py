@@ -16,6 +16,9 @@ from papervault.agents.base import Backend, Reply, Task
 from papervault.agents.paperdoc import DocSection, PaperDoc, Sentence, read_paper, section_sentences, sentences
 from papervault.errors import BackendError
 from papervault.vault.paper import MENTION, mentions
+from papervault.agents.otherwork import other_work
+from papervault.agents.paperdoc import _clean_inline, normalise
+from papervault.vault.paper import read as read_paper_md, without_anchors, without_images, without_page_citations
 
 EXTRACTORS: dict[str, Callable[[Task], dict[str, Any]]] = {}
 
@@ -239,7 +242,6 @@ def extract_note(task: Task) -> dict[str, Any]:
         raise BackendError(f"{task.key}: paper.md is empty", fix="parse the paper again (`papervault add --force`)")
     doc = read_paper(markdown)
     seen: set[str] = set()
-    from papervault.agents.otherwork import other_work
 
     title = str(task.inputs.get("meta", {}).get("title") or doc.title or "")
 
@@ -328,9 +330,6 @@ def unfaithful(body: str, markdown: str) -> list[str]:
     The template's own words (headings, labels such as "Datasets:", page links) are not checked; every
     statement is a quotation, so every bullet of a statement section must be one.
     """
-    from papervault.agents.paperdoc import _clean_inline, normalise
-    from papervault.vault.paper import read as read_paper_md, without_anchors, without_images, without_page_citations
-
     # a quotation may run across a page break: compare with the page anchors taken out
     markdown = without_anchors(markdown)
     paper = normalise(_clean_inline(markdown))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from papervault.vault import paper as paper_md
 
 # "[12]", "[3, 7]", "[5–9]", "(Smith et al., 2010)", "(Smith and Jones 2010; Lee, 2012)"
 NUMERIC_MARKER = re.compile(r"\[\s*(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
@@ -138,8 +139,6 @@ def other_work(text: str, section: str, fulltext: str, *, title: str = "") -> st
 def references_text(fulltext: str) -> str:
     """The raw text of a paper's reference list (after its last `References` heading), or "" (read by
     `papervault.vault.paper`)."""
-    from papervault.vault import paper as paper_md
-
     return paper_md.read(fulltext).references_text()
 
 

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from papervault.wording import plural
+from papervault.app.indexing import update_index
+from papervault.demo import SPECS, make_synthetic_papers
+from papervault.workspace import Workspace
 
 Survey = Callable[..., dict[str, Any]]
 
@@ -19,8 +22,6 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     by default it runs in this process without Prefect (`papervault.app.survey.run_survey_inprocess`).
     """
     from papervault.app.papers import add
-    from papervault.demo import SPECS, make_synthetic_papers
-    from papervault.workspace import Workspace
 
     if survey is None:
         from papervault.app.survey import run_survey_inprocess as survey
@@ -43,7 +44,6 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     for p in report.problems:
         log(f"  skipped {p.source}: {p.error}")
 
-    from papervault.app.indexing import update_index
 
     t = time.perf_counter()
     update_index(ws, code=False)

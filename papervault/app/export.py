@@ -9,6 +9,7 @@ from typing import Any
 
 from papervault.errors import InputError, NotFoundError
 from papervault.workspace import Workspace
+from papervault.survey import export as E
 
 FORMATS = ("bibtex", "csl")
 
@@ -70,7 +71,6 @@ def select(ws: Workspace, *, tag: str | None = None, collection: str | None = No
 def export(ws: Workspace, *, fmt: str = "bibtex", tag: str | None = None, collection: str | None = None,
            survey: str | None = None) -> Export:
     """BibTeX (`fmt="bibtex"`) or CSL-JSON (`fmt="csl"`) of the selected papers, keyed by vault id."""
-    from papervault.survey import export as E
     from papervault.survey.select import load_papers
 
     if fmt not in FORMATS:

@@ -11,6 +11,9 @@ from typing import Any
 
 from papervault.errors import PapervaultError
 from papervault.workspace import Workspace
+from papervault.pages import printed
+from papervault.survey.citations import Matcher, cited_with_evidence, reference_lines
+from papervault.vault.paper import page_link
 
 
 def _entry(meta) -> dict[str, Any]:
@@ -20,9 +23,6 @@ def _entry(meta) -> dict[str, Any]:
 def _evidence(citing, ref) -> dict[str, Any]:
     """An edge's evidence: the reference line in the citing paper (`citing` is its meta), the PDF page it is
     on with that page's anchor, and the page the paper prints there (what a citation says)."""
-    from papervault.pages import printed
-    from papervault.vault.paper import page_link
-
     out: dict[str, Any] = {"in": citing.id, "reference": ref.text, "page": ref.page, "printed_page": None,
                            "anchor": None}
     if ref.page:
@@ -32,8 +32,6 @@ def _evidence(citing, ref) -> dict[str, Any]:
 
 def neighbourhood(ws: Workspace, paper_id: str) -> dict[str, Any]:
     """{"paper", "cites": [...], "cited_by": [...], "has_references"}: each neighbour with `evidence`."""
-    from papervault.survey.citations import Matcher, cited_with_evidence
-
     v = ws.vault
     metas = {}
     for pid in v.paper_ids():
@@ -77,6 +75,4 @@ def neighbourhood(ws: Workspace, paper_id: str) -> dict[str, Any]:
 
 
 def _refs(text: str) -> bool:
-    from papervault.survey.citations import reference_lines
-
     return bool(reference_lines(text))

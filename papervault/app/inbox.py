@@ -18,14 +18,17 @@ from typing import Any
 
 from papervault.errors import InputError
 from papervault.workspace import Workspace
+from papervault.app.sync import _ingest, sync_dir, update_index
+from papervault.errors import PapervaultError
+from papervault.models import SourceRecord
+from papervault.sources import arxiv
+from papervault.sources.dedup import normalize_arxiv
 
 W_QUERY, W_VAULT, W_RECENT = 0.6, 0.2, 0.2
 VAULT_SAMPLE = 3000         # vault papers compared with a candidate (the most recently updated)
 
 
 def _path(ws: Workspace):
-    from papervault.app.sync import sync_dir
-
     return sync_dir(ws) / "inbox.json"
 
 
@@ -41,7 +44,6 @@ def load(ws: Workspace) -> dict:
 
 
 def save(ws: Workspace, data: dict) -> None:
-    from papervault.app.sync import sync_dir
     from papervault.vault.store import atomic_write
 
     sync_dir(ws).mkdir(parents=True, exist_ok=True)
@@ -50,8 +52,6 @@ def save(ws: Workspace, data: dict) -> None:
 
 def vault_arxiv(ws: Workspace) -> tuple[set[str], list[tuple[str, str]]]:
     """The arXiv ids of the vault's papers, and (id, title + abstract) of up to `VAULT_SAMPLE` papers."""
-    from papervault.errors import PapervaultError
-
     ids: set[str] = set()
     texts: list[tuple[str, str]] = []
     for pid in ws.vault.paper_ids():
@@ -114,8 +114,6 @@ def listing(ws: Workspace) -> list[dict]:
 
 
 def _take(ws: Workspace, ident: str) -> tuple[dict, dict, str]:
-    from papervault.sources.dedup import normalize_arxiv
-
     data = load(ws)
     ax = normalize_arxiv(ident) or ident.strip()
     if ax not in data["items"]:
@@ -134,11 +132,6 @@ def dismiss(ws: Workspace, ident: str) -> dict:
 def accept(ws: Workspace, ident: str, *, index: bool = True) -> dict[str, Any]:
     """Add an inbox entry to the vault fully (current metadata and PDF from arXiv, parsed and analysed as `add`
     does), record its arXiv version, and take it out of the inbox."""
-    from papervault.app.sync import _ingest, update_index
-    from papervault.errors import PapervaultError
-    from papervault.models import SourceRecord
-    from papervault.sources import arxiv
-
     ws.require()
     data, entry, ax = _take(ws, ident)
     version = None

@@ -12,6 +12,9 @@ from papervault.errors import InputError
 from papervault.models import PaperMeta
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
+from papervault.app.ids import resolve_ids
+from papervault.errors import IndexMismatchError
+from papervault.ingest import add as ingest
 
 Progress = Callable[[str, int, int | None], None]
 
@@ -76,8 +79,6 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
 
     `parse_fn` and `analyse_fn` (see `papervault.ingest.ParseFn`, `AnalyseFn`) parse PDFs and analyse papers on
     a task runner; this process still writes."""
-    from papervault.ingest import add as ingest
-
     ws.require()
     return ingest(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
                   options=options, reanalyse=reanalyse, parse_fn=parse_fn, analyse_fn=analyse_fn)
@@ -108,7 +109,6 @@ def rechunk_code(ws: Workspace, *, embedder=None, progress: Progress | None = No
     The caller holds the write lock."""
     if not _has_local_tables(ws) or not any(ws.vault.code_dir.glob("*.md")):
         return None                     # no repository was ever added: the code index is not even opened
-    from papervault.errors import IndexMismatchError
     from papervault.index.code import CodeIndex
     from papervault.sources.repo import rechunk_code as run
 
@@ -130,8 +130,6 @@ def delete(ws: Workspace, paper_ids: list[str], *, reason: str = "", progress: P
 
     Every id is checked before anything is removed: an unknown id refuses the whole request.
     """
-    from papervault.app.ids import resolve_ids
-
     if not paper_ids:
         raise InputError("no paper to delete", fix="give one or more paper ids (see `papervault list`)")
     for pid in paper_ids:

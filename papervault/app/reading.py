@@ -17,6 +17,7 @@ from papervault.errors import InputError, NotFoundError
 from papervault.vault import paper as paper_md
 from papervault.vault.paper import Section
 from papervault.workspace import Workspace
+from papervault.chunking.paper import chunk_paper
 
 MAX_READ_CHARS = 50_000          # one window of text
 DEFAULT_READ_CHARS = 12_000
@@ -142,8 +143,6 @@ def read_text(ws: Workspace, paper_id: str, *, section: str | None = None, pages
 
 def read_chunk(ws: Workspace, paper_id: str, chunk_id: str, neighbours: int = 1) -> dict[str, Any]:
     """The passage `chunk_id` (a search hit's) with `neighbours` passages either side in reading order."""
-    from papervault.chunking.paper import chunk_paper
-
     check_limit(neighbours, "neighbours", MAX_NEIGHBOURS, low=0)
     if not re.fullmatch(r"[0-9a-f]{8,64}(?:-\d+)?", chunk_id or ""):
         raise InputError(f"invalid chunk id {chunk_id!r}", fix="pass the chunk_id of a search hit")

@@ -9,6 +9,7 @@ from typing import Any
 from papervault.errors import InputError, NotFoundError
 from papervault.wording import plural
 from papervault.workspace import Workspace
+from papervault.vault.lock import WriteLock
 
 
 def check_query(ws: Workspace, query: str, *, paper: str | None = None) -> str:
@@ -23,8 +24,6 @@ def check_query(ws: Workspace, query: str, *, paper: str | None = None) -> str:
 
 def rebuilding(ws: Workspace) -> dict[str, Any] | None:
     """The writer lock's holder when it is `papervault index` (pid, command), else None."""
-    from papervault.vault.lock import WriteLock
-
     lock = WriteLock(ws.lock_path, command="search")
     try:
         lock.acquire()

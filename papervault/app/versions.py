@@ -31,9 +31,14 @@ import re
 import tempfile
 from pathlib import Path
 from typing import Any
+import time as _time
 
 from papervault.errors import PapervaultError
 from papervault.workspace import Workspace
+from papervault.hashing import file_sha256
+from papervault.ingest import sync_job
+from papervault.sources import arxiv
+from papervault.vault.paper import read
 
 CURSOR = "arxiv-versions"
 MAX_SUMMARY = 12        # lines of one change summary
@@ -64,8 +69,6 @@ def _abstract(doc) -> str:
 def summarise(old_text: str, new_text: str, *, old_abstract: str | None = None,
               new_abstract: str | None = None) -> list[str]:
     """What changed between two versions' `paper.md`, as short factual lines (at most `MAX_SUMMARY`)."""
-    from papervault.vault.paper import read
-
     old, new = read(old_text), read(new_text)
     out: list[str] = []
     olds = {_section_title(s.title): s for s in old.sections if s.level > 1 or s.title != old.title}
@@ -114,10 +117,7 @@ def update_paper(ws: Workspace, pid: str, old: int, new: int, rec) -> dict:
     """Fetch and parse version `new` of paper `pid` (whose files hold version `old`); keep the old full text as
     `paper.v<old>.md`; summarise the change into the note's `arxiv_history`. One commit. Returns
     {"summary", "commit", "kept", "note_version"} or {"error"}."""
-    from papervault.hashing import file_sha256
-    from papervault.ingest import sync_job
     from papervault.models import now_iso
-    from papervault.sources import arxiv
 
     try:
         pdf = arxiv.download_version(rec.arxiv, new, ws.cache_dir / "downloads", ws.settings)
@@ -210,10 +210,7 @@ def sync_versions(ws: Workspace, report) -> str:
     brought up to date by the vault's git history (`arxiv_papers`), each paper is asked about at most once per
     `[sync] versions_every` (the longest unchecked first, at most `versions_max` a pass, 50 ids a request), and
     only the notes of papers arXiv lists at a later version are read."""
-    import time as _time
-
     from papervault.app.sync import load_cursor, now_iso, save_cursor
-    from papervault.sources import arxiv
 
     vault = ws.vault
     s = ws.settings.sync
@@ -302,8 +299,6 @@ _PAGE_LINK = r"papers/{pid}/paper\.md#page-(\d+)"
 def _quote_moves(ws: Workspace, slug: str, pid: str, old: int, new: int) -> list[dict]:
     """For each page link of `pid` in the survey, where the sentence before it stands in version `new`: on the
     same page, another page (moved), or nowhere (vanished). The sentence is looked for in the old full text."""
-    from papervault.vault.paper import read
-
     vault = ws.vault
     survey = vault.survey_dir(slug) / "survey.md"
     kept = vault.paper_dir(pid) / f"paper.v{old}.md"

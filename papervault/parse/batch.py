@@ -11,12 +11,19 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable
+import select
+import signal
+import subprocess
+import sys
+import threading
+from multiprocessing import forkserver
 
 from papervault.config import ParseSettings
 from papervault.errors import ParseError
 from papervault.models import ParsedPaper
 from papervault.parse.document import file_sha256
 from papervault.parse.version import PARSER_VERSION
+from papervault.parse.pdf import parse_pdf
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +65,6 @@ def store_cached(cache_dir: Path | None, paper: ParsedPaper, settings: ParseSett
 def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: Path | None = None) -> ParsedPaper:
     """parse_pdf through the cache: a file already parsed by this parser version with the same settings
     (`ParseSettings.cache_key`) is not parsed again."""
-    from papervault.parse.pdf import parse_pdf
-
     path = Path(path)
     settings = settings or ParseSettings()
     sha = file_sha256(path) if path.is_file() else ""
@@ -175,7 +180,6 @@ def pool_context():
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
-    from multiprocessing import forkserver
 
     server = getattr(forkserver, "_forkserver", None)
     if getattr(server, "_forkserver_pid", None) is None:   # not started yet (or unknown): preload the parser
@@ -193,9 +197,6 @@ def die_with_parent(parent: int) -> None:
     On Linux the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG). A daemon thread that
     checks the parent pid every WATCH_SECONDS covers other systems, and a parent that died before this ran.
     """
-    import signal
-    import sys
-
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -210,8 +211,6 @@ def die_with_parent(parent: int) -> None:
 def _exit_when(gone, name: str) -> None:
     """Exit this process now if `gone()`, else as soon as a daemon thread, checking every WATCH_SECONDS,
     finds it true."""
-    import threading
-
     if gone():
         os._exit(1)
 
@@ -421,9 +420,6 @@ class ParseChild:
         self.proc = None
 
     def _start(self) -> None:
-        import subprocess
-        import sys
-
         import papervault
 
         env = dict(os.environ)
@@ -477,8 +473,6 @@ class ParseChild:
 def _read_exact(fd: int, n: int, deadline: float, check=None) -> bytes:
     """`n` bytes from pipe `fd` by `deadline` (TimeoutError), or EOFError when the writer died first; `check()`,
     called every POLL_SECONDS while waiting, may raise TimeoutError sooner (the child's CPU time is up)."""
-    import select
-
     buf = bytearray()
     while len(buf) < n:
         left = deadline - time.monotonic()
@@ -501,8 +495,6 @@ _children = None
 
 def parse_in_child(path: str, settings_dict: dict, cache_dir: str | None):
     """`_worker` for one file in this thread's `ParseChild` (started on first use), with the parse timeout."""
-    import threading
-
     global _children
     if _children is None:
         _children = threading.local()
@@ -514,8 +506,6 @@ def parse_in_child(path: str, settings_dict: dict, cache_dir: str | None):
 
 def _child_main(parent: int) -> None:
     """The child's loop: read a request from stdin, parse, write the answer; exit with the parent or at EOF."""
-    import sys
-
     _init_worker(parent)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)         # whatever a library prints goes to stderr, never into the answers

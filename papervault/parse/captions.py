@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 
 from papervault.parse.layout import Block
+from papervault.parse.layout import overlap_x, overlap_y
+from papervault.parse.text import join_lines
 
 _NUM = r"(\d+|[A-Z]\.?\d+|[IVXLC]+)"
 # The label must open the block and be followed by a delimiter (":", ".", "|", a dash) - or be set in bold,
@@ -68,9 +70,6 @@ def attach_titles(captions: list[Block], blocks: list[Block], column) -> list[Bl
     (`column(bbox)` gives its x-extent): a table row that follows has other cells beside it. Returns the blocks
     taken into captions (the caller drops them).
     """
-    from papervault.parse.layout import overlap_x, overlap_y
-    from papervault.parse.text import join_lines
-
     taken: list[Block] = []
     for cb in captions:
         if cb.kind != "table_caption" or cb.data.get("caption") or len(cb.lines) != 1:

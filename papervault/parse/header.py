@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from papervault.parse.layout import Block, Line, Span
 from papervault.parse.references import find_doi
 from papervault.parse.structure import parse_authors
+from papervault.ids import SKIP_WORDS
+from papervault.parse.words import dictionary_share, vocabulary
 
 _YEAR = re.compile(r"(?<![\d/.-])(1[89]\d\d|20[0-4]\d)(?![\d])")
 _SHORT_YEAR = re.compile(r"['’‘`](\d\d)\b")
@@ -276,15 +278,11 @@ def _file_words(name: str | None) -> set[str]:
 
 
 def _significant(text: str) -> list[str]:
-    from papervault.ids import SKIP_WORDS
-
     return [w for w in norm(text).split() if w not in SKIP_WORDS and not w.isdigit()]
 
 
 def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: float, stop: float | None,
            file_words: set[str], info_title: str, repeats: list[str]) -> None:
-    from papervault.parse.words import dictionary_share
-
     ev, flags = [], []
     size = max(ln.size for ln in c.lines)
     s = 4.0 * max(0.0, size - body) / max(1.0, big - body)
@@ -418,8 +416,6 @@ def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, f
 def _segment(run: str) -> list[str]:
     """Letters run together ("DataCompression", "DATACOMPRESSION") split into words: at case changes, else
     into the fewest dictionary words."""
-    from papervault.parse.words import vocabulary
-
     pieces = re.findall(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+|[^A-Za-z\d]", run)
     vocab = vocabulary()
     if len(pieces) > 1 and all(p.lower() in vocab or not p.isalpha() for p in pieces):

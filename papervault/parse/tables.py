@@ -12,6 +12,8 @@ import html
 import pymupdf
 
 from papervault.parse.layout import Block, Rect, inside, overlap_x, overlap_y, union
+from papervault.parse.text import clean
+from papervault.vault.paper import escape_html
 
 MAX_CELLS = 5000
 
@@ -412,14 +414,11 @@ def _rows_from_words(table, words: list) -> list[list[str | None]]:
 def _cell(c) -> str | None:
     if c is None:
         return None  # PyMuPDF's marker for a cell covered by a merged neighbour
-    from papervault.parse.text import clean
 
     return " ".join(clean(str(c)).split())
 
 
 def _markdown(rows: list[list[str]]) -> str:
-    from papervault.vault.paper import escape_html
-
     def esc(c: str) -> str:
         return escape_html(c).replace("|", "\\|")
 

@@ -21,6 +21,7 @@ from papervault.sources.files import order_main_first
 from papervault.sources.limits import MAX_JSON_DEPTH, MAX_JSON_ITEM_BYTES
 from papervault.sources.problems import SourceProblem
 from papervault.vault.store import ID_PATTERN
+from papervault.sources.zotero import html_to_markdown
 
 Progress = Callable[[int, float], None]   # (records read, fraction of the file read)
 _ARXIV_IN_TEXT = re.compile(r"arxiv\s*[:/]\s*([a-z\-]+(?:\.[A-Z]{2})?/\d{7}|\d{4}\.\d{4,5})(v\d+)?", re.I)
@@ -187,7 +188,6 @@ def record_from_bbt(item: dict, source: str, base: Path) -> SourceRecord:
     if missing:
         w.append(f"attachment(s) not found: {', '.join(missing)}")
     notes = [n.get("note") if isinstance(n, dict) else n for n in item.get("notes") or []]
-    from papervault.sources.zotero import html_to_markdown
 
     year = _csl_year(item.get("date"))
     return SourceRecord(

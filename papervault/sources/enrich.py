@@ -19,6 +19,7 @@ from papervault.vault.head import refresh_head
 from papervault.ids import READ_FROM_PDF, key_base, normalize_title
 from papervault.sources.web import HttpPolicy, get
 from papervault.wording import plural
+from papervault.sources.arxiv import fetch_metadata
 
 TRUSTED = frozenset({"user", "bibtex", "csl", "zotero"})
 IDENTITY = ("title", "authors", "year", "venue", "doi")
@@ -166,8 +167,6 @@ def by_title(title: str, authors: list[str], settings) -> Found | None:
 
 
 def by_arxiv(arxiv: str, settings) -> Found | None:
-    from papervault.sources.arxiv import fetch_metadata
-
     rec = fetch_metadata([arxiv], settings).get(arxiv)
     if rec is None:
         return None

@@ -28,6 +28,7 @@ from papervault.errors import NotFoundError, SourceError
 from papervault.vault import frontmatter
 from papervault.vault.store import ID_PATTERN
 from papervault.wording import plural
+from papervault.templating import environment
 
 log = logging.getLogger(__name__)
 
@@ -303,8 +304,6 @@ def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[P
 
 
 def _template(workspace) -> jinja2.Template:
-    from papervault.templating import environment
-
     env = environment("", workspace.root, autoescape=False, keep_trailing_newline=True,
                       undefined=jinja2.StrictUndefined)
     return env.get_template(NOTE_TEMPLATE)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+import tempfile
 
 import jinja2
 
@@ -24,6 +25,8 @@ from papervault.models import PaperMeta
 from papervault.vault.paper import mentions
 from papervault.vault.paths import is_safe
 from papervault.vault.store import Vault
+from papervault.templating import environment, search_path
+from papervault.vault.paper import alt_text
 
 DEFAULT_TEMPLATE = "note"
 TASK_KIND = "paper-note"
@@ -53,8 +56,6 @@ class AnalysisOutcome:
 
 def template_dirs(vault: Vault, template_dir: Path | None = None) -> list[Path]:
     """Where templates are looked up, first match wins: explicit, the workspace's `templates/`, built-in."""
-    from papervault.templating import search_path
-
     return search_path("", vault.root.parent, extra=[template_dir])
 
 
@@ -64,8 +65,6 @@ def _cell(value: Any) -> str:
 
 def _alt(value: Any) -> str:
     """A caption inside a note's image `[...]`: cut to 200 characters, then escaped as paper.md escapes it."""
-    from papervault.vault.paper import alt_text
-
     text = re.sub(r"\s+", " ", str(value or "")).strip()
     return alt_text(text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0])
 
@@ -87,8 +86,6 @@ class NoteTemplate:
     @classmethod
     def from_portable(cls, data: dict[str, Any]) -> "NoteTemplate":
         """The template `portable` described: its files first, then the built-in ones (for what they include)."""
-        from papervault.templating import environment
-
         env = environment("", sources=data["sources"], autoescape=False, keep_trailing_newline=True,
                           undefined=jinja2.ChainableUndefined)
         env.filters["cell"] = _cell
@@ -111,8 +108,6 @@ class NoteTemplate:
 
 def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path | None = None) -> NoteTemplate:
     """Load a note template and its schema; a workspace's own `templates/` folder wins over the built-in one."""
-    from papervault.templating import environment
-
     dirs = template_dirs(vault, template_dir)
     env = environment("", vault.root.parent, extra=[template_dir], autoescape=False, keep_trailing_newline=True,
                       undefined=jinja2.ChainableUndefined)
@@ -397,8 +392,6 @@ def worker_backend(backend: str, settings: dict, state_dir: str | None) -> Backe
 def run_job(job: dict[str, Any], backend: Backend) -> dict[str, Any]:
     """`compose_note` for a job from `analysis_job`, in a scratch folder laid out like the paper's: the note's
     metadata and body back as plain data, or the error. Touches no vault."""
-    import tempfile
-
     meta = PaperMeta.model_validate(job["meta"])
     tmpl = NoteTemplate.from_portable(job["template"])
     try:

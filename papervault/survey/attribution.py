@@ -14,6 +14,8 @@ import re
 
 from papervault.agents.otherwork import ET_AL, _dehyphen, marker_numbers, other_work, reference_entries
 from papervault.survey.papers import cite
+from papervault.ids import last_name, normalize_title
+from papervault.survey.evidence import paper_sentences, quotable, rank_sentences
 
 
 # --- which vault paper a description is about -------------------------------------------------------
@@ -30,8 +32,6 @@ def about(text: str, citing, others) -> list[str]:
     """The ids of the papers in `others` (SurveyPapers, not `citing`) that a sentence of `citing` describes:
     through the reference entries its markers point at (matched by DOI or title), an author named "X et al."
     (with the year when given), or the system name of the other paper's title."""
-    from papervault.ids import last_name, normalize_title
-
     found: list[str] = []
     entries = reference_entries(citing.fulltext)
     cited_refs = [entries[n] for n in marker_numbers(text) if n in entries]
@@ -98,8 +98,6 @@ _DESCRIBED: dict[tuple, list] = {}     # (citing paper, described paper) -> the 
 def remarks_about(p, papers, query: str, *, limit: int = 1) -> list:
     """The best sentences of the other selected papers that describe `p` (other work about it, found through
     their reference lists, author names or `p`'s system name), ranked for `query`: [(source paper, passage)]."""
-    from papervault.survey.evidence import paper_sentences, quotable, rank_sentences
-
     pool = []
     for q in papers:
         if q.id == p.id:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from papervault.errors import PapervaultError
+from papervault.ids import normalize_title
+from papervault.vault import paper as paper_md
 
 _DOI = re.compile(r"10\.\d{4,9}/[^\s\"<>,;]+")
 _ARXIV = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?![\d])")
@@ -45,8 +47,6 @@ class Matcher:
     """Finds the vault papers a reference list names, by DOI, arXiv id or title."""
 
     def __init__(self, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str]):
-        from papervault.ids import normalize_title
-
         self.by_doi = {d.lower().rstrip("."): pid for pid, d in zip(ids, dois) if d}
         self.by_arxiv = {a.split("v")[0]: pid for pid, a in zip(ids, arxivs) if a and _ARXIV.fullmatch(a.split("v")[0])}
         self.by_start: dict[tuple[str, str, str], list[tuple[tuple[str, ...], str]]] = {}
@@ -57,8 +57,6 @@ class Matcher:
                 self.by_start.setdefault(words[:3], []).append((words, pid))
 
     def named(self, refs: str) -> set[str]:
-        from papervault.ids import normalize_title
-
         if not refs.strip():
             return set()
         low = refs.lower()
@@ -112,7 +110,6 @@ def reference_lines(fulltext: str) -> list[Reference]:
     """The entries of a paper's reference list with their pages: each paragraph after the references heading,
     split at `[n]` markers when it holds several, line-break hyphenation joined."""
     from papervault.agents.otherwork import _dehyphen
-    from papervault.vault import paper as paper_md
 
     doc = paper_md.read(fulltext)
     start = doc.references_start

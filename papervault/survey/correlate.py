@@ -18,6 +18,9 @@ import numpy as np
 from papervault.agents.otherwork import _dehyphen, references_text
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.papers import SurveyPaper, cite  # noqa: F401 - cite: its name here too
+from papervault.ids import normalize_title
+from papervault.survey.attribution import own_claim, remark, system_name, who
+from papervault.survey.keyphrases import Vocabulary, label as phrase_label
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -97,8 +100,6 @@ _ARXIV_NEW = re.compile(r"\d{4}\.\d{4,5}")
 
 def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
     """Which selected papers cite which, matching reference lists by DOI, arXiv id, then normalised title."""
-    from papervault.ids import normalize_title
-
     out: list[Lineage] = []
     # line-break hyphenation ("dis- tributed") would hide a title from the match
     refs = {p.id: _dehyphen(references_text(p.fulltext)) for p in papers}
@@ -201,8 +202,6 @@ def lineage_order(ids: list[str], papers: dict[str, SurveyPaper], lineages: list
 def defining_passages(p: SurveyPaper, phrases: list[str]) -> list[dict[str, Any]]:
     """The paper's own sentence in which the most theme phrases occur (the earliest of equals: abstract first),
     with its page and the first phrase it contains."""
-    from papervault.survey.attribution import own_claim
-
     pats = [(ph, re.compile(rf"(?<![\w-]){re.escape(ph)}(?![\w-])", re.I)) for ph in phrases]
     best, best_n = None, 0
     for s in paper_sentences(p.id, p.fulltext):
@@ -219,8 +218,6 @@ def cluster_papers(papers: list[SurveyPaper], embed: Embed | None, *, max_k: int
                    lineages: list[Lineage] | None = None) -> list[Cluster]:
     """Themes: papers grouped by the similarity of their profiles, k chosen by silhouette, named by key phrases
     of their titles and abstracts (`papervault.survey.keyphrases`), members ordered by lineage and year."""
-    from papervault.survey.keyphrases import Vocabulary, label as phrase_label
-
     if not papers:
         return []
     texts = [paper_profile(p) for p in papers]
@@ -325,8 +322,6 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 def find_gaps(papers: list[SurveyPaper], topic: str, *, per_paper: int = 2) -> list[Statement]:
     """Open problems the papers name themselves: their own sentences about future work, limitations, open
     questions (a related-work sentence about another paper's limits is not the citing paper's gap)."""
-    from papervault.survey.attribution import own_claim, who
-
     out = []
     for p in papers:
         cands = [s for s in paper_sentences(p.id, p.fulltext)
@@ -340,8 +335,6 @@ def find_gaps(papers: list[SurveyPaper], topic: str, *, per_paper: int = 2) -> l
 def topic_sentences(p: SurveyPaper, query: str, limit: int = 6) -> list[Passage]:
     """The paper's own quotable sentences most about `query` (its first ones when nothing matches); sentences
     describing other work are left out."""
-    from papervault.survey.attribution import own_claim
-
     own = [s for s in paper_sentences(p.id, p.fulltext) if own_claim(p, s)]
     ranked = rank_sentences(query, own, limit=limit)
     if ranked:
@@ -392,7 +385,6 @@ def find_consensus_conflict(papers: list[SurveyPaper], topic: str, *, shared_min
         (conflicts if ca != cb else consensus).append(st)
     # a paper that names another selected paper's system while contrasting with it: a remark about that
     # paper, cited to it, with the remarking paper as its source
-    from papervault.survey.attribution import remark, system_name
 
     names = {p.id: system_name(p.title) for p in papers}
     by_id = {p.id: p for p in papers}

@@ -16,6 +16,7 @@ from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_
 from papervault.survey.outline import Section
 from papervault.survey.papers import SurveyPaper, cite
 from papervault.vault.paper import page_link as paper_link
+from papervault.pages import printed_for
 
 PER_PAPER = 2            # quotations per paper in a section
 PAPERS_PER_CUSTOM = 4    # papers quoted in a section whose outline names none
@@ -36,8 +37,6 @@ class SectionDraft:
 def page_link(pid: str, page: int | None) -> str:
     """A Markdown link from `surveys/<slug>/survey.md` to the page of the paper's full text: it says the
     printed page and opens the PDF page's anchor."""
-    from papervault.pages import printed_for
-
     return f"([p. {printed_for(pid, page)}]({paper_link(pid, page, prefix='../../papers/')}))" if page \
         else f"([paper]({paper_link(pid, prefix='../../papers/')}))"
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from papervault.agents.paperdoc import read_paper, section_sentences, sentences
 from papervault.vault.paper import is_references
+from papervault.agents.otherwork import other_work
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+|\d+(?:\.\d+)?%?")
 STOP = frozenset("""
@@ -83,8 +84,6 @@ def support_score(claim: str, passage: str) -> float:
 
 @lru_cache(maxsize=256)
 def _paper_sentences(paper_id: str, fulltext: str) -> tuple[Passage, ...]:
-    from papervault.agents.otherwork import other_work
-
     doc = read_paper(fulltext)
     out: list[Passage] = []
     seen: set[str] = set()

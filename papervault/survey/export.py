@@ -14,12 +14,12 @@ from typing import Any, Iterable
 import jinja2
 
 from papervault.survey.papers import SurveyPaper
+from papervault.ids import last_name
+from papervault.templating import environment as template_environment
 
 
 def environment(template_dir: Path | None = None) -> jinja2.Environment:
     """Templates from `template_dir` (a workspace's `templates/survey/`: a user's overrides), then the built-in."""
-    from papervault.templating import environment as template_environment
-
     env = template_environment("survey", extra=[template_dir], undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters["cell"] = lambda v: ("; ".join(map(str, v)) if isinstance(v, list) else str(v or "")).replace("|", "\\|").replace("\n", " ")[:200] or "–"
@@ -93,8 +93,6 @@ def bibtex(papers: Iterable[SurveyPaper]) -> str:
 
 
 def _csl_name(author: str) -> dict[str, str]:
-    from papervault.ids import last_name
-
     family = last_name(author)
     if "," in author:
         given = author.split(",", 1)[1].strip()

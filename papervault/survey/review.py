@@ -14,6 +14,7 @@ import git
 from papervault.errors import NotFoundError
 from papervault.models import PaperMeta, now_iso
 from papervault.vault.store import Vault, check_id
+from papervault.identity import identity_doubt
 
 REVIEW_PREFIX = "review: "
 
@@ -63,8 +64,6 @@ def last_review(vault: Vault, paper_id: str) -> git.Commit | None:
 
 def pending(vault: Vault, *, include_unanalysed: bool = False) -> list[Pending]:
     """Notes not yet reviewed: analysed ones (and, if asked, ones only parsed), oldest update first."""
-    from papervault.identity import identity_doubt
-
     wanted = {"analysed"} | ({"parsed", "metadata"} if include_unanalysed else set())
     out = []
     for meta in vault.iter_meta():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
+from papervault.pages import pdf_page
 
 FILENAME = "reader-notes.md"
 MAX_ENTRIES = 500
@@ -35,8 +36,6 @@ def parse(text: str, page_labels: list[str] | None = None) -> list[ReaderEntry]:
     """The entries of a `reader-notes.md`, in file order: each blockquote is a highlight (its page label
     mapped to a PDF page), the lines of its block that are not quoted are the reader's comment; other blocks
     are notes."""
-    from papervault.pages import pdf_page
-
     entries: list[ReaderEntry] = []
     source = ""
     note: list[str] = []
