@@ -3,7 +3,8 @@
 The vault: four papers about consensus for replicated state machines (their titles repeat the topic), each citing
 "Paxos Made Simple" (a canonical paper whose title shares no word with the topic and whose note says nothing of
 it); every paper of the vault cites a statistics textbook; "Paxos Made Simple" itself cites "Time, Clocks, and
-the Ordering of Events"; twelve papers on other topics fill the vault. Built through the Vault and indexed with
+the Ordering of Events"; a record known only by its title repeats the topic (no abstract, no full text, cited by
+no one); twelve papers on other topics fill the vault. Built through the Vault and indexed with
 `papervault index` (real fastembed and LanceDB), then selected with `papervault survey TOPIC --select-only`.
 """
 
@@ -22,6 +23,7 @@ TOPIC = "consensus protocols for replicated state machines"
 TEXTBOOK = "Statistical Methods for Research Workers and Experimenters"
 PAXOS = "Paxos Made Simple"
 CLOCKS = "Time, Clocks, and the Ordering of Events in a Distributed System"
+TITLE_ONLY = "Consensus protocols for replicated state machines: the state of the art"
 
 CONSENSUS = {
     "ongaro2014consensus": ("Consensus protocols for replicated state machines made understandable",
@@ -81,6 +83,7 @@ def citing_vault(tmp_path, cli_run, model_dir, corpus_dir) -> Path:
     _paper(v, "lamport2001paxos", PAXOS, None, "## 1 Introduction\n\nThe algorithm is simple." + _refs(CLOCKS), 2001)
     _paper(v, "lamport1978time", CLOCKS, None, None, 1978)
     _paper(v, "fisher1925methods", TEXTBOOK, "A handbook of methods for the analysis of experiments.", None, 1925)
+    _paper(v, "titleonly2019consensus", TITLE_ONLY, None, None, 2019)     # a title, nothing else
     for k, (title, abstract) in enumerate(OTHER_TOPICS):
         _paper(v, f"other{k:02d}", title, abstract, f"## 1 Introduction\n\n{abstract}\n" + _refs(TEXTBOOK))
     v.commit("add: test papers")
@@ -111,7 +114,10 @@ def test_canonical_paper_without_the_topics_words_enters_by_citations(citing_vau
     sel = _blocks(selected_part.split("## Selected", 1)[1])
     near = _blocks(near_part)
     paxos = sel["lamport2001paxos"]
-    assert "cited by 4 of the 4 selected papers" in paxos, paxos
+    # counted in the final selection: the header's count, the four consensus papers and Paxos itself
+    assert f"{len(got)} papers selected" in body
+    assert f"cited by 4 of the {len(got)} selected papers" in paxos, paxos
+    assert set(re.findall(r"of the (\d+) selected papers", body)) == {str(len(got))}, body
     assert all(f"@{pid}" in paxos for pid in CONSENSUS), paxos
     # every listed paper shows its citation evidence
     for pid, block in sel.items():
@@ -233,3 +239,29 @@ def test_a_near_miss_without_the_topics_words_that_the_core_cites_is_chosen(tmp_
     selector = TopicSelector(Workspace(ws_path).require())
     assert "ballots2010" in selector.select(TOPIC, without=("citations",)).ids
     assert "ballots2010" not in selector.select(TOPIC, without=("citations", "links")).ids
+
+
+def test_a_record_known_only_by_its_title_is_not_chosen_by_its_score(citing_vault, cli_run):
+    """A record with no abstract and no full text whose title repeats the topic: its score rests on the title
+    alone, which does not choose a paper. `papervault survey TOPIC --select-only` lists it as a near miss that
+    says so; every listed paper says what its score rests on."""
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    out = json.loads(cli_run(["survey", TOPIC, "--select-only", "--slug", "titles", "--json",
+                              "--workspace", citing_vault]).stdout)
+    got = set(out["papers"])
+    assert set(CONSENSUS) <= got and "titleonly2019consensus" not in got, sorted(got)
+    body = (citing_vault / "vault" / "surveys" / "titles" / "selection.md").read_text(encoding="utf-8")
+    near = _blocks(body.partition("## Near misses")[2])
+    block = near["titleonly2019consensus"]
+    assert "score" in block.splitlines()[0] and block.splitlines()[0].endswith("on its title only"), block
+    assert "known only by its title" in block, block
+    sel = _blocks(body.partition("## Selected")[2].partition("## Near misses")[0])
+    assert all(re.search(r"· score [0-9.]+ on its (full text|title and abstract)$", b.splitlines()[0])
+               for b in sel.values()), sel
+    # the rule is what holds it back: by its score alone it would be chosen
+    selector = TopicSelector(Workspace(citing_vault).require())
+    assert "titleonly2019consensus" in selector.select(TOPIC, without=("evidence",)).ids
+    held = next(c for c in selector.select(TOPIC).near if c.id == "titleonly2019consensus")
+    assert held.basis == "title only" and any(r.kind == "basis" for r in held.evidence)

@@ -14,6 +14,12 @@
    no fixed count. `max_papers` caps the selection. A paper chosen by its score must also name one of the topic's
    own words (any spelling) in its title, abstract or matched passages: in a vault far from the topic's field,
    every paper of the field stands out by score, whatever its subject; those that name none are near misses.
+   Nor is a paper chosen by its score when the score rests on its title alone (a record with no abstract and no
+   full text, such as one taken from a reference list): a title is too little evidence that a paper is about
+   the topic. Such a record enters only by citations (step 4: a core paper cites it; step 5: several selected
+   papers do); otherwise it is a near miss "known only by its title". Its title's words do not lift it either
+   (its similarity already is its title's). Every listed paper says what its score rests on (title only, title
+   and abstract, full text).
 4. **Citation links**: a paper near the cut-off that a core paper (the selected papers the topic is surest of)
    cites, or that cites one
    (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
@@ -79,7 +85,13 @@ CITE_MIN = 2            # a paper enters by citations when at least this many se
 CITE_SEVERAL = 3        # ... and either this many do,
 CITE_SHARE = 0.5        # ... or this share of the selected papers with a reference list do;
 CITE_LIFT = 3.0         # and the selected papers cite it this many times as often as the rest of the vault
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific")   # `without` switches off
+# What a paper's score rests on: its title only (a record with no abstract and no full text, e.g. one taken from a
+# reference list), its title and abstract, or its full text. A record's paper row is its title, its authors, then
+# its abstract: this many words after the title and author lines make an abstract.
+ABSTRACT_WORDS = 12
+TITLE_ONLY, ABSTRACT, FULL_TEXT = "title only", "title and abstract", "full text"
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "evidence")
+# `without` switches these off ("evidence": the rule that a title alone does not choose a paper)
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -112,11 +124,13 @@ class Candidate:
     arxiv: str = ""
     title_words: list[str] = field(default_factory=list)   # the topic's words its title names
     evidence: list[Reason] = field(default_factory=list)    # citation evidence (kinds "cocited", "chain", "citations")
+    basis: str = ""             # what its score rests on: TITLE_ONLY, ABSTRACT or FULL_TEXT
 
     def entry(self) -> Entry:
         named = [Reason("title", ", ".join(self.title_words))] if self.title_words else []
         reasons = named + [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
-        return Entry(self.id, self.title, self.year, round(self.score, 4), self.evidence + self.links + reasons)
+        return Entry(self.id, self.title, self.year, round(self.score, 4), self.evidence + self.links + reasons,
+                     basis=self.basis)
 
 
 @dataclass
@@ -186,6 +200,9 @@ class TopicSelector:
         vec = t.column("vector").combine_chunks().flatten().to_numpy().reshape(len(self.ids), -1).astype(np.float32)
         norms = np.linalg.norm(vec, axis=1, keepdims=True)
         self.mat = vec / np.where(norms == 0, 1, norms)
+        self.basis = [FULL_TEXT if f else _basis(text or "", title or "", authors or [])
+                      for f, text, title, authors in zip(self.fulltext, self.texts, self.titles, self.authors)]
+        self._title_only = np.array([b == TITLE_ONLY for b in self.basis], dtype=bool)
         self._df: dict[str, int] = {}
         self._lower: list[str] | None = None
         self._title_words: list[frozenset[str]] | None = None
@@ -292,7 +309,12 @@ class TopicSelector:
         if title is not None and "title" not in without:
             # In proportion: a title adds at most TITLE_SHARE of what the paper's text earns over the median.
             median = min(float(np.median(dense_p)), BACKGROUND_CAP)
-            score = score + np.minimum(TITLE_WEIGHT * title, TITLE_SHARE * np.maximum(0.0, score - median))
+            lift = np.minimum(TITLE_WEIGHT * title, TITLE_SHARE * np.maximum(0.0, score - median))
+            if "evidence" not in without:
+                # A record known only by its title: its similarity already is its title's; the title's words
+                # would count the same evidence twice.
+                lift = np.where(self._title_only, 0.0, lift)
+            score = score + lift
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         return score, chunk_dense, lex
@@ -372,7 +394,7 @@ class TopicSelector:
             pid = self.ids[i]
             c = Candidate(pid, self.titles[i] or pid, self.years[i], float(_dot(self.mat[i:i + 1], q1)[0]),
                           0.0, float(score[i]), float((score[i] - median) / spread), has_fulltext=bool(self.fulltext[i]),
-                          doi=self.dois[i], arxiv=self.arxivs[i])
+                          doi=self.dois[i], arxiv=self.arxivs[i], basis=self.basis[i])
             if title[i] > 0:
                 c.title_words = [t for t, forms in topic_forms if not self._title_words[i].isdisjoint(forms)]
             rows = []
@@ -396,13 +418,24 @@ class TopicSelector:
         self._specific_words = []
         names = self._specific(topic, field_rows, chunk_dense, lex) if "specific" not in without else {}
         off_topic = {i for i in field_rows if names and not names.get(i)}
-        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in off_topic]
-        near = [cand(i) for i in order[:len(selected) + len(off_topic) + 3 * NEAR_SHOWN + LINK_READS]
-                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in off_topic)]
+        # A title alone is little evidence that a paper is about the topic (a record taken from a reference list
+        # has nothing else): such a paper is not chosen by its score, only by citations (step 4: a core paper
+        # cites it; step 5: several selected papers do). Above the cut-off it is a near miss that says so.
+        title_only = ({i for i in field_rows if score[i] >= cutoff and self.basis[i] == TITLE_ONLY}
+                      if "evidence" not in without else set())
+        held = off_topic | title_only
+        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in held]
+        near = [cand(i) for i in order[:len(selected) + len(held) + 3 * NEAR_SHOWN + LINK_READS]
+                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in held)]
         for c in near:
             if self.pos[c.id] in off_topic:
                 c.evidence.append(Reason("unspecific", "names none of the topic's own words in its title, "
                                          f"abstract or matched passages ({', '.join(self._specific_words)})"))
+            if self.pos[c.id] in title_only:
+                c.evidence.append(Reason("basis", "known only by its title (no abstract, no full text in the "
+                                         "vault): its score, above the cut-off, rests on the title alone and "
+                                         "does not choose it; it is chosen when one of the topic's surest papers "
+                                         "cites it, or several selected papers do"))
         # The core: the selected papers the topic is surest of (up to FEEDBACK_DOCS, each within FEEDBACK_FRACTION
         # of the best papers' margin). A broad selection's tail lends no citation its weight.
         core_cut = median + FEEDBACK_FRACTION * (best - median)
@@ -421,6 +454,8 @@ class TopicSelector:
         if max_papers is not None and len(selected) > max_papers:
             near = selected[max_papers:] + near
             selected, capped = selected[:max_papers], True
+        if citing:
+            self._recount(selected, near)
         # Two lists of near misses: by score (just below the cut-off) and by citations (cited by selected papers,
         # not enough to be chosen), each with its own budget, so that a long reference list does not crowd out
         # the papers just below the cut-off, nor the other way round.
@@ -550,17 +585,46 @@ class TopicSelector:
 
         near = sorted(extra, key=strength) + near
         final = selected + chosen
-        final_ids = [c.id for c in final]
         for c in final + near:
-            if any(r.kind in ("cocited", "chain") for r in c.evidence):
-                continue
-            by = sorted(g.citers(c.id, final_ids))
-            cites_n = len(g.cites.get(c.id, set()) & set(final_ids))
-            text = f"cited by {len(by)} of the {len(final_ids)} selected papers"
-            if c.id in g.with_refs:
-                text += f"; cites {cites_n} of them"
-            c.evidence.append(Reason("citations", text, other=",".join(by)))
+            if not any(r.kind in ("cocited", "chain") for r in c.evidence):
+                c.evidence.append(Reason("citations"))      # its text: _recount, against the final selection
         return final, near, len(g.with_refs)
+
+    def _recount(self, selected: list[Candidate], near: list[Candidate]) -> None:
+        """The citation lines of every listed paper ("cited by 2 of the 9 selected papers: @a, @b"), counted in
+        the final selection (citation evidence's papers included, `max_papers` applied), so that its numbers are
+        those of selection.md's own count."""
+        g = self.graph()
+        final = [c.id for c in selected]
+        fset = set(final)
+        n = len(final)
+        readers = sum(1 for pid in final if pid in g.with_refs)
+
+        def cited_text(k: int) -> str:
+            s = f"cited by {k} of the {n} selected papers"
+            return s + (f" ({readers} of them with a reference list)" if readers < n else "")
+
+        own: dict[str, str] = {}
+        listed = selected + near
+        for c in listed:
+            by = sorted(g.citers(c.id, final))
+            for r in c.evidence:
+                if r.kind == "cocited":
+                    elsewhere = len(g.cited_by.get(c.id, ())) - len(by)
+                    generic = "other papers of the vault" in r.text
+                    r.text = cited_text(len(by)) + (f", but also by {elsewhere} other papers of the vault"
+                                                    if generic else "")
+                    r.other = ",".join(by)
+                    own[c.id] = r.text
+                elif r.kind == "citations":
+                    r.text = cited_text(len(by)).split(" (")[0]
+                    if c.id in g.with_refs:
+                        r.text += f"; cites {len(g.cites.get(c.id, set()) & fset)} of them"
+                    r.other = ",".join(by)
+        for c in listed:
+            for r in c.evidence:
+                if r.kind == "chain" and r.other in own:
+                    r.text = own[r.other]
 
     # --- citation links ------------------------------------------------------------------------------
 
@@ -614,6 +678,17 @@ class TopicSelector:
             if c.links:
                 out.append(c)
         return out
+
+
+def _basis(text: str, title: str, authors: list[str]) -> str:
+    """What the paper row of a paper without full text says beyond its title: ABSTRACT when the lines after the
+    title and the author line hold at least ABSTRACT_WORDS words, else TITLE_ONLY."""
+    lines = text.split("\n")
+    if lines and lines[0].strip() == title.strip():
+        lines = lines[1:]
+    if lines and authors and lines[0].strip() == ", ".join(authors[:8]).strip():
+        lines = lines[1:]
+    return ABSTRACT if len(" ".join(lines).split()) >= ABSTRACT_WORDS else TITLE_ONLY
 
 
 def _same_word(a: str, b: str) -> bool:
