@@ -296,3 +296,35 @@ def test_browser_survey_map_and_neighbourhood_from_disk_and_over_http(map_site, 
             outside = [u for u in requests if not u.startswith(root) and not u.startswith(("data:", "about:"))]
             assert outside == [], (how, outside)
             page.close()
+
+
+def test_an_unchanged_vault_reuses_the_citation_edges(map_site):
+    """The edges of each paper are kept with its full text's content hash: a build of an unchanged vault
+    matches no reference list again and draws the same pages; a changed full text is matched again, and a
+    changed title (which changes what every list can match) matches them all."""
+    import dataclasses
+
+    from papervault.site.build import stage
+    from papervault.site.stage import plan_site, read_vault
+    from papervault.workspace import Workspace
+
+    ws = Workspace(map_site.parent).require()
+    with_text = {p for p, v in PAPERS.items() if v[4] is not None}
+    assert stage(ws)["graph_reused"] == len(with_text)     # the site build before left its cache
+    snap = read_vault(ws.vault_dir)
+    first = plan_site(snap)
+    again = plan_site(snap, graph_cache=first.graph_cache)
+    assert first.graph_reused == 0 and again.graph_reused == len(with_text)
+    assert again.pages == first.pages and again.files == first.files
+    # howard2016flexible's reference list no longer names Raft: only that paper is matched again
+    howard = snap.papers["howard2016flexible"]
+    snap.papers["howard2016flexible"] = dataclasses.replace(
+        howard, fulltext=howard.fulltext.replace("In search of an understandable consensus algorithm for logs", "x"))
+    edited = plan_site(snap, graph_cache=first.graph_cache)
+    assert edited.graph_reused == len(with_text) - 1
+    assert "howard2016flexible" not in edited.pages["papers/ongaro2014raft/note.md"].split("Cited by")[-1]
+    # a title changes what every reference list can match: nothing is reused
+    gray = snap.papers["gray1981transaction"]
+    snap.papers["gray1981transaction"] = dataclasses.replace(
+        gray, meta=gray.meta.model_copy(update={"title": "A new title for the transaction concept"}))
+    assert plan_site(snap, graph_cache=edited.graph_cache).graph_reused == 0

@@ -44,14 +44,43 @@ def stage(ws: Workspace, whats_new: dict | None = None, engine: str = "mkdocs") 
     settings = ws.settings.site
     dirs = template_dirs(ws)
     snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs, pdf_store=ws.pdf_dir)
-    plan = plan_site(snap, site_name=settings.name, template_dirs=dirs, whats_new=whats_new)
+    cache_file = ws.cache_dir / GRAPH_CACHE
+    plan = plan_site(snap, site_name=settings.name, template_dirs=dirs, whats_new=whats_new,
+                     graph_cache=_read_json(cache_file))
+    _write_json(cache_file, plan.graph_cache)
     assets = {**mathjax_assets(), **theme_assets(dirs)}
     changes = write_stage(plan, stage_dir(ws), assets)
     config_path = write_config(ws, plan.nav, plan.not_in_nav)
     if engine == "zensical":
         config_path = write_zensical_config(ws, plan.nav, plan.not_in_nav)
     return {"config": config_path, "pages": len(plan.pages), "papers": len(snap.papers),
-            "surveys": len(snap.surveys), "warnings": plan.warnings, "timings": plan.timings, **changes}
+            "surveys": len(snap.surveys), "warnings": plan.warnings, "timings": plan.timings,
+            "graph_reused": plan.graph_reused, **changes}
+
+
+# The citation graph's edges per paper, keyed by the content hash of its full text (site/citemap.py): derived
+# state, rebuilt when missing or unreadable.
+GRAPH_CACHE = "site-graph.json"
+
+
+def _read_json(path: Path) -> dict | None:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Written whole beside, then renamed: a build stopped halfway leaves the previous file or none."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _overrides(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> dict[str, Any]:

@@ -50,38 +50,69 @@ class SiteGraph:
     cited_by: dict[str, list[str]] = field(default_factory=dict)
     with_refs: set[str] = field(default_factory=set)
     seconds: float = 0.0
+    cache: dict = field(default_factory=dict)      # the edges per paper for the next build (vault_graph)
+    reused: int = 0                                # papers whose edges came from the previous build's cache
 
     def degree_in(self, pid: str) -> int:
         return len(self.cited_by.get(pid, ()))
 
 
-def vault_graph(papers: dict) -> SiteGraph:
-    """The citation graph of the snapshot's papers (`{id: PaperEntry}`), read once from their full texts."""
+GRAPH_CACHE_VERSION = 1
+
+
+def matcher_key(papers: dict) -> str:
+    """What the matching of every reference list depends on besides the list itself: each paper's id, title,
+    DOI and arXiv id. Another paper, or a changed title, changes it (and every list is matched again)."""
+    h = hashlib.sha256(f"v{GRAPH_CACHE_VERSION}".encode())
+    for pid in sorted(papers):
+        m = papers[pid].meta
+        h.update("\x1f".join((pid, m.title or "", (m.doi or "").lower(), m.arxiv or "")).encode("utf-8") + b"\x1e")
+    return h.hexdigest()
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def vault_graph(papers: dict, cache: dict | None = None) -> SiteGraph:
+    """The citation graph of the snapshot's papers (`{id: PaperEntry}`), read once from their full texts.
+
+    `cache` (what `graph.cache` held after an earlier build, kept by the caller) gives each paper's edges again
+    without matching its reference list, when the paper's full text (its content hash) and the vault's papers
+    (`matcher_key`) are the same as then. `graph.cache` is the cache for the next build; `graph.reused` counts
+    the papers whose edges came from it."""
     from papervault.survey.citations import Matcher, cited_with_evidence, reference_list
 
     t0 = time.perf_counter()
     ids = list(papers)
-    metas = [papers[i].meta for i in ids]
-    matcher = Matcher(ids, [m.title or "" for m in metas], [(m.doi or "").lower() for m in metas],
-                      [m.arxiv or "" for m in metas])
+    key = matcher_key(papers)
+    old = cache.get("papers", {}) if isinstance(cache, dict) and cache.get("matcher") == key else {}
     g = SiteGraph()
+    g.cache = {"matcher": key, "papers": {}}
+    matcher = None
     for pid in ids:
         text = papers[pid].fulltext
         if not text:
             continue
-        try:
-            refs = reference_list(text)
-        except (ValueError, IndexError):
-            continue
-        if not refs.strip():
-            continue
-        g.with_refs.add(pid)
-        if not (matcher.named(refs) - {pid}):
-            continue          # the common case: no vault paper named; the lines need not be paged
-        for cited, ref in sorted(cited_with_evidence(matcher, text).items()):
+        h = text_key(text)
+        hit = old.get(pid)
+        if isinstance(hit, dict) and hit.get("text") == h:
+            g.reused += 1
+            found = [(str(c), str(r), p if isinstance(p, int) else None) for c, r, p in hit.get("edges", [])]
+            has_refs = bool(hit.get("refs"))
+        else:
+            if matcher is None:
+                metas = [papers[i].meta for i in ids]
+                matcher = Matcher(ids, [m.title or "" for m in metas], [(m.doi or "").lower() for m in metas],
+                                  [m.arxiv or "" for m in metas])
+            has_refs, found = _match(matcher, pid, text, reference_list, cited_with_evidence)
+        g.cache["papers"][pid] = {"text": h, "refs": has_refs, "edges": [list(e) for e in found]}
+        if has_refs:
+            g.with_refs.add(pid)
+        for cited, ref, page in found:
             if cited == pid or cited not in papers:
                 continue
-            g.edges[(pid, cited)] = Edge(pid, cited, ref.text, ref.page)
+            g.edges[(pid, cited)] = Edge(pid, cited, ref, page)
             g.cites.setdefault(pid, []).append(cited)
             g.cited_by.setdefault(cited, []).append(pid)
 
@@ -94,6 +125,20 @@ def vault_graph(papers: dict) -> SiteGraph:
             d[k].sort(key=when)
     g.seconds = time.perf_counter() - t0
     return g
+
+
+def _match(matcher, pid: str, text: str, reference_list, cited_with_evidence) -> tuple[bool, list[tuple]]:
+    """(whether the paper has a reference list, [(cited id, reference line, page)]) for one full text."""
+    try:
+        refs = reference_list(text)
+    except (ValueError, IndexError):
+        return False, []
+    if not refs.strip():
+        return False, []
+    if not (matcher.named(refs) - {pid}):
+        return True, []          # the common case: no vault paper named; the lines need not be paged
+    return True, [(cited, ref.text, ref.page) for cited, ref in sorted(cited_with_evidence(matcher, text).items())
+                  if cited != pid]
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ class SitePlan:
     warnings: list[str]
     files: dict[str, str] = field(default_factory=dict)   # relative path -> text of a staged file (not a page)
     timings: dict[str, float] = field(default_factory=dict)   # seconds: "graph", "neighbourhoods", "map"
+    graph_cache: dict = field(default_factory=dict)   # the citation graph's edges per paper, for the next build
+    graph_reused: int = 0                              # papers whose edges came from `graph_cache` (not matched)
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -335,246 +337,302 @@ def _strip_frontmatter(text: str) -> tuple[dict, str]:
 
 
 def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_dirs: list[Path] | None = None,
-              recent: int = 15, whats_new: dict | None = None) -> SitePlan:
-    """All pages of the site and the assets they link, from a snapshot of the vault (no disk access)."""
-    env = template_env(template_dirs)
-    pages: dict[str, str] = {}
-    assets: dict[str, Path] = {}
-    files: dict[str, str] = {}
-    warnings: list[str] = list(snap.problems)
-    timings: dict[str, float] = {}
-    papers = snap.papers
+              recent: int = 15, whats_new: dict | None = None, graph_cache: dict | None = None) -> SitePlan:
+    """All pages of the site and the assets they link, from a snapshot of the vault (no disk access).
+    `graph_cache`: the `SitePlan.graph_cache` of an earlier build (the citation graph's edges of each paper
+    whose full text is unchanged are not matched again; citemap.vault_graph)."""
+    site = _Planner(snap, template_env(template_dirs))
+    site.back_links()
+    graph = site.citation_graph(graph_cache)
+    site.paper_pages(graph)
+    site.citation_maps(graph)
+    site.redirects()
+    survey_rows = site.survey_pages()
+    code_rows, user_rows = site.code_pages(), site.user_pages()
+    tag_count = site.index_pages(survey_rows, code_rows)
+    if whats_new is not None:       # `papervault changes`, given by the caller (the site never reads sync state)
+        site.whats_new_page(whats_new)
+    site.home_page(site_name, recent, tag_count, survey_rows, code_rows, user_rows)
+    nav, not_in_nav = navigation(survey_rows, code_rows, user_rows, whats_new is not None)
+    return SitePlan(pages=site.pages, assets=site.assets, nav=nav, not_in_nav=not_in_nav, warnings=site.warnings,
+                    files=site.files, timings=site.timings, graph_cache=graph.cache, graph_reused=graph.reused)
 
+
+class _Planner:
+    """The parts of `plan_site`, each adding its pages, files and assets to the same plan."""
+
+    def __init__(self, snap: VaultSnapshot, env: jinja2.Environment):
+        self.snap, self.env, self.papers = snap, env, snap.papers
+        self.pages: dict[str, str] = {}
+        self.assets: dict[str, Path] = {}
+        self.files: dict[str, str] = {}
+        self.warnings: list[str] = list(snap.problems)
+        self.timings: dict[str, float] = {}
+        # Former ids (`papervault rekey`) still resolve to their paper.
+        self.alias = {a: pid for pid, e in self.papers.items() for a in e.meta.aliases if a not in self.papers}
+        self.cited_by_surveys: dict[str, list[SurveyEntry]] = {}
+        self.cited_by_papers: dict[str, list[str]] = {}
+        self.survey_cites: dict[str, list[str]] = {}
+        self.on_site = set(self.papers)
+        self.with_text = {pid for pid, e in self.papers.items() if e.fulltext}
+
+    # --- helpers the parts share ---
+
+    @staticmethod
     def note_path(pid: str) -> str:
         return f"papers/{pid}/note.md"
 
-    # Former ids (`papervault rekey`) still resolve to their paper.
-    alias = {a: pid for pid, e in papers.items() for a in e.meta.aliases if a not in papers}
-
-    def label(key: str) -> str | None:
-        e = papers.get(alias.get(key, key))
+    def label(self, key: str) -> str | None:
+        e = self.papers.get(self.alias.get(key, key))
         return cite_label(e.meta) if e else None
 
-    def linker(page: str):
+    def linker(self, page: str):
+        papers, alias = self.papers, self.alias
+
         def link(key: str, p: int | None) -> str:
             key = alias.get(key, key)
             # A citation's page is the printed one (`p. 223`); its link opens the PDF page that prints it.
             p = pdf_page(papers[key].meta.page_labels, p) if p else p
             if p and papers[key].fulltext:
                 return paper_md.page_link(key, p, relative_to=page)
-            return rel_link(note_path(key), page)
+            return rel_link(self.note_path(key), page)
         return link
 
-    # Who cites whom: surveys and notes ([@id] or a link to another paper's page).
-    cited_by_surveys: dict[str, list[SurveyEntry]] = {}
-    cited_by_papers: dict[str, list[str]] = {}
-    survey_cites: dict[str, list[str]] = {}
-    for s in snap.surveys:
-        keys = list(dict.fromkeys(alias.get(k, k) for k in cited_keys(s.text) if alias.get(k, k) in papers))
-        survey_cites[s.slug] = keys
-        for k in keys:
-            cited_by_surveys.setdefault(k, []).append(s)
-    for pid, e in papers.items():
-        refs = {alias.get(k, k) for k in cited_keys(e.body)} | set(PAPER_LINK.findall(e.body))
-        for k in sorted(refs):
-            if k in papers and k != pid:
-                cited_by_papers.setdefault(k, []).append(pid)
+    def sanitise(self, svg: str, target: str) -> str | None:
+        return sanitise_svg(svg, target, self.on_site, self.with_text)
 
-    # Who cites whom by reference lists: matched once for the whole vault, for the map and every paper page.
-    from papervault.site import citemap
-
-    graph = citemap.vault_graph(papers)
-    timings["graph"] = graph.seconds
-    on_site, with_text = set(papers), {pid for pid, e in papers.items() if e.fulltext}
-    labels = {pid: cite_label(e.meta) for pid, e in papers.items()}
-
-    def sanitise(svg: str, target: str) -> str | None:
-        return sanitise_svg(svg, target, on_site, with_text)
-
-    t_nb = 0.0
-
-    def card(pid: str) -> dict[str, Any]:
-        m = papers[pid].meta
+    def card(self, pid: str) -> dict[str, Any]:
+        m = self.papers[pid].meta
         return {"id": pid, "title": m.title or pid, "year": m.year, "venue": m.venue,
                 "authors_short": short_authors(m.authors), "created": m.created or "", "tags": m.tags}
 
-    def listing(pids, page: str) -> list[dict[str, Any]]:
+    def listing(self, pids, page: str) -> list[dict[str, Any]]:
         out = []
         for pid in pids:
-            c = card(pid)
-            c["url"] = rel_link(note_path(pid), page)
+            c = self.card(pid)
+            c["url"] = rel_link(self.note_path(pid), page)
             out.append(c)
         return out
 
-    # --- paper pages ---
-    for pid, e in papers.items():
-        m = e.meta
-        page = note_path(pid)
-        links = []
-        pdfs = [f for f in e.other_files if f.lower().endswith(".pdf")]
-        pdf_name = "paper.pdf" if e.pdf else (pdfs[0] if pdfs else None)
-        if pdf_name:
-            links.append(f"[PDF]({path_url(pdf_name)})")
-        if e.fulltext:
-            links.append("[Full text](paper.md)")
-        # Identifiers and URLs become links only when they have the shape they claim (no `javascript:`, no
-        # `)` or `>` that would end the link early); anything else is not linked.
-        if doi_url(m.doi):
-            links.append(f"[DOI {md_escape(m.doi)}]({doi_url(m.doi)})")
-        if arxiv_url(m.arxiv):
-            links.append(f"[arXiv {md_escape(m.arxiv)}]({arxiv_url(m.arxiv)})")
-        web = safe_url(m.url)
-        if web and not (m.doi and "doi.org" in web):
-            links.append(f"[Web]({web})")
-        for repo in m.code:
-            name = Path(str(repo).rstrip("/")).name.removesuffix(".git")
-            code_page = f"code/{name}.md"
-            links.append(f"[code: {md_escape(name)}]({path_url(rel_link(code_page, page))})"
-                         if code_page in snap.code else f"code: {md_escape(name)}")
-        # The card above the note shows authors and venue: the note's own lines for them are not repeated.
-        note_body = NOTE_HEAD.sub("", H1.sub("", e.body, count=1))
-        # reader-notes.md is shown on this page (below the note), not as a page of its own
-        note_body = note_body.replace("](reader-notes.md)", "](#your-highlights-and-notes)")
-        body, report = render_citations(escape_foreign_tags(note_body), label, linker(page))
-        for k in report.missing:
-            warnings.append(f"{page}: cites @{k}, which is not in the vault")
-        data = {
-            "id": pid, "title": m.title or pid, "authors": m.authors, "year": m.year, "venue": m.venue,
-            "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser, "page_labels": m.page_labels,
-            "links": links or ["none"], "tags_url": rel_link("tags.md", page),
-            "fulltext_url": "paper.md",
-            "figures": [f for f in e.figures],
-            "cited_by_surveys": [{"title": s.title, "url": rel_link(f"surveys/{s.slug}/survey.md", page)}
-                                 for s in cited_by_surveys.get(pid, [])],
-            "cited_by_papers": listing(cited_by_papers.get(pid, []), page),
-            "highlights": [{"kind": h.kind, "text": escape_foreign_tags(h.text), "comment": escape_foreign_tags(h.comment),
-                            "page": h.page if e.fulltext else None, "label": h.page_label}
-                           for h in parse_reader_notes(e.reader_notes, m.page_labels)] if e.reader_notes else [],
-        }
-        t1 = time.perf_counter()
-        nb = citemap.neighbourhood(graph, papers, pid, label_of=labels.__getitem__, md=md_escape)
-        if nb:
-            svg_path = f"papers/{pid}/{nb['svg']}"
-            clean = sanitise(citemap.neighbourhood_svg(graph, papers, pid, labels.__getitem__,
-                                                       lambda k: f"../../{note_path(k)}"), svg_path)
-            if clean is None:
-                nb["svg"] = None
-            else:
-                files[svg_path] = clean
-        data["neighbourhood"] = nb
-        t_nb += time.perf_counter() - t1
-        pages[page] = env.get_template("paper.md.j2").render(p=data, body=body.strip())
-        if e.fulltext:
-            ft_page = f"papers/{pid}/paper.md"
-            _, text = _strip_frontmatter(e.fulltext)
-            # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
-            pdf_href = path_url(pdf_name) if pdf_name else None
-            text = paper_md.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (
-                f'<a class="pv-pdf-page" href="{pdf_href}#page={n}" title="page {n} of the PDF">'
-                f'PDF p. {n}</a>' if pdf_href else ""))
-            text, _ = render_citations(escape_foreign_tags(text), label, linker(ft_page), narrative=False)
-            pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
-        for f in e.figure_files:
-            assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
-        for f in e.other_files:
-            assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
-        if e.pdf:
-            assets[f"papers/{pid}/paper.pdf"] = e.pdf     # the kept copy wins over a paper.pdf in the folder
+    # --- the parts ---
 
-    timings["neighbourhoods"] = t_nb
+    def back_links(self) -> None:
+        """Who cites whom: surveys and notes ([@id] or a link to another paper's page)."""
+        papers, alias = self.papers, self.alias
+        for s in self.snap.surveys:
+            keys = list(dict.fromkeys(alias.get(k, k) for k in cited_keys(s.text) if alias.get(k, k) in papers))
+            self.survey_cites[s.slug] = keys
+            for k in keys:
+                self.cited_by_surveys.setdefault(k, []).append(s)
+        for pid, e in papers.items():
+            refs = {alias.get(k, k) for k in cited_keys(e.body)} | set(PAPER_LINK.findall(e.body))
+            for k in sorted(refs):
+                if k in papers and k != pid:
+                    self.cited_by_papers.setdefault(k, []).append(pid)
 
-    # --- the citation map: the most-cited papers, and a map per tag and per decade ---
-    maps = citemap.map_pages(graph, papers, label_of=labels.__getitem__, md=md_escape, sanitise=sanitise,
-                             rel_link=rel_link)
-    pages.update(maps.pages)
-    files.update(maps.files)
-    warnings += maps.warnings
-    timings.update(maps.seconds)
+    def citation_graph(self, graph_cache: dict | None):
+        """Who cites whom by reference lists: matched once for the whole vault, for the map and every paper
+        page (only the papers whose full text changed since `graph_cache`)."""
+        from papervault.site import citemap
 
-    # Former ids keep their URLs: static pages that redirect to the paper's pages (site/redirects.py).
-    pages.update(redirect_pages(alias, {pid: e.meta.title or pid for pid, e in papers.items()},
-                                {pid for pid, e in papers.items() if e.fulltext}))
+        graph = citemap.vault_graph(self.papers, graph_cache)
+        self.timings["graph"] = graph.seconds
+        self.labels = {pid: cite_label(e.meta) for pid, e in self.papers.items()}
+        return graph
 
-    # --- surveys ---
-    survey_rows = []
-    for s in snap.surveys:
-        page = f"surveys/{s.slug}/survey.md"
-        body, report = render_citations(escape_foreign_tags(s.text), label, linker(page))
-        for k in report.missing:
-            warnings.append(f"{page}: cites @{k}, which is not in the vault")
-        refs = []
-        for k in dict.fromkeys(alias.get(k, k) for k in report.cited):
-            mm = papers[k].meta
-            refs.append({"key": k, "authors": ", ".join(mm.authors), "year": mm.year, "title": mm.title or k,
-                         "venue": mm.venue, "doi": mm.doi, "url": rel_link(note_path(k), page)})
-        bib = next((f for f in s.files if f.endswith(".bib")), None)
-        data, _ = (_strip_frontmatter(s.text) if s.text.startswith("---") else ({}, ""))
-        head = f"---\ntitle: {yaml_str(s.title)}\n---\n\n"
-        pages[page] = head + body.rstrip() + "\n" + env.get_template("references.md.j2").render(
-            refs=refs, missing=report.missing, bib=bib)
-        extra = []
-        for rel, text in s.pages.items():
-            sub = f"surveys/{s.slug}/{rel}"
-            rendered, _ = render_citations(text, label, linker(sub))
-            pages[sub] = vault_page(rendered, Path(rel).stem)
-            extra.append({"name": Path(rel).stem.replace("-", " "), "url": f"{s.slug}/{rel}"})
-        for rel in s.files:
-            assets[f"surveys/{s.slug}/{rel}"] = snap.root / "surveys" / s.slug / rel
-            extra.append({"name": rel, "url": f"{s.slug}/{rel}"})
-        for rel, text in s.figures.items():
-            target = f"surveys/{s.slug}/{rel}"
-            clean = sanitise_svg(text, target, set(papers), {pid for pid, e in papers.items() if e.fulltext})
-            if clean is None:
-                warnings.append(f"{target}: not published (not an SVG figure papervault can read)")
-                continue
-            files[target] = clean
-        survey_rows.append({"slug": s.slug, "title": s.title, "cited": survey_cites.get(s.slug, []),
-                            "url": f"surveys/{s.slug}/survey.md", "extra": extra})
+    def paper_pages(self, graph) -> None:
+        """A page per paper (its card, note, figures, back-links and citation neighbourhood), its full text,
+        and the files beside them."""
+        from papervault.site import citemap
 
-    # --- code notes and the user's own pages ---
-    code_rows = []
-    for rel, text in snap.code.items():
-        rendered, _ = render_citations(text, label, linker(rel))
-        pages[rel] = vault_page(rendered, Path(rel).stem)
-        code_rows.append({"title": _title_of(text, Path(rel).stem), "path": rel})
-    user_rows = []
-    for rel, text in snap.user_pages.items():
-        target = rel
-        if rel.lower() == "readme.md":
-            target = "about.md"    # the vault's README would collide with the generated home page
-        elif rel.lower() == "index.md":
-            target = "home.md"     # the user's own front page is kept, beside the generated one
-        rendered, _ = render_citations(text, label, linker(target))
-        pages[target] = vault_page(rendered, Path(rel).stem)
-        user_rows.append({"title": _title_of(text, Path(rel).stem), "path": target})
-    for rel in snap.user_files:
-        assets[rel] = snap.root / rel
+        snap, papers, labels, env = self.snap, self.papers, self.labels, self.env
+        t_nb = 0.0
+        for pid, e in papers.items():
+            m = e.meta
+            page = self.note_path(pid)
+            links = []
+            pdfs = [f for f in e.other_files if f.lower().endswith(".pdf")]
+            pdf_name = "paper.pdf" if e.pdf else (pdfs[0] if pdfs else None)
+            if pdf_name:
+                links.append(f"[PDF]({path_url(pdf_name)})")
+            if e.fulltext:
+                links.append("[Full text](paper.md)")
+            # Identifiers and URLs become links only when they have the shape they claim (no `javascript:`, no
+            # `)` or `>` that would end the link early); anything else is not linked.
+            if doi_url(m.doi):
+                links.append(f"[DOI {md_escape(m.doi)}]({doi_url(m.doi)})")
+            if arxiv_url(m.arxiv):
+                links.append(f"[arXiv {md_escape(m.arxiv)}]({arxiv_url(m.arxiv)})")
+            web = safe_url(m.url)
+            if web and not (m.doi and "doi.org" in web):
+                links.append(f"[Web]({web})")
+            for repo in m.code:
+                name = Path(str(repo).rstrip("/")).name.removesuffix(".git")
+                code_page = f"code/{name}.md"
+                links.append(f"[code: {md_escape(name)}]({path_url(rel_link(code_page, page))})"
+                             if code_page in snap.code else f"code: {md_escape(name)}")
+            # The card above the note shows authors and venue: the note's own lines for them are not repeated.
+            note_body = NOTE_HEAD.sub("", H1.sub("", e.body, count=1))
+            # reader-notes.md is shown on this page (below the note), not as a page of its own
+            note_body = note_body.replace("](reader-notes.md)", "](#your-highlights-and-notes)")
+            body, report = render_citations(escape_foreign_tags(note_body), self.label, self.linker(page))
+            for k in report.missing:
+                self.warnings.append(f"{page}: cites @{k}, which is not in the vault")
+            data = {
+                "id": pid, "title": m.title or pid, "authors": m.authors, "year": m.year, "venue": m.venue,
+                "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser,
+                "page_labels": m.page_labels, "links": links or ["none"], "tags_url": rel_link("tags.md", page),
+                "fulltext_url": "paper.md",
+                "figures": [f for f in e.figures],
+                "cited_by_surveys": [{"title": s.title, "url": rel_link(f"surveys/{s.slug}/survey.md", page)}
+                                     for s in self.cited_by_surveys.get(pid, [])],
+                "cited_by_papers": self.listing(self.cited_by_papers.get(pid, []), page),
+                "highlights": [{"kind": h.kind, "text": escape_foreign_tags(h.text),
+                                "comment": escape_foreign_tags(h.comment),
+                                "page": h.page if e.fulltext else None, "label": h.page_label}
+                               for h in parse_reader_notes(e.reader_notes, m.page_labels)] if e.reader_notes else [],
+            }
+            t1 = time.perf_counter()
+            nb = citemap.neighbourhood(graph, papers, pid, label_of=labels.__getitem__, md=md_escape)
+            if nb:
+                svg_path = f"papers/{pid}/{nb['svg']}"
+                clean = self.sanitise(citemap.neighbourhood_svg(graph, papers, pid, labels.__getitem__,
+                                                                lambda k: f"../../{self.note_path(k)}"), svg_path)
+                if clean is None:
+                    nb["svg"] = None
+                else:
+                    self.files[svg_path] = clean
+            data["neighbourhood"] = nb
+            t_nb += time.perf_counter() - t1
+            self.pages[page] = env.get_template("paper.md.j2").render(p=data, body=body.strip())
+            if e.fulltext:
+                ft_page = f"papers/{pid}/paper.md"
+                _, text = _strip_frontmatter(e.fulltext)
+                # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
+                pdf_href = path_url(pdf_name) if pdf_name else None
+                text = paper_md.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (
+                    f'<a class="pv-pdf-page" href="{pdf_href}#page={n}" title="page {n} of the PDF">'
+                    f'PDF p. {n}</a>' if pdf_href else ""))
+                text, _ = render_citations(escape_foreign_tags(text), self.label, self.linker(ft_page),
+                                           narrative=False)
+                self.pages[ft_page] = env.get_template("fulltext.md.j2").render(p=data, body=text)
+            for f in e.figure_files:
+                self.assets[f"papers/{pid}/figures/{f}"] = snap.root / "papers" / pid / "figures" / f
+            for f in e.other_files:
+                self.assets[f"papers/{pid}/{f}"] = snap.root / "papers" / pid / f
+            if e.pdf:
+                self.assets[f"papers/{pid}/paper.pdf"] = e.pdf     # the kept copy wins over a paper.pdf in the folder
+        self.timings["neighbourhoods"] = t_nb
 
-    # --- generated indexes ---
-    ordered = sorted(papers, key=lambda p: (-(papers[p].meta.year or 0), (papers[p].meta.title or p).lower()))
-    by_year: dict[Any, list[str]] = {}
-    by_venue: dict[str, list[str]] = {}
-    by_tag: dict[str, list[str]] = {}
-    for pid in ordered:
-        m = papers[pid].meta
-        by_year.setdefault(m.year or "Undated", []).append(pid)
-        by_venue.setdefault((m.venue or "").strip() or "Unknown venue", []).append(pid)
-        for t in m.tags:
-            by_tag.setdefault(str(t), []).append(pid)
-    pages["papers/index.md"] = env.get_template("papers.md.j2").render(
-        papers=ordered, by_year=[(y, listing(g, "papers/index.md")) for y, g in by_year.items()])
-    pages["papers/venues.md"] = env.get_template("venues.md.j2").render(
-        by_venue=[(v, listing(g, "papers/venues.md")) for v, g in sorted(by_venue.items(), key=lambda kv: kv[0].lower())])
-    pages["tags.md"] = env.get_template("tags.md.j2").render(
-        by_tag=[(t, listing(g, "tags.md")) for t, g in sorted(by_tag.items(), key=lambda kv: kv[0].lower())])
-    pages["surveys/index.md"] = env.get_template("surveys.md.j2").render(
-        surveys=[dict(r, url=rel_link(r["url"], "surveys/index.md")) for r in survey_rows])
-    pages["code/index.md"] = env.get_template("code.md.j2").render(
-        code=[{"title": c["title"], "url": rel_link(c["path"], "code/index.md")} for c in code_rows])
-    recent_ids = sorted(papers, key=lambda p: (papers[p].meta.created or "", p), reverse=True)[:recent]
-    counts = {"papers": len(papers), "surveys": len(snap.surveys), "code": len(snap.code), "tags": len(by_tag),
-              "figures": sum(len(e.figure_files) for e in papers.values())}
-    if whats_new is not None:       # `papervault changes`, given by the caller (the site never reads sync state)
+    def citation_maps(self, graph) -> None:
+        """The citation map: the most-cited papers, and a map per tag and per decade."""
+        from papervault.site import citemap
+
+        maps = citemap.map_pages(graph, self.papers, label_of=self.labels.__getitem__, md=md_escape,
+                                 sanitise=self.sanitise, rel_link=rel_link)
+        self.pages.update(maps.pages)
+        self.files.update(maps.files)
+        self.warnings += maps.warnings
+        self.timings.update(maps.seconds)
+
+    def redirects(self) -> None:
+        """Former ids keep their URLs: static pages that redirect to the paper's pages (site/redirects.py)."""
+        papers = self.papers
+        self.pages.update(redirect_pages(self.alias, {pid: e.meta.title or pid for pid, e in papers.items()},
+                                         {pid for pid, e in papers.items() if e.fulltext}))
+
+    def survey_pages(self) -> list[dict[str, Any]]:
+        """A page per survey (linked citations, its references), its other pages, files and figures; returns
+        the rows of the survey index."""
+        snap, papers, env = self.snap, self.papers, self.env
+        survey_rows = []
+        for s in snap.surveys:
+            page = f"surveys/{s.slug}/survey.md"
+            body, report = render_citations(escape_foreign_tags(s.text), self.label, self.linker(page))
+            for k in report.missing:
+                self.warnings.append(f"{page}: cites @{k}, which is not in the vault")
+            refs = []
+            for k in dict.fromkeys(self.alias.get(k, k) for k in report.cited):
+                mm = papers[k].meta
+                refs.append({"key": k, "authors": ", ".join(mm.authors), "year": mm.year, "title": mm.title or k,
+                             "venue": mm.venue, "doi": mm.doi, "url": rel_link(self.note_path(k), page)})
+            bib = next((f for f in s.files if f.endswith(".bib")), None)
+            head = f"---\ntitle: {yaml_str(s.title)}\n---\n\n"
+            self.pages[page] = head + body.rstrip() + "\n" + env.get_template("references.md.j2").render(
+                refs=refs, missing=report.missing, bib=bib)
+            extra = []
+            for rel, text in s.pages.items():
+                sub = f"surveys/{s.slug}/{rel}"
+                rendered, _ = render_citations(text, self.label, self.linker(sub))
+                self.pages[sub] = vault_page(rendered, Path(rel).stem)
+                extra.append({"name": Path(rel).stem.replace("-", " "), "url": f"{s.slug}/{rel}"})
+            for rel in s.files:
+                self.assets[f"surveys/{s.slug}/{rel}"] = snap.root / "surveys" / s.slug / rel
+                extra.append({"name": rel, "url": f"{s.slug}/{rel}"})
+            for rel, text in s.figures.items():
+                target = f"surveys/{s.slug}/{rel}"
+                clean = self.sanitise(text, target)
+                if clean is None:
+                    self.warnings.append(f"{target}: not published (not an SVG figure papervault can read)")
+                    continue
+                self.files[target] = clean
+            survey_rows.append({"slug": s.slug, "title": s.title, "cited": self.survey_cites.get(s.slug, []),
+                                "url": f"surveys/{s.slug}/survey.md", "extra": extra})
+        return survey_rows
+
+    def code_pages(self) -> list[dict[str, str]]:
+        code_rows = []
+        for rel, text in self.snap.code.items():
+            rendered, _ = render_citations(text, self.label, self.linker(rel))
+            self.pages[rel] = vault_page(rendered, Path(rel).stem)
+            code_rows.append({"title": _title_of(text, Path(rel).stem), "path": rel})
+        return code_rows
+
+    def user_pages(self) -> list[dict[str, str]]:
+        """The user's own Markdown pages and the files beside them."""
+        user_rows = []
+        for rel, text in self.snap.user_pages.items():
+            target = rel
+            if rel.lower() == "readme.md":
+                target = "about.md"    # the vault's README would collide with the generated home page
+            elif rel.lower() == "index.md":
+                target = "home.md"     # the user's own front page is kept, beside the generated one
+            rendered, _ = render_citations(text, self.label, self.linker(target))
+            self.pages[target] = vault_page(rendered, Path(rel).stem)
+            user_rows.append({"title": _title_of(text, Path(rel).stem), "path": target})
+        for rel in self.snap.user_files:
+            self.assets[rel] = self.snap.root / rel
+        return user_rows
+
+    def index_pages(self, survey_rows: list[dict], code_rows: list[dict]) -> int:
+        """The generated indexes (papers by year, by venue, by tag; surveys; code); returns the number of tags."""
+        papers, env, listing = self.papers, self.env, self.listing
+        ordered = sorted(papers, key=lambda p: (-(papers[p].meta.year or 0), (papers[p].meta.title or p).lower()))
+        by_year: dict[Any, list[str]] = {}
+        by_venue: dict[str, list[str]] = {}
+        by_tag: dict[str, list[str]] = {}
+        for pid in ordered:
+            m = papers[pid].meta
+            by_year.setdefault(m.year or "Undated", []).append(pid)
+            by_venue.setdefault((m.venue or "").strip() or "Unknown venue", []).append(pid)
+            for t in m.tags:
+                by_tag.setdefault(str(t), []).append(pid)
+        self.pages["papers/index.md"] = env.get_template("papers.md.j2").render(
+            papers=ordered, by_year=[(y, listing(g, "papers/index.md")) for y, g in by_year.items()])
+        self.pages["papers/venues.md"] = env.get_template("venues.md.j2").render(
+            by_venue=[(v, listing(g, "papers/venues.md"))
+                      for v, g in sorted(by_venue.items(), key=lambda kv: kv[0].lower())])
+        self.pages["tags.md"] = env.get_template("tags.md.j2").render(
+            by_tag=[(t, listing(g, "tags.md")) for t, g in sorted(by_tag.items(), key=lambda kv: kv[0].lower())])
+        self.pages["surveys/index.md"] = env.get_template("surveys.md.j2").render(
+            surveys=[dict(r, url=rel_link(r["url"], "surveys/index.md")) for r in survey_rows])
+        self.pages["code/index.md"] = env.get_template("code.md.j2").render(
+            code=[{"title": c["title"], "url": rel_link(c["path"], "code/index.md")} for c in code_rows])
+        return len(by_tag)
+
+    def whats_new_page(self, whats_new: dict) -> None:
+        """What `papervault changes --since 7d` answered, as a page."""
+        papers = self.papers
         rows = []
         for kind, label in (("added", "added"), ("updated", "updated"), ("versions", "new version"),
                             ("marked", "left its source"), ("inbox", "in the inbox"), ("stale_surveys", "survey")):
@@ -586,30 +644,40 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
                           "inbox": e.get("reason"), "stale_surveys": e.get("reason")}.get(kind) or ""
                 rows.append({"kind": label, "title": (papers[pid].meta.title if pid in papers else
                                                      e.get("title") or e.get("survey") or pid or ""),
-                             "url": rel_link(note_path(pid), "whatsnew.md") if pid in papers else "",
+                             "url": rel_link(self.note_path(pid), "whatsnew.md") if pid in papers else "",
                              "detail": str(detail)[:400]})
-        pages["whatsnew.md"] = env.get_template("whatsnew.md.j2").render(since=whats_new.get("since", ""), rows=rows)
-    pages["index.md"] = env.get_template("home.md.j2").render(
-        site_name=site_name, counts=counts, recent=listing(recent_ids, "index.md"),
-        surveys=[dict(r, url=r["url"]) for r in survey_rows],
-        code=[{"title": c["title"], "url": c["path"]} for c in code_rows],
-        user_pages=[{"title": u["title"], "url": u["path"]} for u in user_rows])
+        self.pages["whatsnew.md"] = self.env.get_template("whatsnew.md.j2").render(
+            since=whats_new.get("since", ""), rows=rows)
 
-    # --- navigation: generated, never hand-edited; a paper's pages are reached from the indexes, because a
-    # navigation entry per paper would be rendered into every page (quadratic in the number of papers).
+    def home_page(self, site_name: str, recent: int, tag_count: int, survey_rows: list[dict],
+                  code_rows: list[dict], user_rows: list[dict]) -> None:
+        papers, snap = self.papers, self.snap
+        recent_ids = sorted(papers, key=lambda p: (papers[p].meta.created or "", p), reverse=True)[:recent]
+        counts = {"papers": len(papers), "surveys": len(snap.surveys), "code": len(snap.code), "tags": tag_count,
+                  "figures": sum(len(e.figure_files) for e in papers.values())}
+        self.pages["index.md"] = self.env.get_template("home.md.j2").render(
+            site_name=site_name, counts=counts, recent=self.listing(recent_ids, "index.md"),
+            surveys=[dict(r, url=r["url"]) for r in survey_rows],
+            code=[{"title": c["title"], "url": c["path"]} for c in code_rows],
+            user_pages=[{"title": u["title"], "url": u["path"]} for u in user_rows])
+
+
+def navigation(survey_rows: list[dict], code_rows: list[dict], user_rows: list[dict],
+               whats_new: bool) -> tuple[list[Any], list[str]]:
+    """The navigation and the pages left out of it: generated, never hand-edited. A paper's pages are reached
+    from the indexes, because a navigation entry per paper would be rendered into every page (quadratic in the
+    number of papers)."""
     nav: list[Any] = [{"Home": "index.md"},
                       {"Papers": ["papers/index.md", {"By venue": "papers/venues.md"}, {"Tags": "tags.md"},
                                   {"Citation map": "map.md"}]},
                       {"Surveys": ["surveys/index.md"] + [{html_text(r["title"]): r["url"]} for r in survey_rows]},
                       {"Code": ["code/index.md"] + [{html_text(c["title"]): c["path"]} for c in code_rows][:50]}]
-    if whats_new is not None:
+    if whats_new:
         nav.insert(1, {"What's new": "whatsnew.md"})
     if user_rows:
         # the theme prints navigation titles unescaped
         nav.append({"Notes": [{html_text(u["title"]): u["path"]} for u in user_rows]})
-    not_in_nav = ["/papers/*/", "/surveys/*/*", "/code/", "/map/"]
-    return SitePlan(pages=pages, assets=assets, nav=nav, not_in_nav=not_in_nav, warnings=warnings, files=files,
-                    timings=timings)
+    return nav, ["/papers/*/", "/surveys/*/*", "/code/", "/map/"]
 
 
 # Frontmatter keys of a vault page that reach the staged page; the theme prints some values unescaped
