@@ -18,7 +18,8 @@ from typing import Any
 
 from papervault.errors import InputError
 from papervault.workspace import Workspace
-from papervault.app.sync import _ingest, sync_dir, update_index
+from papervault.app.indexing import update_index_reported as update_index
+from papervault.app.syncstate import ingest_records as _ingest, sync_dir
 from papervault.errors import PapervaultError
 from papervault.models import SourceRecord
 from papervault.sources import arxiv

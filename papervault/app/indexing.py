@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+from papervault.errors import PapervaultError
 from papervault.timing import phase
 from papervault.workspace import Workspace
 
@@ -51,3 +52,13 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
         pending = idx.pending()
         report["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
     return report
+
+
+def update_index_reported(ws) -> dict:
+    """The index brought up to date as `papervault index` does (paragraph vectors left to the background fill
+    with [index] background_fill), for a caller whose other work is done (a sync pass, an accepted inbox
+    entry): an error is the report's `error`, not raised."""
+    try:
+        return update_index(ws, defer=ws.settings.index.background_fill, lock="index", lock_wait=60)
+    except PapervaultError as exc:
+        return {"error": str(exc)}

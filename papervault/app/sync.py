@@ -35,15 +35,14 @@ from papervault.errors import PapervaultError, SourceError
 from papervault.models import SourceRecord
 from papervault.workspace import Workspace
 
+from papervault.app.indexing import update_index_reported as update_index
+from papervault.app.syncstate import ingest_records as _ingest, load_cursor, now_iso, save_cursor, sync_dir  # noqa: F401
+
 Progress = Callable[[str, int, int | None], None]
 
 # The record fields a source's update may change (only while the note still says what the source said).
 FIELDS = ("title", "authors", "year", "venue", "doi", "url", "abstract")
 LISTS = ("tags", "collections")
-
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
 @dataclass
@@ -77,27 +76,8 @@ class SyncReport:
 
 # --- derived state -------------------------------------------------------------------------------
 
-def sync_dir(ws: Workspace) -> Path:
-    return ws.state_dir / "sync"
-
-
 def _slug(kind: str, name: str) -> str:
     return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-
-
-def load_cursor(ws: Workspace, name: str) -> dict:
-    path = sync_dir(ws) / f"{name}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}       # none yet, or unreadable (derived state): the next pass rebuilds it
-
-
-def save_cursor(ws: Workspace, name: str, data: dict) -> None:
-    from papervault.vault.store import atomic_write
-
-    sync_dir(ws).mkdir(parents=True, exist_ok=True)
-    atomic_write(sync_dir(ws) / f"{name}.json", json.dumps(data, ensure_ascii=False, sort_keys=True))
 
 
 def _log(ws: Workspace, report: SyncReport) -> None:
@@ -122,31 +102,6 @@ def read_log(ws: Workspace) -> list[dict]:
 
 
 # --- writing into the vault ----------------------------------------------------------------------
-
-def _ingest(ws: Workspace, records: list[SourceRecord], what: str) -> tuple[Any, dict[str, str]]:
-    """Import `records` as `add` does (its journal, dedup and one commit); returns the AddReport and, for each
-    record's source, the paper it is now (new, merged or unchanged)."""
-    from papervault.ingest import sync_job
-
-    with sync_job(ws, what) as job:
-        job.run(records)
-        job.commit()
-        papers = {}
-        for rec in records:
-            match = job.dedup.find(rec)
-            if match is None and rec.pdfs:
-                try:
-                    from papervault.hashing import file_sha256, group_sha256
-
-                    pid = job.by_hash.get(group_sha256([file_sha256(Path(p)) for p in rec.pdfs]))
-                except OSError:
-                    pid = None
-                if pid:
-                    papers[rec.source] = pid
-            elif match is not None:
-                papers[rec.source] = match.paper_id
-    return job.report, papers
-
 
 def _record_ingest(report: SyncReport, source: str, add_report, papers: dict[str, str],
                    items: dict[str, str]) -> None:
@@ -655,17 +610,6 @@ def _surveys_gained(ws: Workspace, report: SyncReport) -> list[dict]:
         return surveys_gained(ws, added) if added else []
     except Exception as exc:        # a survey that cannot be scored is said, the pass's work is done
         return [{"survey": None, "error": f"{type(exc).__name__}: {exc}"[:300]}]
-
-
-def update_index(ws: Workspace) -> dict:
-    """The index brought up to date as `papervault index` does (paragraph vectors left to the background fill
-    with [index] background_fill); an error is reported, not raised (the pass's other work is done)."""
-    from papervault.app.indexing import update_index as run
-
-    try:
-        return run(ws, defer=ws.settings.index.background_fill, lock="index", lock_wait=60)
-    except PapervaultError as exc:
-        return {"error": str(exc)}
 
 
 # --- what changed --------------------------------------------------------------------------------

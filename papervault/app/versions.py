@@ -210,7 +210,7 @@ def sync_versions(ws: Workspace, report) -> str:
     brought up to date by the vault's git history (`arxiv_papers`), each paper is asked about at most once per
     `[sync] versions_every` (the longest unchecked first, at most `versions_max` a pass, 50 ids a request), and
     only the notes of papers arXiv lists at a later version are read."""
-    from papervault.app.sync import load_cursor, now_iso, save_cursor
+    from papervault.app.syncstate import load_cursor, now_iso, save_cursor
 
     vault = ws.vault
     s = ws.settings.sync
