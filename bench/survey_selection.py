@@ -172,9 +172,6 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True) -> dict:
                          "half_cited_missed": half,
                          # must-cite papers left out but listed in selection.md's near misses (a tick away)
                          "missed_near": sorted((must - got) & {c.id for c in sel.near}),
-                         # near misses held back because their score rests on their title alone
-                         "title_only_near": sorted(c.id for c in sel.near
-                                                   if any(r.kind == "basis" for r in c.evidence)),
                          "by_citations": sorted(c.id for c in sel.selected
                                                 if any(r.kind == "cocited" for r in c.evidence)),
                          "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})

@@ -14,12 +14,9 @@
    no fixed count. `max_papers` caps the selection. A paper chosen by its score must also name one of the topic's
    own words (any spelling) in its title, abstract or matched passages: in a vault far from the topic's field,
    every paper of the field stands out by score, whatever its subject; those that name none are near misses.
-   Nor is a paper chosen by its score when the score rests on its title alone (a record with no abstract and no
-   full text, such as one taken from a reference list): a title is too little evidence that a paper is about
-   the topic. Such a record enters only by citations (step 4: a core paper cites it; step 5: several selected
-   papers do); otherwise it is a near miss "known only by its title". Its title's words do not lift it either
-   (its similarity already is its title's). Every listed paper says what its score rests on (title only, title
-   and abstract, full text).
+   Every listed paper says what its score rests on (title only, title and abstract, full text). A rule that a
+   title alone does not choose a paper was tried and dropped: chosen on the tune topics, it lowered the held-out
+   topics from 0.916 / 0.637 to 0.750 / 0.609 (docs/survey.md).
 4. **Citation links**: a paper near the cut-off that a core paper (the selected papers the topic is surest of)
    cites, or that cites one
    (reference lists matched by DOI, arXiv id or title, as `correlate.find_lineages` does), is selected too,
@@ -90,8 +87,7 @@ CITE_LIFT = 3.0         # and the selected papers cite it this many times as oft
 # its abstract: this many words after the title and author lines make an abstract.
 ABSTRACT_WORDS = 12
 TITLE_ONLY, ABSTRACT, FULL_TEXT = "title only", "title and abstract", "full text"
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "evidence")
-# `without` switches these off ("evidence": the rule that a title alone does not choose a paper)
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -202,7 +198,6 @@ class TopicSelector:
         self.mat = vec / np.where(norms == 0, 1, norms)
         self.basis = [FULL_TEXT if f else _basis(text or "", title or "", authors or [])
                       for f, text, title, authors in zip(self.fulltext, self.texts, self.titles, self.authors)]
-        self._title_only = np.array([b == TITLE_ONLY for b in self.basis], dtype=bool)
         self._df: dict[str, int] = {}
         self._lower: list[str] | None = None
         self._title_words: list[frozenset[str]] | None = None
@@ -309,12 +304,7 @@ class TopicSelector:
         if title is not None and "title" not in without:
             # In proportion: a title adds at most TITLE_SHARE of what the paper's text earns over the median.
             median = min(float(np.median(dense_p)), BACKGROUND_CAP)
-            lift = np.minimum(TITLE_WEIGHT * title, TITLE_SHARE * np.maximum(0.0, score - median))
-            if "evidence" not in without:
-                # A record known only by its title: its similarity already is its title's; the title's words
-                # would count the same evidence twice.
-                lift = np.where(self._title_only, 0.0, lift)
-            score = score + lift
+            score = score + np.minimum(TITLE_WEIGHT * title, TITLE_SHARE * np.maximum(0.0, score - median))
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         return score, chunk_dense, lex
@@ -418,24 +408,13 @@ class TopicSelector:
         self._specific_words = []
         names = self._specific(topic, field_rows, chunk_dense, lex) if "specific" not in without else {}
         off_topic = {i for i in field_rows if names and not names.get(i)}
-        # A title alone is little evidence that a paper is about the topic (a record taken from a reference list
-        # has nothing else): such a paper is not chosen by its score, only by citations (step 4: a core paper
-        # cites it; step 5: several selected papers do). Above the cut-off it is a near miss that says so.
-        title_only = ({i for i in field_rows if score[i] >= cutoff and self.basis[i] == TITLE_ONLY}
-                      if "evidence" not in without else set())
-        held = off_topic | title_only
-        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in held]
-        near = [cand(i) for i in order[:len(selected) + len(held) + 3 * NEAR_SHOWN + LINK_READS]
-                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in held)]
+        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in off_topic]
+        near = [cand(i) for i in order[:len(selected) + len(off_topic) + 3 * NEAR_SHOWN + LINK_READS]
+                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in off_topic)]
         for c in near:
             if self.pos[c.id] in off_topic:
                 c.evidence.append(Reason("unspecific", "names none of the topic's own words in its title, "
                                          f"abstract or matched passages ({', '.join(self._specific_words)})"))
-            if self.pos[c.id] in title_only:
-                c.evidence.append(Reason("basis", "known only by its title (no abstract, no full text in the "
-                                         "vault): its score, above the cut-off, rests on the title alone and "
-                                         "does not choose it; it is chosen when one of the topic's surest papers "
-                                         "cites it, or several selected papers do"))
         # The core: the selected papers the topic is surest of (up to FEEDBACK_DOCS, each within FEEDBACK_FRACTION
         # of the best papers' margin). A broad selection's tail lends no citation its weight.
         core_cut = median + FEEDBACK_FRACTION * (best - median)
