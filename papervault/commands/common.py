@@ -42,7 +42,7 @@ def open_workspace(path: str | None, *, require: bool = True) -> Workspace:
 def paper_ids(ws: Workspace, given: list[str] | tuple[str, ...]) -> list[str]:
     """The current ids of the papers `given` (a former id left by `rekey` resolves to its paper, said once on
     stderr so `--json` output stays clean); unknown or ambiguous ids fail before anything is done."""
-    from papervault.app.ids import resolve_ids
+    from papervault.app.ids import resolve_ids  # deferred: not at CLI start-up
 
     refs = resolve_ids(ws, list(given))
     for ref in {r.given: r for r in refs if r.renamed}.values():

@@ -18,7 +18,7 @@ from papervault.wording import plural
 @json_option
 def doctor(do_fix, workspace, as_json):
     """Check every part of the workspace and say how to fix each problem (exit 1 if any check fails)."""
-    from papervault.doctor import fix, run_checks
+    from papervault.doctor import fix, run_checks  # deferred: it reads the index (pyarrow)
 
     ws = open_workspace(workspace, require=False)
     fixed = fix(ws) if do_fix and ws.exists else []

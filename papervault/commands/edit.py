@@ -21,7 +21,7 @@ from papervault.wording import plural
 @json_option
 def edit(given, title, authors, year, venue, doi, arxiv, bib_pages, workspace, as_json):
     """Correct a paper's identity; the correction wins over every source and survives later imports."""
-    from papervault.identity import edit_paper
+    from papervault.identity import edit_paper  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     meta = edit_paper(ws, paper_id(ws, given), title=title, authors=list(authors) or None, year=year, venue=venue,
@@ -42,6 +42,7 @@ def edit(given, title, authors, year, venue, doi, arxiv, bib_pages, workspace, a
 def enrich(given, doubtful, workspace, as_json):
     """Resolve papers' identity online (DOI via Crossref/OpenAlex, arXiv id, title search); needs
     [sources] online = true. Your own metadata (BibTeX, Zotero, edits) is never replaced."""
+    # deferred: the library loads on use, not at CLI start-up
     from papervault.identity import doubtful as doubtful_papers
     from papervault.sources.enrich import enrich as run
 
@@ -82,7 +83,7 @@ def enrich(given, doubtful, workspace, as_json):
 def rekey(given, new_id, workspace, as_json):
     """Rename a paper everywhere (folder, citations, links, bibliographies, index) in one commit; without
     NEW_ID the id is made again from its current authors, year and title. The old id stays an alias."""
-    from papervault.identity import rekey as run
+    from papervault.identity import rekey as run  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     report = run(ws, paper_id(ws, given), new_id)

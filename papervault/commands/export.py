@@ -22,6 +22,7 @@ from papervault.wording import plural
 @json_option
 def export(fmt, tag, collection, survey, output, workspace, as_json):
     """Export the library (or a tag, a collection, a survey's references) as BibTeX or CSL-JSON."""
+    # deferred: the library loads on use, not at CLI start-up
     from papervault.app.export import export as run_export
     from papervault.vault.store import atomic_write
 

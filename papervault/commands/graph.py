@@ -13,7 +13,7 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 @json_option
 def graph(paper, workspace, as_json):
     """The vault papers PAPER cites and those that cite it, each with the reference line and its page."""
-    from papervault.app.graph import neighbourhood
+    from papervault.app.graph import neighbourhood  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     got = neighbourhood(ws, paper_id(ws, paper))

@@ -6,6 +6,7 @@ import time
 
 import click
 
+from papervault import timing
 from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id, plural,
                                         runner_options, workspace_option)
 
@@ -30,7 +31,7 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
     if fill_only:
         return _fill(ws, quiet, as_json, t0)
     if task_runner:
-        from flows.ingest import index as index_flow, run
+        from flows.ingest import index as index_flow, run  # deferred: Prefect, not at CLI start-up
 
         progress = Progress(quiet or as_json)
         try:
@@ -39,8 +40,7 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
         finally:
             progress.close()
         return _print_index_report(report, t0, as_json)
-    from papervault import timing
-    from papervault.app.indexing import update_index
+    from papervault.app.indexing import update_index  # deferred: not at CLI start-up
 
     progress = Progress(quiet or as_json)
     try:
@@ -55,6 +55,7 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
 
 def _fill(ws, quiet: bool, as_json: bool, t0: float) -> None:
     """`index --fill`: embed the paragraphs a background-fill `index` left (one fill per workspace)."""
+    # deferred: LanceDB and pyarrow are kept out of the CLI's start-up
     from papervault.index import fill
     from papervault.index.store import PaperIndex
 
@@ -120,7 +121,7 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
     """Hybrid search (full text + vectors) over papers, or over code with --code."""
     ws = open_workspace(workspace)
     if code:
-        from papervault.index.code import search_code
+        from papervault.index.code import search_code  # deferred: LanceDB, tree-sitter: not at start-up
 
         hits = search_code(ws, query, limit=limit, repo=repo, language=language, budget=budget)
         if as_json:
@@ -130,6 +131,7 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
             click.echo(f"{i:2}. {h.get('repo')}/{h.get('path')}:{h.get('start_line')}-{h.get('end_line')} "
                        f"{h.get('symbol') or ''}  ({h.get('score', 0):.3f})")
         return
+    # deferred: LanceDB and pyarrow are kept out of the CLI's start-up
     from papervault.app.search import check_query, search_papers, why_no_hits
     from papervault.index.search import Searcher
 

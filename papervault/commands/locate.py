@@ -15,7 +15,7 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 @json_option
 def locate(quote, paper, limit, workspace, as_json):
     """Find where a quoted passage occurs (exact or near-exact): paper, page and page anchor."""
-    from papervault.app.locate import locate as run_locate
+    from papervault.app.locate import locate as run_locate  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     found = run_locate(ws, quote, limit=limit, paper=paper_id(ws, paper) if paper is not None else None)

@@ -30,7 +30,7 @@ def _serve(workspace, allow_write, http, port, token) -> None:
     if not http:
         server.run("stdio")
         return
-    from mcp_server.http import eprint, new_token, serve_http
+    from mcp_server.http import eprint, new_token, serve_http  # deferred: uvicorn, only for --http
 
     generated = not token
     token = token or new_token()
@@ -81,7 +81,7 @@ def serve(ctx, workspace, allow_write, http, port, token):
 def install(ctx, client, allow_write, scope, workspace, as_json):
     """Register this workspace's server with Claude Code (.mcp.json, or ~/.claude.json with --scope user) or
     Codex (~/.codex/config.toml)."""
-    from mcp_server.install import install as run_install
+    from mcp_server.install import install as run_install  # deferred: not at CLI start-up
 
     ws = open_workspace(_group_workspace(ctx, workspace))
     result = run_install(client, ws, allow_write=allow_write, scope=scope)

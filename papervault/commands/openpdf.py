@@ -22,7 +22,7 @@ from papervault.errors import InputError
 @json_option
 def open_pdf(paper_id, page, print_only, workspace, as_json):
     """Open a paper's PDF (kept by the workspace in pdfs/) with $BROWSER or xdg-open."""
-    from papervault.pdfstore import locate
+    from papervault.pdfstore import locate  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     paper_id = resolve(ws, paper_id)

@@ -24,7 +24,7 @@ from papervault.wording import plural
 @json_option
 def add_repo(target, papers, name, rebuild, quiet, workspace, as_json):
     """Index a code repository: only files changed since the last run are chunked and embedded again."""
-    from papervault.app.papers import add_repo as run
+    from papervault.app.papers import add_repo as run  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     papers = paper_ids(ws, papers)

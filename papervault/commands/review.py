@@ -23,7 +23,7 @@ from papervault.wording import plural
 def review(paper_ids, show_diff, mark, reviewer, comment, include_unanalysed, workspace, as_json):
     """Review notes. Without ids: list the notes not yet reviewed. With ids: show each note's changes since
     its last review (--diff) or mark it reviewed (--done)."""
-    from papervault.survey.review import changes, mark_reviewed, pending
+    from papervault.survey.review import changes, mark_reviewed, pending  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     vault = ws.vault

@@ -21,10 +21,11 @@ def site():
 @json_option
 def build_cmd(strict, engine, workspace, as_json):
     """Build site/ from the vault: home, paper pages, full texts, surveys with linked citations, search."""
+    # deferred: mkdocs and the library are kept out of the CLI's start-up
+    from papervault.app.sync import changes
     from papervault.site.build import build_site
 
     ws = open_workspace(workspace)
-    from papervault.app.sync import changes
 
     ws.require()
     result = build_site(ws, strict=strict, whats_new=changes(ws, "7d"), engine=engine)
@@ -46,7 +47,7 @@ def build_cmd(strict, engine, workspace, as_json):
 @workspace_option
 def serve_cmd(port, open_browser, workspace):
     """Live preview on http://127.0.0.1:PORT/, rebuilt whenever the vault changes."""
-    from papervault.site.build import serve_site
+    from papervault.site.build import serve_site  # deferred: mkdocs is not for CLI start-up
 
     ws = open_workspace(workspace)
     click.echo(f"Serving {ws.vault_dir} on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)

@@ -6,6 +6,7 @@ The command belongs to the CLI layer, which may call `flows/` (the library below
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from pathlib import Path
@@ -46,13 +47,13 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
 def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, dask_address, threshold,
            select_only, refresh, run_again, workspace, as_json):
     """Survey vault papers on TOPIC: correlation, outline, draft and polish in vault/surveys/<slug>/."""
-    from papervault.survey.select import parse_spec
+    from papervault.survey.select import parse_spec  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     if run_again and not refresh:
         raise click.UsageError("--run goes with --refresh SLUG")
     if refresh:
-        from papervault.app.refresh import preview
+        from papervault.app.refresh import preview  # deferred: not at CLI start-up
 
         diff = preview(ws, refresh)
         if not run_again:
@@ -73,7 +74,7 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
         return
     # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    from flows.survey import run_survey
+    from flows.survey import run_survey  # deferred: Prefect loads here, after the setting above
 
     with _quiet_prefect_console(), _stage_display(enabled=not as_json) as progress:
         result = run_survey(topic, task_runner=task_runner, workers=workers, dask_address=dask_address, slug=slug,
@@ -97,7 +98,7 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
 
 def _show_refresh(diff: dict, as_json: bool) -> None:
     """The difference `survey --refresh` found, for a person (titles are one line of plain text)."""
-    from papervault.survey.selection import _one_line
+    from papervault.survey.selection import _one_line  # deferred: not at CLI start-up
 
     if as_json:
         emit_json(diff)
@@ -118,7 +119,7 @@ def _show_refresh(diff: dict, as_json: bool) -> None:
 
 def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
     """Stage 1 alone, in this process: it reads the index and writes one file, so it needs no Prefect run."""
-    from papervault.app.survey import run_survey_inprocess
+    from papervault.app.survey import run_survey_inprocess  # deferred: not at CLI start-up
 
     result = run_survey_inprocess(topic, workspace=ws.root, select_only=True, **params)
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)
@@ -157,9 +158,7 @@ def _stage_display(enabled: bool):
 def _quiet_prefect_console():
     """Prefect's console handler shows only warnings and errors while the flow runs in this process; its
     records still reach the API handler, so the run's logs are in Prefect's UI and `prefect flow-run logs`."""
-    import logging
-
-    from prefect.logging.handlers import PrefectConsoleHandler
+    from prefect.logging.handlers import PrefectConsoleHandler  # deferred: Prefect is not for CLI start-up
 
     handlers = {h for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs")
                 for h in logging.getLogger(name).handlers if isinstance(h, PrefectConsoleHandler)}

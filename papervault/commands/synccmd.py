@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from papervault.commands.common import Progress, emit_json, json_option, open_workspace, plural, workspace_option
+from papervault.errors import SourceError
 
 
 @click.command()
@@ -19,6 +20,7 @@ def sync(every, no_index, quiet, workspace, as_json):
     new, update what changed, mark what left its source, then update the index."""
     ws = open_workspace(workspace)
     if every:
+        # deferred: the library and Prefect (the flows) are kept out of the CLI's start-up
         from papervault.app.sync import require_sources
 
         from flows.sync import parse_interval, serve
@@ -28,7 +30,7 @@ def sync(every, no_index, quiet, workspace, as_json):
         click.echo(f"Serving the sync flow for {ws.root} every {interval} (Ctrl-C stops it)")
         serve(str(ws.root), interval, index=not no_index)
         return
-    from papervault.app.sync import sync as run_sync
+    from papervault.app.sync import sync as run_sync  # deferred: not at CLI start-up
 
     progress = Progress(quiet or as_json)
     try:
@@ -78,7 +80,7 @@ def print_report(out: dict) -> None:
 @json_option
 def changes(since, workspace, as_json):
     """What changed in the vault: papers added, updated, marked as gone from their source."""
-    from papervault.app.sync import changes as run_changes
+    from papervault.app.sync import changes as run_changes  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     out = run_changes(ws, since)
@@ -117,7 +119,7 @@ def inbox(ctx, workspace, as_json):
     ctx.obj["workspace"] = workspace
     if ctx.invoked_subcommand is not None:
         return
-    from papervault.app.inbox import listing
+    from papervault.app.inbox import listing  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     ws.require()
@@ -139,8 +141,7 @@ def inbox(ctx, workspace, as_json):
 @click.pass_context
 def inbox_accept(ctx, ident, no_index, as_json):
     """Add inbox entry ID (an arXiv id) to the vault fully: metadata, PDF, full text and note."""
-    from papervault.app.inbox import accept
-    from papervault.errors import SourceError
+    from papervault.app.inbox import accept  # deferred: not at CLI start-up
 
     ws = open_workspace(ctx.obj.get("workspace"))
     out = accept(ws, ident, index=not no_index)
@@ -159,7 +160,7 @@ def inbox_accept(ctx, ident, no_index, as_json):
 @click.pass_context
 def inbox_dismiss(ctx, ident):
     """Drop inbox entry ID; its query does not bring it back."""
-    from papervault.app.inbox import dismiss
+    from papervault.app.inbox import dismiss  # deferred: not at CLI start-up
 
     ws = open_workspace(ctx.obj.get("workspace"))
     entry = dismiss(ws, ident)

@@ -6,6 +6,7 @@ import re
 
 import click
 
+from papervault import timing
 from papervault.commands.common import (Progress, emit_json, json_option, open_workspace, paper_id as resolve,
                                         plural, runner_options, workspace_option)
 from papervault.wording import plural
@@ -47,7 +48,7 @@ def init(directory, embed_model, embed_model_path, workspace, as_json):
 def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, task_runner, workers,
         dask_address, workspace, as_json):
     """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero."""
-    from papervault.app.papers import add as run_add
+    from papervault.app.papers import add as run_add  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     if not inputs and zotero is None and not arxiv_search:
@@ -60,6 +61,7 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
     if task_runner:
         if options:
             raise click.UsageError("--task-runner takes paths, files and identifiers, not --zotero or --arxiv-search")
+        # deferred: the flows load Prefect, kept out of the CLI's start-up
         from flows.ingest import add as add_flow, run
         from papervault.ingest import AddReport, Problem
 
@@ -73,8 +75,6 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         report = AddReport(**{**done, "problems": [Problem(**p) for p in done["problems"]],
                               "warnings": [Problem(**p) for p in done["warnings"]]})
     else:
-        from papervault import timing
-
         progress = Progress(quiet or as_json)
         try:
             with timing.recording() as timings:
@@ -124,6 +124,7 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
 @json_option
 def list_papers(tag, year, venue, author, status, title, workspace, as_json):
     """List the papers in the vault."""
+    # deferred: the library loads on use, not at CLI start-up
     from papervault.app.papers import PaperFilter, list_papers as run_list
 
     ws = open_workspace(workspace)
@@ -146,6 +147,7 @@ def list_papers(tag, year, venue, author, status, title, workspace, as_json):
 @json_option
 def show(paper_id, full, workspace, as_json):
     """Print a paper's note (or its full text)."""
+    # deferred: the library loads on use, not at CLI start-up
     from papervault.app.papers import metadata_lines
     from papervault.pdfstore import pdf_of
 
@@ -176,6 +178,7 @@ def show(paper_id, full, workspace, as_json):
 @json_option
 def delete(paper_ids, workspace, as_json):
     """Delete papers: their folders (one vault commit), their index rows and their links to code."""
+    # deferred: the library loads on use, not at CLI start-up
     from papervault.app.ids import PaperRef
     from papervault.app.papers import delete as run_delete
 
@@ -197,7 +200,7 @@ def delete(paper_ids, workspace, as_json):
 @json_option
 def status(workspace, as_json):
     """Counts, the embedding model and the health of the index and the vault."""
-    from papervault.status import workspace_status
+    from papervault.status import workspace_status  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     st = workspace_status(ws)
