@@ -7,6 +7,10 @@ import json
 import secrets
 import sys
 
+import uvicorn
+
+from papervault.errors import PapervaultError
+
 TOKEN_ENV = "PAPERVAULT_MCP_TOKEN"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -56,11 +60,7 @@ def http_app(server, token: str, *, host: str = "127.0.0.1", path: str = "/mcp")
 def serve_http(server, *, token: str, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp",
                announce=None) -> None:
     """Run until interrupted. Refuses any host but loopback: the vault is not for the network."""
-    import uvicorn
-
     if host not in LOOPBACK:
-        from papervault.errors import PapervaultError
-
         raise PapervaultError(f"refusing to listen on {host}", fix="the MCP server binds 127.0.0.1 only; "
                               "put a reverse proxy with TLS in front of it to share it")
     config = uvicorn.Config(http_app(server, token, host=host, path=path), host=host, port=port,

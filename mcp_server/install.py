@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from papervault.errors import PapervaultError
+from papervault.index.embed import workspace_embed_settings
 from papervault.vault.store import atomic_write
 from papervault.workspace import Workspace
 
@@ -42,8 +43,6 @@ def record_model(ws: Workspace) -> dict[str, Any]:
     """Record in papervault.toml the embedding model the server must load (the one the index was built with,
     or the one this shell's settings give), so a server that the client starts without this shell's
     environment loads the same model. Returns what was written."""
-    from papervault.index.embed import workspace_embed_settings
-
     s = workspace_embed_settings(ws)
     return ws.record_embed(model=s.model, model_path=s.model_path)
 

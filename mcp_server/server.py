@@ -7,6 +7,8 @@ server is started with `allow_write=True`.
 
 # No `from __future__ import annotations`: the SDK reads these signatures at run time to build the schemas.
 
+import functools
+import inspect
 import json
 from typing import Annotated, Any
 
@@ -42,9 +44,6 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 def _errors(fn):
     """Turn the library's typed errors into tool errors: the agent sees the one-line fix, the log no traceback."""
-    import functools
-    import inspect
-
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def wrapper(*args, **kwargs):

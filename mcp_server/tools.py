@@ -8,12 +8,22 @@ and every answer is cut to a size an agent's context can hold, saying so (`trunc
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from papervault.app import reading
+from papervault.app.graph import neighbourhood
+from papervault.app.ids import resolve_id
+from papervault.app.indexing import update_index
 from papervault.app.reading import FigureRef, cut as _cut, outline, page_spans  # noqa: F401 - the tools' API
+from papervault.app.search import search_papers
 from papervault.errors import InputError
+from papervault.pages import printed
+from papervault.pdfstore import kept
+from papervault.status import workspace_status
 from papervault.vault.markdown import agent_markdown
+from papervault.vault.paper import page_link
+from papervault.vault.reader import FILENAME, parse
 from papervault.vault.store import check_id
 from papervault.workspace import Workspace
 
@@ -79,8 +89,6 @@ def for_agent(value: Any) -> Any:
 
 def _agent_answer(method: Callable) -> Callable:
     """A tool whose whole answer goes through `for_agent`."""
-    import functools
-
     @functools.wraps(method)
     def tool(self, *args, **kwargs):
         return for_agent(method(self, *args, **kwargs))
@@ -102,8 +110,6 @@ class VaultTools:
     def paper(self, given: str) -> tuple[str, dict[str, str]]:
         """The current id of paper `given` (a former id left by `rekey` resolves to its paper) and what to add
         to the answer: `{"notice": "OLD is now NEW ..."}` when it was a former id, so the agent cites the new one."""
-        from papervault.app.ids import resolve_id
-
         ref = resolve_id(self.ws, given)
         return ref.id, ({"notice": f"{ref.notice()}; cite it as [@{ref.id}]"} if ref.renamed else {})
 
@@ -111,7 +117,7 @@ class VaultTools:
     def searcher(self):
         """One Searcher for the server's life: the embedding model loads once, not per call."""
         if self._searcher is None:
-            from papervault.index.search import Searcher
+            from papervault.index.search import Searcher  # deferred: LanceDB and the model load on the first search
 
             self._searcher = Searcher(self.ws)
         return self._searcher
@@ -135,8 +141,6 @@ class VaultTools:
         if paper:
             paper, renamed = self.paper(paper)
         filters = {k: v for k, v in {"paper": paper, "year": year, "venue": venue, "tag": tag}.items() if v}
-        from papervault.app.search import search_papers
-
         told = len(self.searcher.notices)
         hits = search_papers(self.ws, query, limit=limit, level=level, filters=filters, budget=budget or None,
                              searcher=self.searcher)
@@ -172,7 +176,7 @@ class VaultTools:
 
     def code_searcher(self):
         """The code table opened once; reopened while it does not exist yet (a repository may be added meanwhile)."""
-        from papervault.index.code import CodeSearcher
+        from papervault.index.code import CodeSearcher  # deferred: LanceDB, tree-sitter: not at server start-up
 
         if self._code_searcher is None or self._code_searcher.tbl is None:
             self._code_searcher = CodeSearcher(self.ws)
@@ -186,7 +190,7 @@ class VaultTools:
                     offset: int = 0, limit: int = 50) -> dict[str, Any]:
         _check_limit(limit, "limit", MAX_LIST)
         _check_limit(offset, "offset", 10**9, low=0)
-        from papervault.app.papers import PaperFilter, list_papers
+        from papervault.app.papers import PaperFilter, list_papers  # deferred: the ingest path, not at start-up
 
         rows = list_papers(self.ws, PaperFilter(tag=tag, year=year, venue=venue, author=author, status=status,
                                                 title=title))
@@ -232,9 +236,6 @@ class VaultTools:
 
     def _reader_notes(self, paper_id: str, page_labels: list[str]) -> list[dict[str, Any]]:
         """The reader's own highlights (with page and anchor) and notes, from reader-notes.md."""
-        from papervault.vault.paper import page_link
-        from papervault.vault.reader import FILENAME, parse
-
         path = self.vault.paper_dir(paper_id) / FILENAME
         if not path.is_file():
             return []
@@ -253,8 +254,6 @@ class VaultTools:
     @_agent_answer
     def citations(self, paper_id: str) -> dict[str, Any]:
         """The vault papers a paper cites and those citing it, with each edge's reference line and page."""
-        from papervault.app.graph import neighbourhood
-
         paper_id, renamed = self.paper(paper_id)
         got = neighbourhood(self.ws, paper_id)
         for row in got["cites"] + got["cited_by"]:
@@ -267,14 +266,12 @@ class VaultTools:
 
     @_agent_answer
     def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:
-        from papervault.app.locate import locate
+        from papervault.app.locate import locate  # deferred: rapidfuzz and the index, not at start-up
 
         renamed: dict[str, str] = {}
         if paper is not None:
             paper, renamed = self.paper(paper)
         found = locate(self.ws, quote, paper=paper, limit=_check_limit(limit, "limit", 20))
-        from papervault.pages import printed
-
         def labels(pid: str) -> list[str]:      # a citation says the printed page (223), the anchor the PDF page
             try:
                 return self.ws.vault.read_meta(pid).page_labels
@@ -309,15 +306,13 @@ class VaultTools:
 
     @_agent_answer
     def status(self) -> dict[str, Any]:
-        from papervault.status import workspace_status
-
         return workspace_status(self.ws)
 
     @_agent_answer
     def changes(self, since: str = "7d", *, limit: int = 100) -> dict[str, Any]:
         """Papers added, updated, marked as gone from their source, and deleted since `since` (`papervault
         changes`), at most `limit` of each kind, saying how many more there are."""
-        from papervault.app.sync import changes
+        from papervault.app.sync import changes  # deferred: the sources behind sync, not at start-up
 
         _check_limit(limit, "limit", MAX_LIST)
         out = changes(self.ws, (since or "7d")[:40])
@@ -333,7 +328,7 @@ class VaultTools:
 
     def add_paper(self, inputs: list[str], *, backend: str | None = None, index: bool = True,
                   progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.app.papers import add as run_add
+        from papervault.app.papers import add as run_add  # deferred: a write tool, off by default
 
         inputs = [s.strip() for s in inputs or [] if s and s.strip()]
         if not inputs:
@@ -348,7 +343,7 @@ class VaultTools:
 
     def add_repo(self, source: str, *, paper: str | None = None, name: str | None = None,
                  progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.app.papers import add_repo as run_add_repo
+        from papervault.app.papers import add_repo as run_add_repo  # deferred: a write tool, off by default
 
         renamed: dict[str, str] = {}
         if paper:
@@ -358,15 +353,13 @@ class VaultTools:
         return {**report.as_dict(), **renamed}
 
     def delete_paper(self, paper_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.app.papers import delete
+        from papervault.app.papers import delete  # deferred: a write tool, off by default
 
         paper_id, renamed = self.paper(paper_id)
         out = delete(self.ws, [paper_id], reason="requested over MCP", progress=progress)
         return {**out, "deleted": paper_id, **renamed}
 
     def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
-        from papervault.app.indexing import update_index
-
         # every vector before the tool answers: the agent asked for these papers now
         return update_index(self.ws, progress=progress, code=False, lock="index", lock_wait=30, stage="index")
 
@@ -374,8 +367,6 @@ class VaultTools:
 def _pdf_path(ws, meta) -> str | None:
     """The absolute path of the paper's PDF kept by the workspace (`pdfs/<sha256>.pdf`); None when it has none.
     Only the store's copy is named: an original outside the workspace may be anywhere on the user's disk."""
-    from papervault.pdfstore import kept
-
     p = kept(ws.root, meta.pdf)
     return str(p) if p else None
 

@@ -30,7 +30,7 @@ def _serve(workspace, allow_write, http, port, token) -> None:
     if not http:
         server.run("stdio")
         return
-    from mcp_server.http import eprint, new_token, serve_http  # deferred: uvicorn, only for --http
+    from mcp_server.http import eprint, new_token, serve_http  # deferred: not at CLI start-up
 
     generated = not token
     token = token or new_token()
