@@ -138,6 +138,8 @@ def main() -> None:
         "ten_changes_pass_s": t_ten,
         "ten_changes": {"added": len(ten.added), "updated": len(ten.updated), "marked": len(ten.marked)},
         "sources": {s["source"]: s["seconds"] for s in ten.sources},
+        "failed": {s["source"]: s["error"] for p in (first, empty, rescan, ten) for s in p.sources
+                   if s["status"] == "failed"},
         "sources_empty_pass": {s["source"]: s["seconds"] for s in empty.sources},
         "arxiv_papers": len(arxiv_ids), "arxiv_requests": calls,
         "costs": {"first": first.costs, "empty": empty.costs, "ten_changes": ten.costs},

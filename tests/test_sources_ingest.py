@@ -218,12 +218,24 @@ def test_catalog_on_disk_finds_what_the_notes_find(ws, tmp_path, monkeypatch):
         cat.close()
 
     gone = report.added[5]
+    gone_title = ws.vault.read_meta(gone).title
     delete(ws, [gone])
     cat = Catalog.open(ws)
-    try:
-        assert cat.rebuilt and gone not in cat.dedup.ids and report.added[6] in cat.dedup.ids
+    try:        # the vault moved by one commit: only the paper it names is looked at again
+        assert not cat.rebuilt and cat.caught_up == [gone]
+        assert gone not in cat.dedup.ids and report.added[6] in cat.dedup.ids
+        assert cat.dedup.find(SourceRecord(origin="csl", source="probe", title=gone_title)) is None
+        assert len(cat.dedup) == 299
     finally:
         cat.close()
+    note = ws.vault.note_path(report.added[7])      # an uncommitted edit: the notes say more than any commit
+    note.write_text(note.read_text(encoding="utf-8") + "\nMy line.\n", encoding="utf-8")
+    cat = Catalog.open(ws)
+    try:
+        assert cat.rebuilt and len(cat.dedup) == 299
+    finally:
+        cat.close()
+    ws.vault.commit("my edit", [note])
     again = add(ws, [str(lib)])
     assert again.added == [gone] and len(again.unchanged) == 299
 

@@ -342,3 +342,40 @@ def test_a_replaced_zotero_pdf_is_parsed_again_and_edits_are_kept(tmp_path, work
     fourth = _sync(cli_run)
     assert (fourth["added"], fourth["updated"], fourth["marked"], fourth["index"]) == ([], [], [], None)
     z.close()
+
+
+@needs_zotero
+def test_a_pass_catches_the_catalog_up_instead_of_rebuilding_it(tmp_path, workspace_env, cli_run):
+    """The Zotero step's metadata commit (an edited title) moves the vault past `add`'s catalog; the folder step
+    after it reads only that paper's note again (a catch-up), never every note (a rebuild), and its dedup already
+    knows the new title: a PDF carrying it merges into that paper instead of becoming a new one."""
+    ws = workspace_env
+    cli_run(["init"])
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    a, key_a = z.item(title="Time Clocks and the Ordering of Events", authors=[("Leslie", "Lamport")], date="1978")
+    b, key_b = z.item(title="Distributed Snapshots", authors=[("Mani", "Chandy")], date="1985")
+    z.db.commit()
+    folder = tmp_path / "Papers"
+    folder.mkdir()
+    _follow(ws, zotero=str(tmp_path / "Zotero"), folders=[str(folder)])
+    first = _sync(cli_run, "--no-index")
+    papers = {x["item"]: x["paper"] for x in first["added"]}
+    assert set(papers) == {key_a, key_b}
+
+    new_title = "Distributed Snapshots Determining Global States of Distributed Systems"
+    _set_title(z.db, b, new_title, "2024-02-01 09:00:00", 5)
+    z.db.commit()
+    (folder / "snapshots.pdf").write_bytes(make_pdf(new_title, authors="Mani Chandy", body="A global state."))
+    second = _sync(cli_run, "--no-index")
+    assert _by_item(second["updated"])[key_b]["fields"] == ["title"]
+    merged = _by_item(second["updated"])["snapshots.pdf"]
+    assert merged["paper"] == papers[key_b] and "merged" in merged["reason"]
+    assert second["added"] == []
+    steps = {s["source"]: s for s in second["sources"]}
+    assert steps["zotero"]["catalog"]["rebuilds"] == 0
+    assert steps[f"folder:{folder}"]["catalog"] == {"rebuilds": 0, "catch_ups": 1, "notes_read": 1}
+    assert second["costs"]["catalog"] == {"rebuilds": 0, "catch_ups": 1, "notes_read": 1}
+
+    third = _sync(cli_run, "--no-index")
+    assert third["costs"]["catalog"] == {"rebuilds": 0, "catch_ups": 0, "notes_read": 0}
+    z.close()

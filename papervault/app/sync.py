@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from papervault.errors import PapervaultError, SourceError
 from papervault.models import SourceRecord
+from papervault.sources.catalog import catalog_path, counters as catalog_counters
 from papervault.workspace import Workspace
 
 from papervault.app.indexing import update_index_reported as update_index
@@ -574,6 +575,8 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
     t0 = time.perf_counter()
     report = SyncReport()
     todo = require_sources(ws)
+    cat = catalog_path(ws)
+    seen = start = catalog_counters(cat)
     for n, (name, run) in enumerate(todo, 1):
         t = time.perf_counter()
         try:
@@ -584,6 +587,9 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
         except Exception as exc:
             entry = {"source": name, "status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
         entry["seconds"] = round(time.perf_counter() - t, 3)
+        now = catalog_counters(cat)     # what bringing add's catalog in step cost this source (rebuilt or caught up)
+        entry["catalog"] = {k: now[k] - seen[k] for k in now}
+        seen = now
         report.sources.append(entry)
         if progress:
             progress("sync", n, len(todo))
@@ -595,6 +601,7 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
         if "error" not in report.index:
             flag.unlink(missing_ok=True)
             report.surveys_gained = _surveys_gained(ws, report)
+    report.costs["catalog"] = {k: seen[k] - start[k] for k in seen}
     report.seconds = round(time.perf_counter() - t0, 3)
     if report.changed or report.inbox or report.surveys_gained or any(s["status"] == "failed" for s in report.sources):
         _log(ws, report)

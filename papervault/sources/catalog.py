@@ -5,11 +5,17 @@ stored, and which papers still lack their kept PDF. Held in memory, that grows w
 5 KB a paper); here it lives in `.papervault/catalog.sqlite` and is looked up row by row, so an import of
 90,000 records runs in the memory of one batch.
 
-The catalog is derived state, like the index: it records the vault commit it describes, and is rebuilt from
-the notes (streamed, one note at a time) when the vault moved without it (a `git pull`, a `delete`, an edit)
-or has uncommitted changes under `papers/`. `add` writes its rows in one SQLite transaction that it commits
-right after each vault commit, with the new commit's id; a killed `add` leaves the catalog at the last vault
-commit it saw, or stale (and then rebuilt), never ahead of the vault.
+The catalog is derived state, like the index: it records the vault commit it describes. When the vault moved
+without it (a sync pass's metadata commit, a `delete`, a `git pull`, a committed edit), it catches up: the papers
+`git diff` names between the two commits are dropped and read again from their notes, so the cost follows the
+change, not the library. It is rebuilt from every note (streamed, one note at a time) only when that cannot be
+done: no commit recorded, a recorded commit git no longer knows, more than half of the papers changed, a new
+schema, or uncommitted changes under `papers/`. `add` writes its rows in one SQLite transaction that it commits
+right after each vault commit, with the new commit's id; a catch-up is one transaction that ends at the new
+commit. A killed `add` or catch-up leaves the catalog at the last vault commit it saw, never ahead of the vault.
+
+The catalog counts its rebuilds, catch-ups and the notes it read for them (`counters`, kept across rebuilds), so a
+caller can say what opening it cost (`papervault sync --json` does, per source).
 """
 
 from __future__ import annotations
@@ -37,7 +43,33 @@ CREATE TABLE IF NOT EXISTS words (word TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS words_word ON words (word);
 CREATE TABLE IF NOT EXISTS hashes (sha TEXT PRIMARY KEY, id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pdfs (id TEXT PRIMARY KEY, sha TEXT NOT NULL, pdf TEXT);
+CREATE TABLE IF NOT EXISTS counters (k TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
+
+# The tables that hold rows of a paper (by its `id` column), cleared by a rebuild and, per paper, by a catch-up.
+_PAPER_TABLES = ("ids", "entries", "arxiv", "doi", "filekey", "titles", "words", "hashes", "pdfs")
+COUNTERS = ("rebuilds", "catch_ups", "notes_read")
+
+
+def catalog_path(ws) -> Path:
+    return ws.state_dir / "catalog.sqlite"
+
+
+def counters(path: Path) -> dict[str, int]:
+    """The counters of the catalog at `path` (zeros when there is none yet), read without opening it as a
+    catalog: no rebuild, no catch-up."""
+    out = dict.fromkeys(COUNTERS, 0)
+    if not Path(path).is_file():
+        return out
+    try:
+        db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        try:
+            out.update((k, n) for k, n in db.execute("SELECT k, n FROM counters") if k in out)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        pass        # an older catalog without the table, or one being replaced: nothing counted yet
+    return out
 
 
 def _dump(e: _Entry) -> str:
@@ -165,13 +197,17 @@ class Catalog:
         self.dedup = DedupIndex(store=self.store)
         self.hashes = _Hashes(self.db)
         self.rebuilt = False
+        self.caught_up: list[str] = []      # the papers a catch-up read again (see `catch_up`)
 
     @classmethod
     def open(cls, ws) -> "Catalog":
         """The workspace's catalog, brought in step with its vault (rebuilt if the vault moved without it)."""
-        cat = cls(ws.state_dir / "catalog.sqlite", ws.vault)
+        cat = cls(catalog_path(ws), ws.vault)
         head = cat._head()
-        if cat._info("version") != SCHEMA_VERSION or cat._info("head") != head or cat._dirty():
+        was = cat._info("head")
+        if cat._info("version") != SCHEMA_VERSION or cat._dirty():
+            cat.rebuild(head)
+        elif was != head and not cat.catch_up(was, head):
             cat.rebuild(head)
         cat.db.execute("BEGIN")
         return cat
@@ -197,18 +233,78 @@ class Catalog:
             except Exception:  # noqa: BLE001 - an unreadable note is not a paper to match (as iter_meta)
                 continue
 
+    def _count(self, **add: int) -> None:
+        self.db.executemany("INSERT INTO counters (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = n + ?",
+                            [(k, n, n) for k, n in add.items()])
+
     def rebuild(self, head: str) -> None:
         """Every table again from the notes, streamed; ends committed at vault commit `head`."""
         db = self.db
         db.execute("BEGIN")
-        for table in ("info", "ids", "entries", "arxiv", "doi", "filekey", "titles", "words", "hashes", "pdfs"):
+        for table in ("info", *_PAPER_TABLES):
             db.execute(f"DELETE FROM {table}")
+        read = 0
         for meta in self._metas():
             self.dedup.add(meta, meta.id)
             self.note_paper(meta)
+            read += 1
         db.executemany("INSERT INTO info (k, v) VALUES (?, ?)", [("version", SCHEMA_VERSION), ("head", head)])
+        self._count(rebuilds=1, notes_read=read)
         db.execute("COMMIT")
         self.rebuilt = True
+
+    def _changed_papers(self, old: str, new: str) -> set[str] | None:
+        """The paper ids whose folder `git diff` names between commits `old` and `new`, or None when git cannot
+        say (a commit it no longer knows: a rebased or re-cloned vault)."""
+        import git
+
+        if not old or not new:
+            return None
+        try:
+            out = self.vault.repo.git.execute(["git", "diff", "--name-only", "--no-renames", "-z", old, new,
+                                               "--", "papers"])
+        except git.GitCommandError:
+            return None
+        return {parts[1] for path in out.split("\0") if len(parts := path.split("/")) > 2 and parts[0] == "papers"}
+
+    def catch_up(self, old: str | None, new: str) -> bool:
+        """Bring the catalog from vault commit `old` to `new` by reading again only the papers changed between
+        them; False (nothing done) when a rebuild is the way: git cannot say what changed, or more than half of
+        the papers did. One transaction: a kill leaves the catalog at `old`."""
+        from papervault.vault.store import is_valid_id
+
+        changed = self._changed_papers(old or "", new)
+        if changed is None or (len(changed) > 1000 and len(changed) > len(self.store) // 2):
+            return False
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            ids = sorted(changed)
+            for i in range(0, len(ids), 500):
+                part = ids[i:i + 500]
+                marks = ",".join("?" * len(part))
+                for table in _PAPER_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", part)
+            read = 0
+            for pid in ids:
+                if not (is_valid_id(pid) and self.vault.has_paper(pid)):
+                    continue            # deleted (or never a paper): its rows are gone
+                self.store.add_id(pid)
+                read += 1
+                try:
+                    meta = self.vault.read_meta(pid)
+                except Exception:  # noqa: BLE001 - an unreadable note is not a paper to match (as rebuild)
+                    continue
+                self.dedup.add(meta, meta.id)
+                self.note_paper(meta)
+            db.execute("INSERT OR REPLACE INTO info (k, v) VALUES ('head', ?)", (new,))
+            self._count(catch_ups=1, notes_read=read)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.caught_up = ids
+        return True
 
     def note_paper(self, meta: PaperMeta) -> None:
         """Remember a paper's stored file hash, and whether it has files whose PDF the store may keep."""
