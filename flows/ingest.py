@@ -15,16 +15,24 @@ scheduler at PAPERVAULT_DASK_ADDRESS when the work pool sets it, threads otherwi
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
-from prefect import flow, task, unmapped  # noqa: E402
+from prefect import flow, get_run_logger, task, unmapped  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from flows import runner  # noqa: E402
+from papervault.agents import registered  # noqa: E402
+from papervault.app.indexing import update_index  # noqa: E402
+from papervault.app.papers import add as app_add  # noqa: E402
+from papervault.config import EmbedSettings, ParseSettings  # noqa: E402
+from papervault.errors import ParseError  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
 
@@ -34,19 +42,13 @@ from papervault.workspace import Workspace  # noqa: E402
 def parse_pdf(path: str, settings: dict, cache_dir: str | None):
     """Parse one PDF (through the shared parse cache when the workers can see it); a ParsedPaper, or the
     error as a plain tuple (it crosses process boundaries)."""
-    import multiprocessing as mp
-
-    from papervault.parse.batch import parse_in_child, parse_many
+    from papervault.parse.batch import parse_in_child, parse_many  # deferred: PyMuPDF, only where PDFs are parsed
 
     if mp.current_process().daemon:
         # A Dask worker process may not start multiprocessing children, but may start a plain subprocess: the
         # file is parsed in one (kept for the next file), so a file that hangs is abandoned after the timeout.
         return parse_in_child(path, settings, cache_dir)
     # On threads: PyMuPDF is not thread-safe, so each file goes to its own process, with the parse timeout.
-    from papervault.config import ParseSettings
-    from papervault.errors import ParseError
-    from pathlib import Path
-
     out = parse_many([path], ParseSettings(**settings), cache_dir=Path(cache_dir) if cache_dir else None,
                      workers=1)[path]
     return ("error", out.reason, out.fix) if isinstance(out, ParseError) else out
@@ -56,8 +58,7 @@ def parse_pdf(path: str, settings: dict, cache_dir: str | None):
 def embed_batch(texts: list[str], settings: dict):
     """Vectors of one batch of chunk texts, with the workspace's embedding settings (model loaded once per
     worker process)."""
-    from papervault.config import EmbedSettings
-    from papervault.index.embed import Embedder
+    from papervault.index.embed import Embedder  # deferred: pyarrow and fastembed, only where batches are embedded
 
     return Embedder(EmbedSettings(**settings)).embed(texts)
 
@@ -66,7 +67,7 @@ def embed_batch(texts: list[str], settings: dict):
 def embed_ml_batch(texts: list[str], vector_cache: str | None):
     """Vectors of one batch of texts in the multilingual space (index/multilingual.py; the encoder loaded once
     per worker process)."""
-    from papervault.index.multilingual import MultilingualEmbedder
+    from papervault.index.multilingual import MultilingualEmbedder  # deferred: as Embedder above
 
     return MultilingualEmbedder(vector_cache).embed(texts)
 
@@ -78,6 +79,7 @@ def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None
 
     The function refers to no global of this module: a task runner may ship it by value (a Dask worker), and a
     global holding a built backend (locks, clients) could not travel."""
+    # deferred: imported where the task runs, since it refers to no global of this module (above)
     from papervault.survey.analyse import run_job, worker_backend
 
     return run_job(job, worker_backend(backend, settings, state_dir))
@@ -85,8 +87,6 @@ def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None
 
 def _analyse_mapped(ws: Workspace, progress=None):
     """`papervault.ingest.AnalyseFn` over the task runner, with the workspace's agent settings."""
-    from papervault.agents import registered
-
     def analyse(jobs: list[dict], backend: str) -> list[dict]:
         # the analyser's sections only: the agent settings and the backend's own (never the whole configuration)
         names = ["agents"] + [n for n in ("claude", "openai") if n == backend and n in registered()]
@@ -107,7 +107,7 @@ def _analyse_mapped(ws: Workspace, progress=None):
 
 def _parse_mapped(paths: list[str], settings, cache_dir, progress=None) -> dict:
     """`papervault.ingest.ParseFn` over the task runner: {path: ParsedPaper | ParseError}, in input order."""
-    from papervault.parse.batch import _result
+    from papervault.parse.batch import _result  # deferred: PyMuPDF, not for the index flow
 
     futures = parse_pdf.map(paths, unmapped(settings.model_dump()), unmapped(str(cache_dir) if cache_dir else None))
     out = {}
@@ -137,10 +137,6 @@ def _progress(progress=None):
     LOG_EVERY seconds, and the last)."""
     if progress is not None:
         return progress
-    import time
-
-    from prefect import get_run_logger
-
     logger = get_run_logger()
     last = [0.0]
 
@@ -162,7 +158,7 @@ def _default_runner():
     runner is fixed when this module is imported) reaches a cluster, through the work pool's job variables."""
     address = os.environ.get("PAPERVAULT_DASK_ADDRESS")
     if address:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner  # deferred: Dask, optional and heavy, only for a cluster
 
         return DaskTaskRunner(address=address)
     return ThreadPoolTaskRunner(max_workers=4)
@@ -172,10 +168,6 @@ def _default_runner():
 def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
         reanalyse: bool = False, progress: Any = None) -> dict[str, Any]:
     """Import papers like `papervault add`, parsing the PDFs on the task runner; one vault commit."""
-    from functools import partial
-
-    from papervault.app.papers import add as app_add
-
     ws = Workspace.resolve(workspace).require()
     progress = _progress(progress)
     report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, progress=progress,
@@ -186,8 +178,7 @@ def add(inputs: list[str], workspace: str | None = None, backend: str | None = N
 @flow(name="index", task_runner=_default_runner(), log_prints=True)
 def index(workspace: str | None = None, rebuild: bool = False, progress: Any = None) -> dict[str, Any]:
     """Bring the index in step with the vault like `papervault index`, embedding the batches on the task runner."""
-    from papervault.app.indexing import update_index
-    from papervault.index.embed import workspace_embed_settings
+    from papervault.index.embed import workspace_embed_settings  # deferred: pyarrow, not for the add flow
 
     ws = Workspace.resolve(workspace).require()
     # the settings the index runs with (its recorded model and precision when papervault.toml is silent)

@@ -8,12 +8,14 @@ would be private to this process).
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import contextmanager
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
+from prefect.settings import PREFECT_API_URL, temporary_settings  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from papervault.errors import PapervaultError  # noqa: E402
@@ -28,13 +30,11 @@ def task_runner(kind: str = "thread", workers: int | None = None, address: str |
     if kind != "dask":
         raise PapervaultError(f"unknown task runner {kind!r}", fix="use --task-runner thread or dask")
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner  # deferred: Dask is optional and heavy, only for --task-runner dask
     except ImportError:
         raise PapervaultError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from None
     if address:
         return DaskTaskRunner(address=address)
-    import logging
-
     return DaskTaskRunner(cluster_kwargs={"n_workers": workers or 2, "threads_per_worker": threads_per_worker,
                                           "processes": True, "dashboard_address": None,
                                           "silence_logs": logging.WARNING})
@@ -44,12 +44,10 @@ def task_runner(kind: str = "thread", workers: int | None = None, address: str |
 def api_for_workers():
     """While open, a Prefect API that Dask worker processes can reach: the configured server, or a temporary
     local one started here, which the workers find through the environment they inherit."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     if PREFECT_API_URL.value():
         yield
         return
-    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.server.api.server import SubprocessASGIServer  # deferred: Prefect's server takes ~1 s to import
 
     server = SubprocessASGIServer()
     server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")))

@@ -23,8 +23,10 @@ from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
-from prefect import flow, get_run_logger  # noqa: E402
+from prefect import flow, get_run_logger, serve as prefect_serve  # noqa: E402
+from prefect.artifacts import create_table_artifact  # noqa: E402
 
+from papervault.app.sync import sync as run_sync  # noqa: E402
 from papervault.errors import InputError  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
@@ -47,8 +49,6 @@ def parse_interval(text: str) -> _dt.timedelta:
 @flow(name="sync", log_prints=True)
 def sync(workspace: str | None = None, index: bool = True) -> dict[str, Any]:
     """One pass over every source the workspace's [sync] follows; the report of `papervault sync --json`."""
-    from papervault.app.sync import sync as run_sync
-
     ws = Workspace.resolve(workspace).require()
     report = run_sync(ws, index=index).as_dict()
     log = get_run_logger()
@@ -99,8 +99,6 @@ def summary(report: dict[str, Any]) -> str:
 def publish(report: dict[str, Any]) -> None:
     """The pass's changes as a table artifact of its flow run (key `papervault-sync`): the Prefect UI shows
     what each run added, updated and marked, and its failed sources; the description is the pass's counts."""
-    from prefect.artifacts import create_table_artifact
-
     rows = report_rows(report) or [{"change": "none", "source": "", "item": "", "paper": "",
                                     "why": "nothing new in any source"}]
     create_table_artifact(rows, key=ARTIFACT_KEY, description=summary(report))
@@ -114,6 +112,4 @@ def served_deployment(workspace: str, every: _dt.timedelta, *, index: bool = Tru
 
 def serve(workspace: str, every: _dt.timedelta, *, index: bool = True) -> None:
     """Serve `served_deployment` until stopped (Prefect's own scheduler and runner, in this process)."""
-    from prefect import serve as prefect_serve
-
     prefect_serve(served_deployment(workspace, every, index=index))
