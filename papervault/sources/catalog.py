@@ -25,8 +25,11 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import git
+
 from papervault.models import PaperMeta
 from papervault.sources.dedup import DedupIndex, _Entry
+from papervault.vault.store import is_valid_id
 
 SCHEMA_VERSION = "1"
 
@@ -256,8 +259,6 @@ class Catalog:
     def _changed_papers(self, old: str, new: str) -> set[str] | None:
         """The paper ids whose folder `git diff` names between commits `old` and `new`, or None when git cannot
         say (a commit it no longer knows: a rebased or re-cloned vault)."""
-        import git
-
         if not old or not new:
             return None
         try:
@@ -271,8 +272,6 @@ class Catalog:
         """Bring the catalog from vault commit `old` to `new` by reading again only the papers changed between
         them; False (nothing done) when a rebuild is the way: git cannot say what changed, or more than half of
         the papers did. One transaction: a kill leaves the catalog at `old`."""
-        from papervault.vault.store import is_valid_id
-
         changed = self._changed_papers(old or "", new)
         if changed is None or (len(changed) > 1000 and len(changed) > len(self.store) // 2):
             return False
