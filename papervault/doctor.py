@@ -9,12 +9,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 import time
 
+import httpx
+
+from papervault.agents import registered
 from papervault.wording import plural
 from papervault.workspace import Workspace
 from papervault.errors import LockedError, PapervaultError
 from papervault.identity import doubtful
-from papervault.index import multilingual as ml
+from papervault.index import fill, multilingual as ml
+from papervault.index.embed import Embedder, workspace_embed_settings
+from papervault.index.store import PaperIndex, is_remote, redact, redact_uri
 from papervault.pdfstore import backfill, kept
+from papervault.vault.journal import Journal, git_locks, remove_temp_files, temp_files
+from papervault.vault.store import is_valid_id
 
 
 @dataclass
@@ -91,8 +98,6 @@ def _vault(ws: Workspace) -> list[Check]:
 def _bad_names(vault) -> list[Check]:
     """Folders under papers/ and surveys/ whose names are not valid ids (`x\n`, `a b`, `..x`): no command can
     name them, so their papers and surveys are unreachable; each is shown quoted, on one line."""
-    from papervault.vault.store import is_valid_id
-
     bad = [f"{d.name}/{p.name!r}" for d in (vault.papers_dir, vault.surveys_dir) if d.is_dir()
            for p in sorted(d.iterdir()) if p.is_dir() and not is_valid_id(p.name)]
     if not bad:
@@ -108,8 +113,6 @@ FIX = "run `papervault doctor --fix`"
 
 def _interrupted(ws: Workspace, repo) -> list[Check]:
     """What a killed command leaves in the vault: a journal, temp files, a git index.lock, staged changes."""
-    from papervault.vault.journal import Journal, git_locks, temp_files
-
     try:
         with ws.write_lock("doctor"):
             pass
@@ -147,8 +150,6 @@ def _journal_path(ws: Workspace) -> Path:
 
 def fix(ws: Workspace) -> list[str]:
     """Repair what `_interrupted` reports, under the write lock; returns what was done, one line each."""
-    from papervault.vault.journal import Journal, git_locks, remove_temp_files
-
     done: list[str] = []
     with ws.write_lock("doctor --fix"):     # no papervault command is writing: a lock or journal left is stale
         for lock in git_locks(ws.vault_dir):
@@ -238,12 +239,8 @@ def _doubtful_identities(ws: Workspace) -> list[Check]:
 
 
 def _index(ws: Workspace) -> Check:
-    from papervault.index.store import is_remote, redact, redact_uri
-
     uri = ws.settings.index.uri
     try:
-        from papervault.index.store import PaperIndex
-
         st = PaperIndex(ws).stats()
     except Exception as exc:
         said = redact(" ".join(str(getattr(exc, "message", exc)).split()), uri)
@@ -269,8 +266,6 @@ def _index(ws: Workspace) -> Check:
     pending = st.get("pending") or 0
     if pending:
         # paragraphs a background fill has not embedded yet: searchable by their words, not yet by meaning
-        from papervault.index import fill
-
         pid = fill.running(ws)
         if pid:
             return Check("index", True, f"{plural(pending, 'paragraph')} still get their vectors from the "
@@ -286,8 +281,6 @@ def _index(ws: Workspace) -> Check:
 def _embedding(ws: Workspace) -> list[Check]:
     """Load the model the workspace runs with and embed a query: a model that cannot load fails here, not in
     the middle of `index` or a survey."""
-    from papervault.index.embed import Embedder, workspace_embed_settings
-
     try:
         s = workspace_embed_settings(ws)
     except PapervaultError as exc:
@@ -346,15 +339,13 @@ def _zotero(ws: Workspace) -> Check:
 
 
 def _backend(ws: Workspace) -> Check:
-    from papervault.agents import registered
-
     name = ws.settings.agents.backend
     spec = registered().get((name or "").strip().lower())
     if spec is not None and not spec.capabilities.uses_model:
         return Check("backend", True, f"{spec.name} (no model needed)")
     if name == "claude":
         try:
-            import claude_agent_sdk  # noqa: F401
+            import claude_agent_sdk  # noqa: F401 - deferred: optional, and ~0.4 s to import
         except ImportError:
             return Check("backend", False, "claude-agent-sdk is not installed", "pip install claude-agent-sdk")
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN")
@@ -363,8 +354,6 @@ def _backend(ws: Workspace) -> Check:
                          "set ANTHROPIC_API_KEY (or log in with the claude CLI)")
         return Check("backend", True, "claude: SDK installed, credentials present")
     if name == "openai":
-        import httpx
-
         s = ws.settings.openai
         try:
             r = httpx.get(s.base_url.rstrip("/") + "/models", timeout=3,
