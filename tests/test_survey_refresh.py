@@ -23,8 +23,10 @@ OFF_TOPIC = [
     ("stars.pdf", "Spectra of Variable Stars", "Cepheid variables pulsate with periods tied to their luminosity."),
     ("soil.pdf", "Soil Moisture in Vineyards", "Irrigation schedules change the grape's sugar content."),
 ]
-NEW = ("viewstamped.pdf", "Viewstamped Replication Consensus and Leader Election", "Viewstamped replication "
-       "elects a leader in each view; consensus on the replicated log and leader election by a majority group.")
+# Its title carries markup, as a shared PDF's may: the site shows it as text.
+NEW = ("viewstamped.pdf", "Viewstamped Replication <img src=x onerror=alert(1)> Consensus and Leader Election",
+       "Viewstamped replication elects a leader in each view; consensus on the replicated log and leader election by "
+       "a majority group.")
 
 
 def _write(folder: Path, name: str, title: str, body: str) -> None:
@@ -63,6 +65,22 @@ def test_refresh_shows_entering_papers_and_runs_on_request(tmp_path, workspace_e
     assert "papervault survey --refresh consensus" in flag["reason"]
     changes = json.loads(cli_run(["changes", "--since", "1d", "--json"]).output)
     assert [g["survey"] for g in changes["surveys_gained"]] == ["consensus"]
+
+    # The site's "What's new" page says so too, the paper's title as text, the survey's page linked.
+    survey_md = selection.parent / "survey.md"
+    survey_md.write_text("---\ntitle: Consensus <em>protocols</em>\n---\n\n# Consensus protocols\n", encoding="utf-8")
+    cli_run(["site", "build"])
+    survey_md.unlink()
+    page = (ws / ".papervault" / "site-src" / "whatsnew.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if "survey gained papers" in line]
+    assert "[Consensus &lt;em&gt;protocols&lt;/em&gt;](surveys/consensus/survey.md)" in row
+    assert "1 new paper(s) on consensus leader election replicated log" in row
+    assert "Viewstamped Replication &lt;img src=x onerror=alert(1)&gt;" in row
+    assert row.endswith("papervault survey --refresh consensus")
+    html = (ws / "site" / "whatsnew.html").read_text(encoding="utf-8")
+    assert "survey gained papers" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<img src=x" not in html and "<img src=x" not in page and "<em>protocols" not in html
+    assert 'href="surveys/consensus/survey.html"' in html or 'href="surveys/consensus/survey/"' in html
 
     diff = json.loads(cli_run(["survey", "--refresh", "consensus", "--json"]).output)
     assert [e["id"] for e in diff["entering"]] == [new_pid] and diff["leaving"] == []

@@ -25,6 +25,7 @@ from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.redirects import redirect_pages
 from papervault.site.svg import sanitise_svg
+from papervault.site.whatsnew import surveys_gained_rows
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
 from papervault.vault import frontmatter
@@ -646,6 +647,7 @@ class _Planner:
                                                      e.get("title") or e.get("survey") or pid or ""),
                              "url": rel_link(self.note_path(pid), "whatsnew.md") if pid in papers else "",
                              "detail": str(detail)[:400]})
+        rows += surveys_gained_rows(whats_new, {s.slug: s.title for s in self.snap.surveys})
         self.pages["whatsnew.md"] = self.env.get_template("whatsnew.md.j2").render(
             since=whats_new.get("since", ""), rows=rows)
 
