@@ -8,7 +8,10 @@ from typing import Any, Callable
 
 from papervault.wording import plural
 from papervault.app.indexing import update_index
+from papervault.app.papers import add
+from papervault.app.survey import run_survey_inprocess
 from papervault.demo import SPECS, make_synthetic_papers
+from papervault.site.build import build_site
 from papervault.workspace import Workspace
 
 Survey = Callable[..., dict[str, Any]]
@@ -21,10 +24,8 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     `survey(topic, workspace=..., backend=...)` runs the survey: the command line passes the Prefect flow;
     by default it runs in this process without Prefect (`papervault.app.survey.run_survey_inprocess`).
     """
-    from papervault.app.papers import add
-
     if survey is None:
-        from papervault.app.survey import run_survey_inprocess as survey
+        survey = run_survey_inprocess
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     ws, _ = Workspace.init(ws_dir)
@@ -55,8 +56,6 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
     timings["survey"] = time.perf_counter() - t
     survey_dir = Path(result["dir"])
     log(f"survey: {survey_dir} [{timings['survey']:.1f} s]")
-
-    from papervault.site.build import build_site
 
     t = time.perf_counter()
     site = build_site(ws)

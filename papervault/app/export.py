@@ -7,9 +7,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from papervault.app.ids import alias_map
 from papervault.errors import InputError, NotFoundError
 from papervault.workspace import Workspace
 from papervault.survey import export as E
+from papervault.survey.polish import cite_keys
+from papervault.survey.select import load_papers
 
 FORMATS = ("bibtex", "csl")
 
@@ -40,8 +43,6 @@ def survey_ids(ws: Workspace, slug: str) -> list[str]:
             return [str(i["id"]) for i in items if isinstance(i, dict) and i.get("id")]
         except (ValueError, TypeError, KeyError):
             pass
-    from papervault.survey.polish import cite_keys
-
     return list(dict.fromkeys(cite_keys((sdir / "survey.md").read_text(encoding="utf-8"))))
 
 
@@ -60,8 +61,6 @@ def select(ws: Workspace, *, tag: str | None = None, collection: str | None = No
         leaf = want.rsplit("/", 1)[-1]   # "Parent/Child" names the collection Child
         keep &= {m.id for m in metas if any(c.strip("/").lower() in (want, leaf) for c in m.collections)}
     if survey:
-        from papervault.app.ids import alias_map
-
         cited = survey_ids(ws, survey)
         former = alias_map(ws.vault) if any(c not in keep for c in cited) else {}
         keep &= {former.get(c, c) for c in cited}     # a survey citing a paper by a former id still exports it
@@ -71,8 +70,6 @@ def select(ws: Workspace, *, tag: str | None = None, collection: str | None = No
 def export(ws: Workspace, *, fmt: str = "bibtex", tag: str | None = None, collection: str | None = None,
            survey: str | None = None) -> Export:
     """BibTeX (`fmt="bibtex"`) or CSL-JSON (`fmt="csl"`) of the selected papers, keyed by vault id."""
-    from papervault.survey.select import load_papers
-
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", fix="use --format bibtex or --format csl")
     ids = select(ws, tag=tag, collection=collection, survey=survey)

@@ -7,6 +7,7 @@ import contextlib
 from typing import Any, Callable
 
 from papervault.errors import PapervaultError
+from papervault.index import fill
 from papervault.timing import phase
 from papervault.workspace import Workspace
 
@@ -26,7 +27,7 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     - `lock`: the write lock is taken under that command name (None: the caller holds it), waiting `lock_wait` s.
     - `progress(stage, done, total)` is told how the embedding goes.
     """
-    from papervault.index.store import PaperIndex
+    from papervault.index.store import PaperIndex  # deferred: pyarrow, not at the MCP server's start-up
 
     step = (lambda done, total: progress(stage, done, total)) if progress else None
     held = ws.write_lock(lock, wait=lock_wait) if lock else contextlib.nullcontext()
@@ -40,15 +41,13 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
             report = idx.sync(progress=step, paper_ids=paper_ids, defer=defer)
         report = dict(report or {})
         if code and paper_ids is None:
-            from papervault.app.papers import rechunk_code
+            from papervault.app.papers import rechunk_code  # deferred: the ingest path, not at MCP start-up
 
             with phase("index: code repositories"):
                 done = rechunk_code(ws, embedder=idx.embedder, progress=progress)
             if done:
                 report["code"] = done
     if defer:
-        from papervault.index import fill
-
         pending = idx.pending()
         report["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
     return report

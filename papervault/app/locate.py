@@ -19,6 +19,7 @@ from typing import Any
 
 from rapidfuzz.distance import Indel
 
+from papervault.app.ids import resolve_id
 from papervault.errors import InputError, PapervaultError
 from papervault.vault import paper as paper_md
 from papervault.workspace import Workspace
@@ -123,6 +124,7 @@ def _best_window(quote: list[str], words: list[str]) -> tuple[int, int, float, b
 def _candidates(ws: Workspace, quote: str, limit: int) -> list[str]:
     """Paper ids whose chunks the full-text index ranks highest for the quote (no embedding model needed)."""
     try:
+        # deferred: pyarrow loads only for a large vault; a small one is read whole, without the index
         from papervault.index.search import SLIM_COLUMNS, _fts
         from papervault.index.store import CHUNKS, open_db, table_names
 
@@ -149,8 +151,6 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
     vault = ws.vault
     ids = vault.paper_ids()
     if paper is not None:
-        from papervault.app.ids import resolve_id
-
         paper = resolve_id(ws, paper).id      # an unknown id is a NotFoundError naming it; a former id is followed
         order = [paper]
     else:

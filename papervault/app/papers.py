@@ -87,11 +87,9 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
 def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] = (), name: str | None = None,
              rebuild: bool = False, progress: Progress | None = None):
     """Index a repository's code, link it to papers and write its code note; returns the AddRepoReport."""
-    from papervault.sources.repo import add_repo as run_add_repo
+    from papervault.sources.repo import add_repo as run_add_repo  # deferred: tree-sitter, for repositories only
 
     if papers:
-        from papervault.app.ids import resolve_ids
-
         papers = list(dict.fromkeys(r.id for r in resolve_ids(ws.require(), papers)))
     if name:
         check_id(name)
@@ -109,6 +107,7 @@ def rechunk_code(ws: Workspace, *, embedder=None, progress: Progress | None = No
     The caller holds the write lock."""
     if not _has_local_tables(ws) or not any(ws.vault.code_dir.glob("*.md")):
         return None                     # no repository was ever added: the code index is not even opened
+    # deferred: pyarrow and tree-sitter only when a repository was added (`list` and `show` load neither)
     from papervault.index.code import CodeIndex
     from papervault.sources.repo import rechunk_code as run
 
@@ -167,7 +166,7 @@ def _drop_index_rows(ws: Workspace, ids: list[str]) -> dict[str, int] | str:
     if not _has_local_tables(ws):
         return {"chunks_removed": 0}       # no tables: nothing to drop, and no LanceDB import
     try:
-        from papervault.index.store import PaperIndex
+        from papervault.index.store import PaperIndex  # deferred: pyarrow only when there is an index
     except ImportError:
         return "not updated: the index is not available; run `papervault index`"
     with ws.write_lock("index", wait=30):
@@ -179,6 +178,7 @@ def _drop_code_links(ws: Workspace, ids: list[str]) -> list[Path]:
     """Remove the papers' rows from the `links` table and rewrite the code notes that listed them."""
     if not _has_local_tables(ws) or not ws.vault.code_dir.is_dir():
         return []
+    # deferred: pyarrow and tree-sitter only when a repository was added
     from papervault.index.code import LINKS, CodeIndex
     from papervault.index.store import table_names
     from papervault.sources.repo import refresh_code_note

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from papervault.errors import NotFoundError, PapervaultError
+from papervault.survey.select import resolve
+from papervault.survey.selection import FILENAME, _reason_line, parse_ids
+from papervault.vault import frontmatter
 from papervault.workspace import Workspace
 
 
 def _reason_text(entry) -> str:
-    from papervault.survey.selection import _reason_line
-
     if entry is None or not entry.reasons:
         return ""
     return "; ".join(_reason_line(r) for r in entry.reasons[:2])
@@ -25,9 +26,6 @@ def _reason_text(entry) -> str:
 
 def read_selection(ws: Workspace, slug: str) -> tuple[dict[str, Any], list[str]]:
     """(frontmatter, ticked ids) of a survey's `selection.md`; a survey without one is a one-line error."""
-    from papervault.survey.selection import FILENAME, parse_ids
-    from papervault.vault import frontmatter
-
     path = ws.vault.guard(ws.vault.survey_dir(slug) / FILENAME)
     if not path.is_file():
         raise NotFoundError(f"no survey {slug!r} with a selection.md",
@@ -43,8 +41,6 @@ def read_selection(ws: Workspace, slug: str) -> tuple[dict[str, Any], list[str]]
 def preview(ws: Workspace, slug: str) -> dict[str, Any]:
     """What `selection.md` of survey `slug` would get now: {survey, topic, papers (specs), now, would,
     entering: [{id, title, score, reason}], leaving: [{id, title, reason}], problems}."""
-    from papervault.survey.select import resolve
-
     ws.require()
     meta, current = read_selection(ws, slug)
     topic = str(meta.get("topic") or "").strip()

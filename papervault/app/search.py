@@ -40,7 +40,7 @@ def rebuilding(ws: Workspace) -> dict[str, Any] | None:
 
 def why_no_hits(ws: Workspace, *, filters: dict[str, Any] | None = None, level: str | None = None) -> str:
     """One line saying why a search found nothing."""
-    from papervault.index.store import CHUNKS, open_db, table_names
+    from papervault.index.store import CHUNKS, open_db, table_names  # deferred: pyarrow, not at MCP start-up
 
     busy = rebuilding(ws)
     try:
@@ -70,7 +70,7 @@ def search_papers(ws: Workspace, query: str, *, limit: int = 10, level: str | No
     """The hits for `query` (an `index.search.Searcher`'s, `searcher` or a new one), less a section hit whose
     own paragraph is also a hit: what the command line and the MCP `search` tool both answer."""
     if searcher is None:
-        from papervault.index.search import Searcher
+        from papervault.index.search import Searcher  # deferred: pyarrow and the model, not at MCP start-up
 
         searcher = Searcher(ws)
     return without_own_sections(searcher.search(query, limit=limit, level=level, filters=filters or None,

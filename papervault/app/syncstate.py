@@ -10,6 +10,7 @@ from typing import Any
 
 from papervault.hashing import file_sha256, group_sha256
 from papervault.models import SourceRecord
+from papervault.vault.store import atomic_write
 from papervault.workspace import Workspace
 
 
@@ -30,8 +31,6 @@ def load_cursor(ws: Workspace, name: str) -> dict:
 
 
 def save_cursor(ws: Workspace, name: str, data: dict) -> None:
-    from papervault.vault.store import atomic_write
-
     sync_dir(ws).mkdir(parents=True, exist_ok=True)
     atomic_write(sync_dir(ws) / f"{name}.json", json.dumps(data, ensure_ascii=False, sort_keys=True))
 

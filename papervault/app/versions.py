@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 import time as _time
 
+import git
+
+from papervault.app.syncstate import load_cursor, now_iso, save_cursor
 from papervault.errors import PapervaultError
 from papervault.workspace import Workspace
 from papervault.hashing import file_sha256
@@ -117,8 +120,6 @@ def update_paper(ws: Workspace, pid: str, old: int, new: int, rec) -> dict:
     """Fetch and parse version `new` of paper `pid` (whose files hold version `old`); keep the old full text as
     `paper.v<old>.md`; summarise the change into the note's `arxiv_history`. One commit. Returns
     {"summary", "commit", "kept", "note_version"} or {"error"}."""
-    from papervault.models import now_iso
-
     try:
         pdf = arxiv.download_version(rec.arxiv, new, ws.cache_dir / "downloads", ws.settings)
         sha = file_sha256(pdf)
@@ -172,8 +173,6 @@ def arxiv_papers(ws: Workspace, cache: dict) -> tuple[dict[str, str], int]:
     has not moved, no note is read; when it has, only the papers `git diff` names between the two commits are
     read again; without a cache (the first pass, a vault rewritten), every note is. Notes are read as
     committed: a hand edit not yet committed is seen once it is."""
-    import git
-
     vault = ws.vault
     repo = vault.repo
     head = repo.head.commit.hexsha if repo.head.is_valid() else ""
@@ -210,8 +209,6 @@ def sync_versions(ws: Workspace, report) -> str:
     brought up to date by the vault's git history (`arxiv_papers`), each paper is asked about at most once per
     `[sync] versions_every` (the longest unchecked first, at most `versions_max` a pass, 50 ids a request), and
     only the notes of papers arXiv lists at a later version are read."""
-    from papervault.app.syncstate import load_cursor, now_iso, save_cursor
-
     vault = ws.vault
     s = ws.settings.sync
     cursor = load_cursor(ws, CURSOR)
