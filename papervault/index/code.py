@@ -329,7 +329,7 @@ class CodeIndex:
 
     def _maintain(self, tbl) -> None:
         """Compact and refresh the full-text index (new rows are only found by BM25 once indexed)."""
-        from lancedb.index import FTS
+        from lancedb.index import FTS  # deferred: lancedb takes ~0.4 s to import (index/tables.py opens it)
 
         tbl.optimize()
         if tbl.count_rows():

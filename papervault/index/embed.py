@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -35,7 +36,7 @@ def _load(settings: EmbedSettings):
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
-            from fastembed import TextEmbedding
+            from fastembed import TextEmbedding  # deferred: fastembed and ONNX Runtime take ~0.3 s to import
 
             kwargs: dict = {"providers": execution_providers(settings.device)}
             if settings.precision == "int8" and CUDA in kwargs["providers"]:
@@ -64,7 +65,7 @@ def _load(settings: EmbedSettings):
 def _int8_folder(settings: EmbedSettings, model_name: str, kwargs: dict) -> Path:
     """The int8 copy of the model these kwargs load (index/quantize.py). fastembed is asked, without loading the
     model, which folder and file it would load (a local folder, or its download of a hub model)."""
-    from fastembed import TextEmbedding
+    from fastembed import TextEmbedding  # deferred: as in _load above
 
     probe = _construct(TextEmbedding, settings, model_name, {**kwargs, "lazy_load": True}).model
     return int8_model_dir(probe._model_dir, probe.model_description.model_file, model_cache_root(settings.cache_dir))
@@ -78,8 +79,6 @@ HUB = ("huggingface.co", 443)
 def _hub_reachable(timeout: float = 0.6) -> bool:
     """Whether the model hub answers a TCP connection within `timeout` (name lookup included: it runs in a
     thread so a resolver that hangs cannot hold the caller)."""
-    import socket
-
     if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}:
         return False
     result: list[bool] = []
@@ -100,7 +99,7 @@ def _hub_reachable(timeout: float = 0.6) -> bool:
 def _quiet_fastembed():
     """Silence fastembed's logger (loguru) until the returned function is called."""
     try:
-        from loguru import logger
+        from loguru import logger  # deferred: fastembed's own dependency, loaded with it
     except ImportError:
         return lambda: None
     logger.disable("fastembed")
@@ -143,7 +142,7 @@ def execution_providers(device: str) -> list[str]:
     saying so in one line when CUDA was asked for and is not there."""
     if device == "cpu":
         return [CPU]
-    import onnxruntime
+    import onnxruntime  # deferred: ~0.1 s, only to look for CUDA
 
     if CUDA in onnxruntime.get_available_providers():
         return [CUDA, CPU]

