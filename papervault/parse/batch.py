@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing as mp
 import os
@@ -18,6 +19,9 @@ import sys
 import threading
 from multiprocessing import forkserver
 
+import pymupdf
+
+import papervault
 from papervault.config import ParseSettings
 from papervault.errors import ParseError
 from papervault.models import ParsedPaper
@@ -139,7 +143,7 @@ def cpu_seconds(pid: int) -> float | None:
     except (OSError, IndexError, ValueError):
         pass
     try:
-        import psutil
+        import psutil  # deferred: optional, only where /proc cannot be read
 
         t = psutil.Process(pid).cpu_times()
         return float(t.user + t.system)
@@ -199,8 +203,6 @@ def die_with_parent(parent: int) -> None:
     """
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
         except (OSError, AttributeError):
@@ -373,8 +375,6 @@ def estimated_cost(path: str) -> int:
     that looks scanned (an image, almost no drawing instructions) counts `SCAN_COST`. It reads only the page
     resources and the raw content streams (about 10 ms for a 16-paper corpus), never the text."""
     try:
-        import pymupdf
-
         with pymupdf.open(path) as doc:
             if doc.needs_pass:
                 return 1
@@ -420,8 +420,6 @@ class ParseChild:
         self.proc = None
 
     def _start(self) -> None:
-        import papervault
-
         env = dict(os.environ)
         root = str(Path(papervault.__file__).resolve().parent.parent)   # the child imports this papervault
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -509,8 +507,7 @@ def _child_main(parent: int) -> None:
     _init_worker(parent)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)         # whatever a library prints goes to stderr, never into the answers
-    import papervault.parse.pdf  # noqa: F401 - loaded before the first file's clock starts
-
+    # the parser (imported at the top of this module) is loaded before the first file's clock starts
     out.write(ParseChild.READY)
     out.flush()
     inp = sys.stdin.buffer

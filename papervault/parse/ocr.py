@@ -23,7 +23,7 @@ def _get_engine(threads: int = 0):
     global _engine, _engine_threads
     with _lock:
         if _engine is None or _engine_threads != threads:
-            from rapidocr import RapidOCR
+            from rapidocr import RapidOCR  # deferred: ~0.6 s to import, only for a page without text
 
             # The angle classifier only matters for upside-down text lines; scanned papers are upright,
             # and skipping it saves about a third of the time per page.
@@ -51,7 +51,7 @@ def _no_spinning() -> None:
     builds its SessionOptions itself, so the option is added where it builds them.
     """
     try:
-        from rapidocr.inference_engine.onnxruntime.main import OrtInferSession
+        from rapidocr.inference_engine.onnxruntime.main import OrtInferSession  # deferred: as RapidOCR above
     except ImportError:  # another RapidOCR layout: keep its defaults
         return
     build = OrtInferSession.__dict__.get("_init_sess_opts")

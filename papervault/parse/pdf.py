@@ -16,6 +16,7 @@ from papervault.vault.paper import alt_text, escape_html, figure_line, page_anch
 from papervault.parse import equations, figures, tables
 from papervault.parse.captions import attach_titles, caption_of
 from papervault.parse.document import file_sha256, open_pdf, structure_error
+from papervault.parse.ocr import ocr_page
 from papervault.parse.layout import Block, Line, extract_lines_repaired, find_running_lines, group_blocks, inside, reading_order
 from papervault.parse.header import Header, read_header
 from papervault.parse.references import REFERENCES_HEADING, parse_reference, split_reference_lines
@@ -78,8 +79,6 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
         if _needs_ocr(page, lines):
             if settings.ocr:
                 try:
-                    from papervault.parse.ocr import ocr_page
-
                     lines = ocr_page(page, settings.ocr_dpi, settings.ocr_threads)
                     ocr_pages.append(pno)
                 except Exception as exc:
@@ -90,8 +89,6 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
             layer = count_words([ln.text for ln in lines])
             if mostly_non_words(layer, settings.ocr_min_word_share):
                 try:
-                    from papervault.parse.ocr import ocr_page
-
                     read = ocr_page(page, settings.ocr_dpi, settings.ocr_threads)
                 except Exception as exc:
                     warnings.append(f"page {pno}: OCR failed ({type(exc).__name__}: {str(exc)[:80]})")
