@@ -15,6 +15,7 @@ from typing import Any, Callable
 from papervault.agents.base import Answer, Backend, BreakerOpen, CostCeiling, Reply, Task, Usage
 from papervault.config import Settings
 from papervault.errors import BackendError
+from papervault.workspace import Workspace
 
 __all__ = ["Answer", "Backend", "BreakerOpen", "CostCeiling", "Reply", "Task", "Usage", "BACKENDS",
            "Capabilities", "capabilities", "get_backend", "register", "registered"]
@@ -65,19 +66,19 @@ def capabilities(backend: str | Backend | None) -> Capabilities:
 
 
 def _extractive(settings: Settings, **common: Any) -> Backend:
-    from papervault.agents.extractive import ExtractiveBackend
+    from papervault.agents.extractive import ExtractiveBackend  # deferred: a backend loads only when chosen
 
     return ExtractiveBackend(**common)
 
 
 def _claude(settings: Settings, **common: Any) -> Backend:
-    from papervault.agents.claude import ClaudeBackend
+    from papervault.agents.claude import ClaudeBackend  # deferred: as above
 
     return ClaudeBackend(settings.claude, **common)
 
 
 def _openai(settings: Settings, **common: Any) -> Backend:
-    from papervault.agents.openai import OpenAIBackend
+    from papervault.agents.openai import OpenAIBackend  # deferred: as above (httpx, ~50 ms)
 
     return OpenAIBackend(settings.openai, **common)
 
@@ -102,8 +103,6 @@ def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None 
     """
     spec = _spec(name or settings.agents.backend or "extractive")
     if state_dir is None:
-        from papervault.workspace import Workspace
-
         state_dir = Workspace.resolve().state_dir
     a = settings.agents
     common = dict(retries=a.retries, backoff=a.backoff, breaker_failures=a.breaker_failures,

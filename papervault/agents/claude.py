@@ -81,7 +81,7 @@ class ClaudeBackend(Backend):
                      "export ANTHROPIC_API_KEY=... (or run `claude login`), or use the extractive backend")
 
     def options(self, task: Task, cwd: Path, stderr: list[str]):
-        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher  # deferred: the SDK takes ~0.35 s to import
 
         s = self.settings
         return ClaudeAgentOptions(
@@ -104,7 +104,7 @@ class ClaudeBackend(Backend):
 
     async def ask(self, task: Task) -> Reply:
         try:
-            from claude_agent_sdk import CLINotFoundError, ClaudeSDKError, ResultMessage, query
+            from claude_agent_sdk import CLINotFoundError, ClaudeSDKError, ResultMessage, query  # deferred: as above
         except ImportError:  # pragma: no cover - a dependency of papervault
             raise _fatal("the Claude Agent SDK is not installed", "pip install claude-agent-sdk") from None
         self._check_credentials({})
