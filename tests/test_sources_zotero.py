@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -194,3 +195,75 @@ def test_resolver_reports_zotero_problems_without_stopping(tmp_path):
 def test_html_to_markdown_plain_text():
     assert html_to_markdown("a &amp; b") == "a & b"
     assert html_to_markdown("<p>x<br>y</p>") == "x\ny"
+
+
+# A Zotero 7 note as its editor writes it: highlights and citations in spans with data attributes.
+ZOTERO7_NOTE = (
+    '<div data-schema-version="9"><h1>Reading notes</h1>'
+    '<p><span class="highlight" data-annotation="%7B%22pageLabel%22%3A%223%22%7D">“The log is the truth.”</span> '
+    '<span class="citation" data-citation="%7B%7D">(<span class="citation-item">Kreps, 2013, p. 3</span>)</span></p>'
+    '<p>Compare <strong>Kafka</strong> with <em>Bookkeeper</em>; see <a href="https://example.org/log">the post</a> '
+    'and <a href="zotero://select/library/items/ABCD1234">the item</a>.</p>'
+    '<h2>Questions</h2><ul><li>Does <code>acks=all</code> wait?<ul><li>nested</li></ul></li></ul>'
+    '<blockquote><p>A quoted passage.</p></blockquote>'
+    '<table><tr><th>metric</th><th>value</th></tr><tr><td>latency</td><td>2 ms</td></tr></table>'
+    '<p>one<br>two</p></div>')
+
+HOSTILE_NOTE = (
+    '<script>alert("script")</script><style>body {}</style>'
+    '<p onclick="alert(1)" style="color: red">text &lt;img src=x onerror=alert(2)&gt; and '
+    '[md link](javascript:alert(3)) and ![md image](https://beacon.example/md.png) and *stars* and a_b</p>'
+    '<p><img src="https://beacon.example/raw.png" alt="raw"> <a href="javascript:alert(4)">js</a> '
+    '<a href="data:text/html,x">data</a> <a href="https://ok.example/a b)c" title="t">ok</a> '
+    '<a href="https://x.example/&quot;onmouseover=&quot;alert(5)">q</a></p>'
+    '<svg onload="alert(6)"><image href="https://beacon.example/svg.png"/></svg>'
+    '<iframe src="https://beacon.example/frame"></iframe>'
+    '<pre>```\nfenced &lt;b&gt;\n```</pre>')
+
+
+def test_zotero_notes_become_safe_markdown(tmp_path, workspace_env, cli_run):
+    """A note as Zotero 7 writes it keeps its structure; a hostile one keeps its text and nothing else: no tag or
+    attribute, no script or style content, links only to http(s) and zotero://, no image, Markdown shown as text.
+    Through `papervault add --zotero`, into the paper's reader-notes.md."""
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    item, _ = z.item(title="The Log What Every Software Engineer Should Know", authors=[("Jay", "Kreps")],
+                     date="2013")
+    z.note(item, ZOTERO7_NOTE)
+    z.note(item, HOSTILE_NOTE)
+    att, _ = z.stored_pdf(item, "log.pdf", make_pdf("The Log What Every Software Engineer Should Know"))
+    z.annotation(att, "<img src=https://beacon.example/ann.png> [x](javascript:alert(7))", "**mine**", "4")
+    z.close()
+    cli_run(["init"])
+    cli_run(["add", "--zotero", str(tmp_path / "Zotero"), "-q"])
+    (reader,) = (workspace_env / "vault" / "papers").glob("*/reader-notes.md")
+    text = reader.read_text(encoding="utf-8")
+
+    assert "### Reading notes" in text and "#### Questions" in text
+    assert "“The log is the truth.” (Kreps, 2013, p. 3)" in text
+    assert ("Compare **Kafka** with *Bookkeeper*; see [the post](https://example.org/log) and "
+            "[the item](zotero://select/library/items/ABCD1234).") in text
+    assert "- Does `acks=all` wait?\n  - nested" in text
+    assert "> A quoted passage." in text
+    assert "| metric | value |\n| --- | --- |\n| latency | 2 ms |" in text
+    assert "one\ntwo" in text
+
+    outside_code = re.sub(r"(?s)````.*?````", "", text)
+    assert "<" not in outside_code.replace("&lt;", "")           # no tag, so no attribute either
+    assert "alert(\"script\")" not in text and "body {}" not in text and "alert(6)" not in text
+    assert "text &lt;img src=x onerror=alert(2)&gt; and" in text
+    assert r"\[md link\](javascript:alert(3)) and !\[md image\](https://beacon.example/md.png)" in text
+    assert r"\*stars\* and a\_b" in text
+    assert "beacon.example/raw.png" not in text and "svg.png" not in text and "frame" not in text
+    links = re.findall(r"(?<!\\)\[[^\]]*\]\(([^)]*)\)", text)
+    assert links and all(re.match(r"(https?|zotero)://", u) for u in links), links
+    assert "js data [ok](" in text                                # the bad links keep their text
+    assert "[ok](https://ok.example/a%20b%29c)" in text and "title" not in text
+    assert "[q](https://x.example/%22onmouseover=%22alert%285%29)" in text
+    assert "````\n```\nfenced <b>\n```\n````" in text         # code stays code: a longer fence around it
+    assert r"> &lt;img src=https://beacon.example/ann.png&gt; \[x\](javascript:alert(7)) (p. 4)" in text
+    assert r"\*\*mine\*\*" in text
+
+
+def test_note_conversion_keeps_plain_text_plain():
+    assert html_to_markdown("a &amp; b &lt;i&gt;") == "a & b &lt;i&gt;"
+    assert html_to_markdown("<p>a</p><p></p><p>b</p>") == "a\n\nb"

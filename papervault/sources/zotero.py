@@ -7,15 +7,18 @@ to a temporary folder and the copy is read; the user's files are never opened fo
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import html
 import os
 import re
 import shutil
 import sqlite3
 import tempfile
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import quote
+
+import nh3
 
 from papervault.errors import SourceError
 from papervault.models import SourceRecord
@@ -39,68 +42,76 @@ def default_data_dir() -> Path:
 
 
 # --- HTML notes to Markdown ----------------------------------------------------------------------
+#
+# A note is hostile (a shared library, a note pasted from a web page): it is first reduced by nh3 to the tags a note
+# needs, no attribute but a link's http(s)/zotero href, and no script or style content; markdownify then writes the
+# Markdown, with every text escaped (Markdown's own characters backslashed, `<` and `>` as entities), links only to
+# http(s) and zotero:// with the characters that could end a Markdown link percent-encoded, and no image at all (a
+# note's image would be loaded from wherever its URL points). Headings move two levels down, under the note's own.
 
-class _ToMarkdown(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.href: str | None = None
-        self.list_depth = 0
+NOTE_TAGS = {"p", "div", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "strong", "b", "em", "i",
+             "u", "s", "del", "sub", "sup", "code", "pre", "blockquote", "a", "table", "thead", "tbody", "tr", "td",
+             "th", "span"}
+LINK_SCHEMES = {"http", "https", "zotero"}
+_NOTE_CLEANER = nh3.Cleaner(tags=NOTE_TAGS, attributes={"a": {"href"}, "*": set()}, url_schemes=LINK_SCHEMES,
+                            link_rel=None, clean_content_tags={"script", "style"}, strip_comments=True)
+_LINK_SCHEME = re.compile(r"(?i)(https?|zotero)://")
+_URL_ENDS = re.compile(r"[\x00-\x20\x7f<>\"'`\\()\[\]]")
 
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag in ("p", "div", "blockquote", "pre", "table", "tr"):
-            self.out.append("\n\n")
-            if tag == "blockquote":
-                self.out.append("> ")
-        elif tag == "br":
-            self.out.append("\n")
-        elif re.fullmatch(r"h[1-6]", tag):
-            self.out.append("\n\n" + "#" * min(6, int(tag[1]) + 2) + " ")
-        elif tag in ("ul", "ol"):
-            self.list_depth += 1
-        elif tag == "li":
-            self.out.append("\n" + "  " * (self.list_depth - 1) + "- ")
-        elif tag in ("strong", "b"):
-            self.out.append("**")
-        elif tag in ("em", "i"):
-            self.out.append("*")
-        elif tag == "code":
-            self.out.append("`")
-        elif tag == "a":
-            self.href = a.get("href")
-            self.out.append("[")
 
-    def handle_endtag(self, tag):
-        if tag in ("strong", "b"):
-            self.out.append("**")
-        elif tag in ("em", "i"):
-            self.out.append("*")
-        elif tag == "code":
-            self.out.append("`")
-        elif tag in ("ul", "ol"):
-            self.list_depth = max(0, self.list_depth - 1)
-            self.out.append("\n")
-        elif tag == "a":
-            self.out.append(f"]({self.href})" if self.href else "]")
-            self.href = None
-        elif tag in ("p", "div", "blockquote", "pre") or re.fullmatch(r"h[1-6]", tag):
-            self.out.append("\n\n")
-        elif tag in ("td", "th"):
-            self.out.append(" | ")
+def markdown_text(text: str) -> str:
+    """Plain text as Markdown that shows it as written and holds no HTML: backslashes, `*`, `_`, brackets and
+    backticks escaped, `<` and `>` as entities."""
+    text = re.sub(r"([\\*_\[\]`])", r"\\\1", text)
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
-    def handle_data(self, data):
-        self.out.append(data)
+
+def _link(href: str | None) -> str | None:
+    """An http(s) or zotero:// URL fit for a Markdown link (what could end the link percent-encoded), or None."""
+    href = (href or "").strip()
+    if not _LINK_SCHEME.match(href):
+        return None
+    return _URL_ENDS.sub(lambda m: quote(m.group(0), safe=""), href)
+
+
+@functools.cache
+def _converter():
+    # deferred: markdownify loads BeautifulSoup (about 60 ms), wanted only once a note holds markup
+    import markdownify
+
+    class NoteConverter(markdownify.MarkdownConverter):
+        def escape(self, text, parent_tags):
+            return markdown_text(text) if text else ""
+
+        def convert_a(self, el, text, parent_tags):
+            href = _link(el.get("href"))
+            prefix, suffix, text = markdownify.chomp(text)
+            if not href or not text.strip():
+                return prefix + text + suffix
+            return f"{prefix}[{text}]({href}){suffix}"
+
+        def convert_hN(self, n, el, text, parent_tags):
+            return super().convert_hN(min(6, n + 2), el, text, parent_tags)
+
+        def convert_pre(self, el, text, parent_tags):
+            if not text.strip():
+                return ""
+            fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+            return f"\n\n{fence}\n{text.strip(chr(10))}\n{fence}\n\n"
+
+        def convert_img(self, el, text, parent_tags):
+            return ""
+
+    return NoteConverter(heading_style="ATX", bullets="-", autolinks=False)
 
 
 def html_to_markdown(note: str) -> str:
-    """A Zotero note (HTML) as Markdown: paragraphs, headings, lists, emphasis and links kept."""
+    """A Zotero note (HTML) as Markdown: paragraphs, headings, lists, emphasis, code, quotes, tables and links kept,
+    nothing else (see above)."""
     if "<" not in note:
-        return html.unescape(note).strip()
-    p = _ToMarkdown()
-    p.feed(note)
-    p.close()
-    text = "".join(p.out)
+        text = markdown_text(html.unescape(note))
+    else:
+        text = _converter().convert(_NOTE_CLEANER.clean(note))
     text = re.sub(r"[ \t]+\n", "\n", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
@@ -366,16 +377,18 @@ class _Library:
 
 
 def _annotations_markdown(title: str, rows) -> str:
-    """A PDF's annotations as one Markdown note: quoted highlights, comments, page labels, in reading order."""
-    lines = [f"#### Annotations on {title}"]
+    """A PDF's annotations as one Markdown note: quoted highlights, comments, page labels, in reading order; their
+    text is plain text, shown as written (`markdown_text`)."""
+    lines = [f"#### Annotations on {markdown_text(title)}"]
     for _, kind, text, comment, page, _sort in rows:
-        label = f" (p. {page})" if page else ""
+        label = f" (p. {markdown_text(str(page))})" if page else ""
         kind = ANNOTATION_TYPES.get(kind, "note")
-        if text:
+        text, comment = markdown_text(text or ""), markdown_text(comment or "")
+        if text.strip():
             lines.append("> " + text.strip().replace("\n", "\n> ") + label)
-            if comment:
+            if comment.strip():
                 lines.append(comment.strip())
-        elif comment:
+        elif comment.strip():
             lines.append(f"{comment.strip()}{label}")
         elif kind in ("image", "ink"):
             lines.append(f"({kind} annotation{label})")
