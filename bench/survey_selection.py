@@ -12,9 +12,11 @@ in a vault.
     python bench/survey_selection.py --root /work/bench-ws           # quality and selection time
     python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
     python bench/survey_selection.py --root /work/bench-ws --json
+    python bench/survey_selection.py --vault /work/bench-ws/ws200b --split tune --no-ablation   # while tuning
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
-PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed), `<root>/wslarge`
+PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
+108 records that three more PDFs cite, bench/survey_selection_refs2.csl.json, for the `heldout2` topics), `<root>/wslarge`
 (a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
 `<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
 missing from a vault are left out of its recall.
@@ -39,6 +41,10 @@ CSL = SHARED / "corpus" / "conference-20k.csl.json"
 PDFS = SHARED / "corpus" / "pdfs"
 GOLD = ROOT / "bench" / "survey_selection_gold.yaml"
 REFS = ROOT / "bench" / "survey_selection_refs.csl.json"   # the papers the shared PDFs cite (held-out topics)
+# ... and those three more shared PDFs cite (SoK: Eternal War in Memory, Liquid Types, the SZ compressor paper):
+# the fresh held-out topics (split heldout2), added to the 200-paper vault on top of its 200 papers
+REFS2 = ROOT / "bench" / "survey_selection_refs2.csl.json"
+SPLITS = ("tune", "heldout", "heldout2")
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
@@ -70,17 +76,21 @@ def gold_topics() -> list[dict]:
 def build(root: Path, only: str | None = None, size: int = 20000) -> None:
     """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
     only what the copy lacks)."""
-    records = json.loads(CSL.read_text(encoding="utf-8")) + json.loads(REFS.read_text(encoding="utf-8"))
+    refs2 = json.loads(REFS2.read_text(encoding="utf-8"))
+    records = json.loads(CSL.read_text(encoding="utf-8")) + json.loads(REFS.read_text(encoding="utf-8")) + refs2
     pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
     gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
     if only in (None, "200"):
         want: list[str] = []
+        extra = [r["id"] for r in refs2]
         for t in gold_topics():
-            want += [i for i in t["must"] if not i.startswith("pdf:")][:12]
+            if t.get("split") != "heldout2":     # (drawn as before the fresh held-out topics were added)
+                want += [i for i in t["must"] if not i.startswith("pdf:")][:12]
         want += [r["id"] for r in json.loads(REFS.read_text(encoding="utf-8"))]   # every paper the PDFs cite
         want = list(dict.fromkeys(want))
-        rest = sorted(r["id"] for r in records if r["id"] not in set(want))
+        rest = sorted(r["id"] for r in records if r["id"] not in set(want) and r["id"] not in set(extra))
         want += random.Random(200).sample(rest, max(0, SMALL - len(pdfs) - len(want)))
+        want += extra                            # every paper the three more PDFs cite, on top
         _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
     if only in (None, "large"):
         small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
@@ -128,7 +138,7 @@ def _mean(rows: list[dict], key: str) -> float | None:
 def _splits(rows: list[dict]) -> dict:
     """Mean recall and precision of the tune and of the held-out topics (bench/survey_selection_gold.yaml)."""
     out = {}
-    for split in ("tune", "heldout"):
+    for split in SPLITS:
         part = [r for r in rows if r["split"] == split]
         out[split] = {"topics": len(part), "recall": _mean(part, "recall"), "precision": _mean(part, "precision")}
     return out
@@ -230,13 +240,16 @@ def main() -> None:
     ap.add_argument("--large", type=Path, help="with --scale: the large vault (default: ROOT/wslarge)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-ablation", action="store_true", help="skip the runs with each signal switched off")
+    ap.add_argument("--split", action="append", choices=SPLITS,
+                    help="measure only the topics of this split (repeatable): tune while changing the selector, "
+                         "the held-out splits once at the end")
     args = ap.parse_args()
     os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
     sys.path.insert(0, str(ROOT))
     if args.build:
         build(args.build, args.only, args.size)
         return
-    topics = gold_topics()
+    topics = [t for t in gold_topics() if not args.split or t.get("split", "tune") in args.split]
     vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
     out = {"vaults": [quality(v, topics, not args.no_ablation) for v in vaults if (v / "papervault.toml").is_file()]}
     if args.scale:
@@ -256,11 +269,11 @@ def main() -> None:
             if m["topics"]:
                 print(f"{'mean ' + split:<31} {'':>5} {'':>5} {m['recall']:>7.2f} {m['precision']:>6.2f}")
         if "ablation" in v:
-            print(f"\n{'without':<12} {'tune recall':>12} {'prec':>6} {'held-out recall':>16} {'prec':>6}")
+            shown = [s for s in SPLITS if v["splits"][s]["topics"]]
+            print(f"\n{'without':<12} " + " ".join(f"{s + ' recall':>16} {'prec':>6}" for s in shown))
             for name, m in [("(nothing)", v["splits"]), *v["ablation"].items()]:
-                t, h = m["tune"], m["heldout"]
-                print(f"{name:<12} {t['recall'] or 0:>12.2f} {t['precision'] or 0:>6.2f} {h['recall'] or 0:>16.2f} "
-                      f"{h['precision'] or 0:>6.2f}")
+                print(f"{name:<12} " + " ".join(f"{m[s]['recall'] or 0:>16.2f} {m[s]['precision'] or 0:>6.2f}"
+                                                for s in shown))
     if "scale" in out:
         s = out["scale"]
         print(f"\nsurvey of “{s['topic']}”: {s['papers_large']} papers in the large vault, {s['wall_large']} s; "
