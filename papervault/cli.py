@@ -8,7 +8,9 @@ import sys
 import click
 
 from papervault import __version__
+from papervault.commands.common import filter_terminal_output
 from papervault.errors import PapervaultError
+from papervault.index.malloc import limit_arenas
 
 # (module, attribute) of every command; each module is one command group, imported when the CLI starts. A module
 # that fails to import stops the CLI with its traceback: an import error in papervault's own code is a bug.
@@ -45,8 +47,6 @@ COMMANDS = [
 @click.version_option(__version__, prog_name="papervault")
 def cli():
     """papervault: papers and their code, parsed once into a searchable, git-versioned research vault."""
-    from papervault.commands.common import filter_terminal_output
-
     filter_terminal_output()    # no text a command prints carries a terminal control sequence
 
 
@@ -56,8 +56,6 @@ for _module, _attr in COMMANDS:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: typed errors become one line on stderr, without a traceback."""
-    from papervault.index.malloc import limit_arenas
-
     limit_arenas()   # before any command starts LanceDB's or ONNX Runtime's threads (index/malloc.py)
     try:
         cli.main(args=argv, standalone_mode=False)

@@ -9,12 +9,14 @@ from pathlib import Path
 
 from papervault.errors import PapervaultError, UnsafePathError
 from papervault.models import PaperMeta
+from papervault.pages import from_pages_field
 # The note head is rewritten in vault/head.py (imports refresh it too); the names stay importable from here.
 from papervault.vault.head import refresh_head, refresh_note_head  # noqa: F401
 from papervault.workspace import Workspace
 from papervault.ids import READ_FROM_PDF, _ascii_word, last_name, make_key, normalize_title
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.limits import FIELD_CAPS, MAX_AUTHORS, MAX_AUTHOR_CHARS
+from papervault.vault.store import check_id
 
 EDITABLE = ("title", "authors", "year", "venue", "doi", "arxiv")
 
@@ -44,8 +46,6 @@ def edit_paper(ws: Workspace, pid: str, **changes) -> PaperMeta:
             prov["bib"] = "user"
         extra = {}
         if bib.get("pages") and meta.pages and not meta.page_labels:
-            from papervault.pages import from_pages_field
-
             extra["page_labels"] = from_pages_field(new_bib.get("pages"), meta.pages)
         meta = ws.vault.update_meta(pid, provenance=prov, bib=new_bib, **given, **extra)
         refresh_head(ws.vault, pid)
@@ -113,8 +113,6 @@ def _rewrite(text: str, old: str, new: str) -> str:
 def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
     """Rename paper `pid` everywhere in one commit: its folder (git mv), citations and links in notes and
     surveys, the surveys' bibliographies and the index; the old id stays in `aliases`, so `[@old]` resolves."""
-    from papervault.vault.store import check_id
-
     ws.require()
     with ws.write_lock("rekey"):
         vault = ws.vault
@@ -165,7 +163,7 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
         vault.commit(f"rekey {pid} -> {new}")
     indexed = False
     try:
-        from papervault.index.store import PaperIndex
+        from papervault.index.store import PaperIndex  # deferred: pyarrow, not at status's or MCP's start-up
 
         if ws.index_dir.exists():
             PaperIndex(ws).sync()

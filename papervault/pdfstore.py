@@ -23,6 +23,7 @@ from pathlib import Path
 from papervault.errors import InputError, NotFoundError, UnsafePathError
 from papervault.hashing import file_sha256, group_sha256
 from papervault.vault.paths import guard
+from papervault.vault.store import check_id
 
 SHA256 = re.compile(r"\A[0-9a-f]{64}\Z")
 
@@ -161,8 +162,6 @@ def _read_metas(vault, ids):
 def locate(ws, paper_id: str, page: int | None = None) -> dict:
     """Where a paper's PDF is and the `file://` URL that opens it at `page` (a PDF page, 1-based, as in the
     full text's `#page-N` anchors): `{"id", "pdf", "url", "page", "kept"}`. Raises NotFoundError / InputError."""
-    from papervault.vault.store import check_id
-
     check_id(paper_id)
     meta = ws.vault.read_meta(paper_id)
     path = require_pdf(ws, meta)

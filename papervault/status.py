@@ -15,7 +15,7 @@ NOT_INDEXED_SHOWN = 10   # ids named in the one-line index health (`not_indexed`
 
 
 def workspace_status(ws: Workspace) -> dict:
-    from papervault.index.embed import workspace_embed_settings
+    from papervault.index.embed import workspace_embed_settings  # deferred: pyarrow (~0.1 s), read on demand
 
     vault = ws.vault
     ids = vault.paper_ids()
@@ -38,7 +38,7 @@ def workspace_status(ws: Workspace) -> dict:
         "low_confidence": _doubtful(ws),
     }
     try:
-        from papervault.index.store import PaperIndex
+        from papervault.index.store import PaperIndex  # deferred: as above
 
         st = PaperIndex(ws).stats()
         out["chunks"] = st.get("chunks", 0)
@@ -61,7 +61,7 @@ def workspace_status(ws: Workspace) -> dict:
         out["fill"] = _fill_status(ws, st)
     except Exception as exc:  # status must answer even when the index is broken
         out["not_indexed"] = None           # unknown while the index cannot be read
-        from papervault.index.store import redact
+        from papervault.index.store import redact  # deferred: as above
 
         out["index_health"] = f"unavailable: {redact(' '.join(str(exc).split()), ws.settings.index.uri)[:300]}"
     return out

@@ -138,7 +138,7 @@ class Workspace:
 
     @cached_property
     def vault(self):
-        from papervault.vault.store import Vault
+        from papervault.vault.store import Vault  # deferred: GitPython (~40 ms); the CLI loads this module at start-up
 
         return Vault(self.vault_dir)
 
@@ -151,8 +151,7 @@ class Workspace:
         """Write `[embed]` keys that papervault.toml does not set yet (the model, its local path, multilingual),
         so every later command, the MCP server and Prefect workers use the model this workspace was built with,
         whatever their environment. Keys the file already sets are never changed. Returns what was written."""
-        from papervault.config import Settings
-        from papervault.vault.store import atomic_write
+        from papervault.vault.store import atomic_write  # deferred: as in `vault`
 
         text = self.config_path.read_text(encoding="utf-8") if self.config_path.exists() else ""
         try:
@@ -180,7 +179,7 @@ class Workspace:
              embed_model_path: str | None = None) -> tuple["Workspace", list[str]]:
         """Create (or complete) a workspace; never overwrites a file that exists. Returns what it created.
         `embed_model` / `embed_model_path` are recorded in papervault.toml's [embed] section."""
-        from papervault.vault.store import Vault
+        from papervault.vault.store import Vault  # deferred: as in `vault`
 
         ws = cls(root)
         created: list[str] = []

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from papervault.config import IndexSettings
 from papervault.models import Chunk, PaperMeta
 from papervault.vault import paper as paper_md
+from papervault.vault.reader import parse as parse_reader_notes
 
 CHUNKER_VERSION = "paper-2"   # 2: read through papervault.vault.paper (HTML tables, escaped captions); ids unversioned
 
@@ -261,8 +262,6 @@ def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexS
             add("note", piece, path)
 
     if reader_notes.strip():
-        from papervault.vault.reader import parse as parse_reader_notes
-
         for entry in parse_reader_notes(reader_notes, meta.page_labels):
             text = entry.text + (f"\n\n{entry.comment}" if entry.comment else "")
             extra = {"kind": entry.kind, **({"page_label": entry.page_label} if entry.page_label else {})}

@@ -280,7 +280,7 @@ class PaperMd:
 
 @lru_cache(maxsize=1)
 def _parser():
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # deferred: ~20 ms, and the MCP server loads this module at start-up
 
     # html on only to see the page anchors as tokens; nothing read here is rendered.
     return MarkdownIt("commonmark", {"html": True}).enable("table")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -90,8 +91,6 @@ def sync_files(path: Path) -> None:
     """Flush the file system holding `path` to disk (syncfs on Linux, sync elsewhere): one call makes a whole
     batch of unsynced writes durable, instead of an fsync per file."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         fd = os.open(path, os.O_RDONLY)
         try:
