@@ -156,8 +156,6 @@ def _similarities(query: str, texts: list[str], embedder) -> tuple[list[float], 
     """Query-to-document and document-to-document similarities, by embeddings or (fallback) TF-IDF."""
     if embedder is not None:
         try:
-            import numpy as np
-
             docs = embedder.embed(texts)
             q = embedder.embed_query(query)
             rel = [float(x) for x in docs @ q]
@@ -245,7 +243,7 @@ def search(query: str, max_results: int, settings, *, embedder=None, pool: int |
 def _default_embedder(settings):
     """The workspace's embedding model when it can load offline; None means the TF-IDF fallback."""
     try:
-        from papervault.index.embed import Embedder
+        from papervault.index.embed import Embedder  # deferred: pyarrow and the model, only to rank a search
 
         emb = Embedder(settings.embed)
         emb.model   # noqa: B018  (loads now, so a failure falls back here rather than mid-ranking)

@@ -23,7 +23,7 @@ def is_supplement(path: str | Path) -> bool:
 
 def _pages(path: str) -> int:
     try:
-        import pymupdf
+        import pymupdf  # deferred: PyMuPDF (~60 ms) only to count a PDF's pages; `add x.bib` needs none
 
         with pymupdf.open(path) as doc:
             return doc.page_count

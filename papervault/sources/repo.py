@@ -25,6 +25,7 @@ import jinja2
 from papervault.chunking.code import (CodeChunk, RepoSummary, chunk_file, detect_language, link_calls,
                                       repository_chunk, summarize_repo, BUILD_FILES)
 from papervault.errors import NotFoundError, SourceError
+from papervault.index.code import CodeIndex, chunk_from_row
 from papervault.vault import frontmatter
 from papervault.vault.store import ID_PATTERN
 from papervault.wording import plural
@@ -269,8 +270,6 @@ def link_new_papers(workspace, paper_ids: list[str]) -> tuple[list[dict], list[P
     vault = workspace.vault
     if not paper_ids or not any(vault.code_dir.glob("*.md")):
         return [], []              # no repository was ever added: the index is not even opened
-    from papervault.index.code import CodeIndex
-
     index = CodeIndex(workspace)
     known = index.known_remotes()
     if not known:
@@ -396,8 +395,6 @@ def add_repo(workspace, target: str, *, papers: list[str] | tuple[str, ...] = ()
         with workspace.write_lock("add-repo"):
             return add_repo(workspace, target, papers=papers, name=name, rebuild=rebuild, lock=False,
                             embedder=embedder, progress=progress)
-    from papervault.index.code import CodeIndex
-
     vault = workspace.vault
     for pid in papers:
         if not vault.has_paper(pid):
@@ -445,8 +442,6 @@ def _index_files(index, src: RepoSource, report: AddRepoReport, *, every_file: b
                  progress: Progress | None = None) -> tuple[RepoSummary, list[CodeChunk]]:
     """Chunk the repository's changed files (all of them with `every_file`) and bring its rows in line;
     returns its summary and all its chunks. Fills the report's file lists and counts."""
-    from papervault.index.code import chunk_from_row
-
     paths = list_files(src)
     files = read_files(src, paths, report.warnings)
     code_files = [f for f in files if f.language]
@@ -545,8 +540,6 @@ def rechunk_code(workspace, *, index=None, embedder=None, progress: Progress | N
 
     A repository whose checkout is gone keeps its rows as they are and is named in `skipped`; the next run
     tries again."""
-    from papervault.index.code import CodeIndex
-
     index = index or CodeIndex(workspace, embedder)
     tbl = index.table()                 # another embedding model raises: that one needs `--rebuild`
     why = index.rechunk_needed(tbl)

@@ -20,6 +20,8 @@ from papervault.sources.csl import read_csl, record_from_csl
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import records_from_paths
 from papervault.sources.problems import SourceProblem
+from papervault.sources.zotero import read_library
+from papervault.workspace import Workspace
 
 log = logging.getLogger(__name__)
 _UNSET = object()
@@ -106,8 +108,6 @@ def fetch_pdf(record: SourceRecord, settings, dest_dir: Path) -> SourceRecord:
 
 def _download_dir(settings, workspace) -> Path:
     if workspace is None:
-        from papervault.workspace import Workspace
-
         workspace = Workspace.resolve()
     return Path(workspace.cache_dir) / "downloads"
 
@@ -176,8 +176,6 @@ def records_from_inputs(inputs: list[str], settings, *, workspace=None, zotero=_
                 yield SourceProblem(raw, f"arXiv has no paper {ax}; check the id")
 
     if zotero is not _UNSET:
-        from papervault.sources.zotero import read_library
-
         data_dir = zotero or settings.zotero.data_dir
         try:
             yield from read_library(data_dir, collection=collection, since=since,

@@ -18,7 +18,9 @@ import tempfile
 
 import jinja2
 
+from papervault.agents import get_backend
 from papervault.agents.base import Backend, Task, Usage
+from papervault.config import Settings
 from papervault.agents.paperdoc import PaperDoc, normalise, read_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.models import PaperMeta
@@ -377,13 +379,8 @@ def worker_backend(backend: str, settings: dict, state_dir: str | None) -> Backe
     temporary one."""
     key = (backend, repr(sorted(settings.items())), state_dir)
     if key not in _WORKER_BACKENDS:
-        from papervault.agents import get_backend
-        from papervault.config import Settings
-
         state = Path(state_dir) if state_dir and Path(state_dir).is_dir() else None
         if state is None:
-            import tempfile
-
             state = Path(tempfile.mkdtemp(prefix="papervault-worker-"))
         _WORKER_BACKENDS[key] = get_backend(backend, Settings(settings), state_dir=state)
     return _WORKER_BACKENDS[key]

@@ -37,8 +37,8 @@ class CitationGraph:
 
 def reference_list(fulltext: str) -> str:
     """A paper's reference list as one line, line-break hyphenation joined ("dis- tributed")."""
-    from papervault.agents.otherwork import _dehyphen
-    from papervault.agents.otherwork import references_text
+    # deferred: the agents package (tenacity, pydantic models, ~0.1 s), not at the MCP server's start-up
+    from papervault.agents.otherwork import _dehyphen, references_text
 
     return _dehyphen(" ".join(references_text(fulltext).split()))
 
@@ -109,7 +109,7 @@ class Reference:
 def reference_lines(fulltext: str) -> list[Reference]:
     """The entries of a paper's reference list with their pages: each paragraph after the references heading,
     split at `[n]` markers when it holds several, line-break hyphenation joined."""
-    from papervault.agents.otherwork import _dehyphen
+    from papervault.agents.otherwork import _dehyphen  # deferred: as in reference_list
 
     doc = paper_md.read(fulltext)
     start = doc.references_start

@@ -164,7 +164,7 @@ def rank_sentences(query: str, candidates: list[Passage], *, limit: int = 5, onl
 def index_passages(ws, paper_id: str, query: str, *, limit: int = 5) -> list[Passage]:
     """Passages of one paper retrieved from the index for `query`; [] when the index cannot answer."""
     try:
-        from papervault.index.search import search
+        from papervault.index.search import search  # deferred: pyarrow; polish and export need no index
     except ImportError:
         return []
     try:
@@ -196,8 +196,6 @@ def best_support(claim: str, paper_id: str, fulltext: str, *, ws=None, limit: in
 
     best = scored(rank_sentences(claim, paper_sentences(paper_id, fulltext), limit=limit, only_quotable=False), None)
     if ws is not None and (enough is None or best is None or best.score < enough):
-        from papervault.agents.otherwork import other_work
-
         title = read_paper(fulltext).title
         pool = []
         for hit in index_passages(ws, paper_id, claim, limit=limit):

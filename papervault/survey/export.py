@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import jinja2
+import yaml
 
 from papervault.survey.papers import SurveyPaper
 from papervault.ids import last_name
+from papervault.survey.polish import cite_keys
 from papervault.templating import environment as template_environment
 
 
@@ -145,8 +147,6 @@ def csl_json(papers: Iterable[SurveyPaper]) -> list[dict[str, Any]]:
 
 def yaml_header(title: str, slug: str, extra: dict[str, Any] | None = None) -> str:
     """The Pandoc metadata block: title, both bibliographies, linked citations."""
-    import yaml
-
     meta = {"title": title, "survey": slug, "bibliography": ["references.bib"], "link-citations": True,
             "reference-section-title": "References"}
     meta.update(extra or {})
@@ -162,6 +162,4 @@ def assemble(topic: str, sections: list[tuple[str, str]]) -> str:
 
 
 def citations(markdown: str) -> list[str]:
-    from papervault.survey.polish import cite_keys
-
     return cite_keys(markdown)

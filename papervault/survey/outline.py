@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from papervault.survey.correlate import Correlation
+from papervault.survey.export import render
 from papervault.survey.papers import SurveyPaper
 from papervault.vault import frontmatter
 
@@ -67,8 +68,6 @@ def make_outline(topic: str, correlation: Correlation, papers: list[SurveyPaper]
 
 def render_body(outline: Outline, template_dir=None) -> str:
     """The editable body of `outline.md`, from the `outline.md.j2` template."""
-    from papervault.survey.export import render
-
     return render("outline.md.j2", template_dir, outline=outline).rstrip() + "\n"
 
 
