@@ -256,3 +256,44 @@ def test_every_listed_paper_says_what_its_score_rests_on(citing_vault, cli_run):
                for b in listed.values()), listed
     assert all(listed[p].splitlines()[0].endswith(("on its full text", "on its title and abstract"))
                for p in CONSENSUS if p in listed)
+
+
+CITED_ONCE = {   # cited by one core paper only (no citation evidence); title-only records below the near-miss window
+    "ricciardi1991membership": "Membership protocols for process groups",
+    "lynch1989hundred": "A hundred impossibility proofs for distributed computing",
+}
+
+
+def test_a_paper_the_core_cites_that_names_a_rare_topic_word_is_linked_from_further_down(tmp_path, cli_run,
+                                                                                          model_dir, corpus_dir):
+    """One of the topic's surest papers cites two records known only by their titles, both far below the cut-off
+    and cited by no other paper (so no citation evidence): the one whose title names one of the topic's rarer
+    words is chosen with the link as its reason, the other stays out. (Rarer among this vault's titles: every
+    paper of the field says "consensus", "replicated", "state machines"; only that record says "protocols".)"""
+    from conftest import without_multilingual
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    without_multilingual(ws_path)
+    ws = Workspace(ws_path).require()
+    for k, (pid, (title, abstract)) in enumerate(CONSENSUS.items()):
+        _paper(ws.vault, pid, title, abstract,
+               f"## 1 Introduction\n\n{abstract}\n" + (_refs(*CITED_ONCE.values()) if k == 0 else ""))
+    for pid, title in CITED_ONCE.items():
+        _paper(ws.vault, pid, title, None, None, 1985)
+    for k, (title, abstract) in enumerate(OTHER_TOPICS):
+        _paper(ws.vault, f"other{k:02d}", title, abstract, f"## 1 Introduction\n\n{abstract}\n")
+    ws.vault.commit("add: test papers")
+    cli_run(["index", "-q", "--workspace", ws_path])
+
+    selector = TopicSelector(Workspace(ws_path).require())
+    narrow = selector.select(TOPIC, without=("wide",))
+    assert "ricciardi1991membership" not in narrow.ids, narrow.ids
+    got = selector.select(TOPIC)
+    assert "ricciardi1991membership" in got.ids, (got.ids, got.cutoff, [(c.id, c.score) for c in got.near])
+    assert "lynch1989hundred" not in got.ids, got.ids
+    assert not any(p.startswith("other") for p in got.ids), got.ids
+    link = next(c for c in got.selected if c.id == "ricciardi1991membership").links[0]
+    assert link.other == "ongaro2014consensus" and "protocols" in link.text, link

@@ -23,6 +23,9 @@
    with the link as its reason. A near miss that names none of the topic's words (step 3) is linked only when
    a core paper cites it ("Bigtable: A Distributed Storage System ..." for "data stores": the words differ,
    the core's reference list says it belongs).
+   Further down (to `WIDE_FRACTION` of the cut-off's margin), a paper a core paper cites is linked in when its
+   title or abstract names one of the topic's rarer words (rarity among the vault's titles): "Generalized
+   Isolation Level Definitions", which Elle cites, for "checking transactional isolation anomalies".
 5. **Citation evidence**: a field's canonical papers are often named by a method, a system or a metaphor
    ("Paxos", "The Part-Time Parliament"), not by the topic, and score low on their own; everyone on the topic
    cites them. A vault paper that several of the selected papers cite (`CITE_SEVERAL`), or at least two and half
@@ -76,6 +79,8 @@ NEAR_SHOWN = 15         # near misses listed in selection.md
 CITED_SHOWN = 40        # ... and near misses by citation evidence (cited by a selected paper, not chosen)
 PASSAGES = 2            # passages given as a selected paper's reason
 LINK_READS = 60         # at most this many near-miss papers' reference lists are read for links
+WIDE_FRACTION = 0.5     # a paper a core paper cites, naming one of the topic's rarer words, may stand this far
+                        # down (fraction of the cut-off's margin over the median) and still be linked in
 # Citation evidence. Set before the held-out topics were added (bench/survey_selection_gold.yaml) and not changed
 # after measuring them.
 CITE_MIN = 2            # a paper enters by citations when at least this many selected papers cite it ...
@@ -87,7 +92,7 @@ CITE_LIFT = 3.0         # and the selected papers cite it this many times as oft
 # its abstract: this many words after the title and author lines make an abstract.
 ABSTRACT_WORDS = 12
 TITLE_ONLY, ABSTRACT, FULL_TEXT = "title only", "title and abstract", "full text"
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific")   # `without` switches off
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -420,6 +425,10 @@ class TopicSelector:
         core_cut = median + FEEDBACK_FRACTION * (best - median)
         core = [c for c in selected if c.score >= core_cut][:FEEDBACK_DOCS] or selected[:1]
         added = self._links(core, near, {self.ids[i] for i in off_topic}) if "links" not in without else []
+        if "links" not in without and "wide" not in without:
+            taken = {c.id for c in selected} | {c.id for c in added} | excluded
+            added += self._wide(topic, core, order, score, median + WIDE_FRACTION * (cutoff - median), taken,
+                                near, cand)
         if added:
             got = {c.id for c in added}
             selected = sorted(selected + added, key=lambda c: -c.score)
@@ -606,6 +615,53 @@ class TopicSelector:
                     r.text = own[r.other]
 
     # --- citation links ------------------------------------------------------------------------------
+
+    def _rare_forms(self, topic: str) -> set[str]:
+        """The spellings of the topic's rarer words: those whose rarity among the vault's titles is at least the
+        median rarity of the topic's words ("isolation", "anomalies" in "checking transactional isolation
+        anomalies in databases", not "databases")."""
+        _, variants = self._title_match(topic)
+        vocab, n = self._title_vocab, len(self.ids)
+        weighed = [(math.log((n + 1) / (sum(vocab.get(w, 0) for w in forms) + 1)), forms) for _, forms in variants]
+        if not weighed:
+            return set()
+        mid = float(np.median([w for w, _ in weighed]))
+        return {f for w, forms in weighed if w >= mid for f in forms}
+
+    def _wide(self, topic: str, core: list[Candidate], order: list[int], score: np.ndarray, floor: float,
+              taken: set[str], near: list[Candidate], cand) -> list[Candidate]:
+        """Papers below the near-miss window that a core paper's reference list names and whose title or abstract
+        names one of the topic's rarer words ("Generalized Isolation Level Definitions", which Elle cites, for
+        "checking transactional isolation anomalies"): the topic's surest paper vouches for it and its own words
+        say which part of that paper's references it is. Down to `floor` (WIDE_FRACTION of the cut-off's
+        margin)."""
+        g = self.graph()
+        readers = [c for c in core if c.id in g.with_refs]
+        if not readers:
+            return []
+        rare = self._rare_forms(topic)
+        if not rare:
+            return []
+        near_by_id = {c.id: c for c in near}
+        out: list[Candidate] = []
+        for i in order:
+            if score[i] < floor:
+                break
+            pid = self.ids[i]
+            if pid in taken:
+                continue
+            by = [c.id for c in readers if pid in g.cites.get(c.id, ())]
+            if not by:
+                continue
+            if rare.isdisjoint(_words(f"{self.titles[i] or ''} {self.texts[i] or ''}")):
+                continue
+            c = near_by_id.get(pid) or cand(i)
+            c.links.append(Reason("cited", "its reference list names it; it names the topic's rarer words "
+                                  + ", ".join(sorted(rare & set(_words(f"{self.titles[i] or ''} {self.texts[i] or ''}")))),
+                                  other=by[0]))
+            out.append(c)
+        return out
+
 
     def _links(self, selected: list[Candidate], near: list[Candidate], unspecific: set[str] = frozenset()
                ) -> list[Candidate]:
