@@ -3,10 +3,12 @@ the library never imports its front ends, parsing knows nothing of retrieval or 
 no survey and no index, lookups never start a flow, and the package, the index, the site and the survey are each
 layered (every package and subpackage, exhaustively: a module no layer names is a failure), so no import
 (function-local ones included) makes a cycle. A second run on a copy with one violation per contract shows that
-each contract really catches what it forbids."""
+each contract really catches what it forbids. And no import hides inside a function without a comment saying what
+it defers and why."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -67,3 +69,96 @@ def test_each_contract_catches_a_violation(tmp_path):
     assert "0 kept, 16 broken" in r.stdout, r.stdout[-4000:]
     for rel in violations:
         assert rel.removesuffix(".py").replace("/", ".") in r.stdout
+
+
+# Files whose function-local imports are not yet moved to the top or commented: they were being changed for other
+# work when the rest were done. Whoever next changes one of them does its imports and takes it off this list.
+UNCOMMENTED_LOCAL_IMPORTS_TO_DO = {
+    "papervault/app/inbox.py", "papervault/app/sync.py", "papervault/ingest.py",
+    "papervault/site/build.py", "papervault/site/citemap.py", "papervault/site/stage.py", "papervault/site/zensical.py",
+    "papervault/survey/select.py", "papervault/survey/topic.py",
+}
+
+
+def uncommented_local_imports(path: Path) -> list[str]:
+    """`line: statement` for each import inside a function with no comment on its lines or a comment line just
+    above it. A comment above the first of adjacent imports covers the group; `if TYPE_CHECKING:` blocks are
+    not imports."""
+    src = path.read_text(encoding="utf-8")
+    lines = src.splitlines()
+    if not any(line[:1].isspace() and line.lstrip().startswith(("import ", "from ")) for line in lines):
+        return []       # no indented import at all
+
+    def commented(node: ast.stmt) -> bool:
+        # an import statement holds no string, so a `#` on its lines starts a comment
+        own = any("#" in lines[n - 1] for n in range(node.lineno, node.end_lineno + 1))
+        return own or (node.lineno > 1 and lines[node.lineno - 2].lstrip().startswith("#"))
+
+    def type_checking(node: ast.AST) -> bool:
+        test = getattr(node, "test", None)
+        return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                             or getattr(test, "attr", None) == "TYPE_CHECKING")
+
+    found: list[str] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        # only the lists of statements: an import statement never sits inside an expression
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            covered = False        # the previous statement of this list is an import with its comment
+            for child in getattr(node, field, None) or []:
+                if not isinstance(child, ast.AST) or type_checking(child):
+                    covered = False
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    if in_function:
+                        covered = covered or commented(child)
+                        if not covered:
+                            found.append(f"{child.lineno}: {ast.unparse(child)}")
+                    continue
+                covered = False
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(ast.parse(src), False)
+    return found
+
+
+def test_every_function_local_import_says_why_it_is_deferred():
+    # An import inside a function is either a cycle in disguise (the contracts above forbid those) or deliberate:
+    # a heavy or optional dependency (LanceDB, PyMuPDF, Prefect, fastembed, mkdocs, ...) kept out of a light path
+    # such as `papervault --help`, the MCP server's start-up or `status`. The comment says which; anything cheap
+    # goes to the top of its module.
+    offenders, done = [], []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            found = uncommented_local_imports(path)
+            if rel in UNCOMMENTED_LOCAL_IMPORTS_TO_DO:
+                if not found:
+                    done.append(rel)
+                continue
+            offenders += [f"{rel}:{line}" for line in found]
+    assert not offenders, ("function-local imports without a comment (move them to the top of the module, or say "
+                           "what they defer and why):\n" + "\n".join(offenders))
+    assert not done, f"no uncommented local imports left, take them off UNCOMMENTED_LOCAL_IMPORTS_TO_DO: {done}"
+
+
+def test_the_local_import_check_sees_an_uncommented_import(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import json\n\n\n"
+                    "def f():\n"
+                    "    # deferred: heavy\n"
+                    "    import lancedb\n"
+                    "    import pyarrow\n\n"
+                    "    x = 1\n"
+                    "    import numpy\n"
+                    "    if x:\n"
+                    "        from os import path  # deferred: the reason\n"
+                    "        from re import sub\n"
+                    "    def g():\n"
+                    "        from a import (b,\n"
+                    "                       c)  # deferred: the reason\n"
+                    "        import d\n"
+                    "    import e\n"
+                    "    if TYPE_CHECKING:\n"
+                    "        import f\n", encoding="utf-8")
+    assert uncommented_local_imports(path) == ["10: import numpy", "18: import e"]
