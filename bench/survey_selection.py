@@ -12,11 +12,12 @@ in a vault.
     python bench/survey_selection.py --root /work/bench-ws           # quality and selection time
     python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
     python bench/survey_selection.py --root /work/bench-ws --json
-    python bench/survey_selection.py --vault /work/bench-ws/ws200b --split tune --no-ablation   # while tuning
+    python bench/survey_selection.py --vault /work/bench-ws/ws200c --split tune --no-ablation   # while tuning
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
-108 records that three more PDFs cite, bench/survey_selection_refs2.csl.json, for the `heldout2` topics), `<root>/wslarge`
+108 records that three more PDFs cite, bench/survey_selection_refs2.csl.json, for the former `heldout2` topics, and
+the 124 that three more cite, bench/survey_selection_refs3.csl.json, for the `heldout3` topics), `<root>/wslarge`
 (a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
 `<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
 missing from a vault are left out of its recall.
@@ -44,7 +45,10 @@ REFS = ROOT / "bench" / "survey_selection_refs.csl.json"   # the papers the shar
 # ... and those three more shared PDFs cite (SoK: Eternal War in Memory, Liquid Types, the SZ compressor paper):
 # the fresh held-out topics (split heldout2), added to the 200-paper vault on top of its 200 papers
 REFS2 = ROOT / "bench" / "survey_selection_refs2.csl.json"
-SPLITS = ("tune", "heldout", "heldout2")
+# ... and those three more cite (A Practical Optional Type System for Clojure, A Sparse Johnson-Lindenstrauss
+# Transform, ASAP): the heldout3 topics, added on top as well
+REFS3 = ROOT / "bench" / "survey_selection_refs3.csl.json"
+SPLITS = ("tune", "heldout", "heldout2", "heldout3")
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
@@ -76,7 +80,7 @@ def gold_topics() -> list[dict]:
 def build(root: Path, only: str | None = None, size: int = 20000) -> None:
     """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
     only what the copy lacks)."""
-    refs2 = json.loads(REFS2.read_text(encoding="utf-8"))
+    refs2 = json.loads(REFS2.read_text(encoding="utf-8")) + json.loads(REFS3.read_text(encoding="utf-8"))
     records = json.loads(CSL.read_text(encoding="utf-8")) + json.loads(REFS.read_text(encoding="utf-8")) + refs2
     pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
     gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
@@ -84,13 +88,13 @@ def build(root: Path, only: str | None = None, size: int = 20000) -> None:
         want: list[str] = []
         extra = [r["id"] for r in refs2]
         for t in gold_topics():
-            if t.get("split") != "heldout2":     # (drawn as before the fresh held-out topics were added)
-                want += [i for i in t["must"] if not i.startswith("pdf:")][:12]
+            # (drawn as before the fresh held-out topics were added: their records come on top)
+            want += [i for i in t["must"] if not i.startswith("pdf:") and i not in set(extra)][:12]
         want += [r["id"] for r in json.loads(REFS.read_text(encoding="utf-8"))]   # every paper the PDFs cite
         want = list(dict.fromkeys(want))
         rest = sorted(r["id"] for r in records if r["id"] not in set(want) and r["id"] not in set(extra))
         want += random.Random(200).sample(rest, max(0, SMALL - len(pdfs) - len(want)))
-        want += extra                            # every paper the three more PDFs cite, on top
+        want += extra                            # every paper the six more PDFs cite, on top
         _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
     if only in (None, "large"):
         small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
