@@ -13,20 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from papervault.errors import ParseError, PapervaultError
+import git
+
+from papervault import pages
+from papervault.errors import ParseError, PapervaultError, WorkspaceError
 from papervault.hashing import file_sha256, group_sha256
 from papervault.identity import refresh_head
-from papervault.models import PaperMeta, ParsedPaper, SourceRecord
-from papervault.pdfstore import keep, kept
-from papervault.timing import phase
-from papervault.wording import plural
-from papervault.workspace import Workspace
-from papervault import pages
-from papervault.errors import WorkspaceError
 from papervault.ids import make_key
+from papervault.models import PaperMeta, ParsedPaper, SourceRecord
+from papervault.pdfstore import backfill, keep, kept
 from papervault.sources.catalog import Catalog
 from papervault.sources.limits import cap_record
 from papervault.sources.problems import SourceProblem
+from papervault.timing import phase
+from papervault.vault.frontmatter import body_hash
+from papervault.vault.journal import Journal
+from papervault.vault.store import Vault, sync_files
+from papervault.wording import plural
+from papervault.workspace import Workspace
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
 # Records between two vault commits of a big import (`[sources] commit_every`, default 4096). A commit makes a
@@ -76,6 +80,7 @@ class AddReport:
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
+    # deferred: the readers and the web client (httpx) load only when records are read, not for `list`/`show`
     from papervault.sources.resolve import records_from_inputs
 
     for item in records_from_inputs(inputs, ws.settings, workspace=ws, **options):
@@ -141,7 +146,6 @@ class Ingest:
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
                  reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None):
-        from papervault.vault.store import Vault
 
         self.ws = ws
         self.vault = Vault(ws.vault.root, fsync=False)
@@ -163,14 +167,13 @@ class Ingest:
         self.touched: list[Path] = []
         self.code_paths: list[Path] = []     # code notes rewritten because a new paper links to their repository
         self.pending: list[tuple[str, str]] = []   # (paper id, source) written in this batch, to analyse
-        from papervault.vault.journal import Journal
 
         self.journal = Journal(ws.state_dir / "journal" / "add", self.vault, fsync=False)
 
     @property
     def backend(self):
         if self._backend is None:
-            from papervault.agents import get_backend
+            from papervault.agents import get_backend  # deferred: a model backend loads only when papers are analysed
 
             self._backend = get_backend(self.backend_name, self.ws.settings, state_dir=self.ws.state_dir)
         return self._backend
@@ -178,7 +181,7 @@ class Ingest:
     # --- stages ----------------------------------------------------------------------------------
 
     def parse(self, records: list[SourceRecord]) -> dict[str, ParsedPaper | ParseError]:
-        from papervault.parse.batch import parse_many
+        from papervault.parse.batch import parse_many  # deferred: PyMuPDF loads only when PDFs are parsed
 
         paths = [r.pdfs[0] for r in records if r.pdfs]
         if not paths:
@@ -284,6 +287,7 @@ class Ingest:
         match = self.dedup.find(rec)
         if match and self.vault.has_paper(match.paper_id) and self.vault.read_meta(match.paper_id).sha256:
             return rec
+        # deferred: the web client (httpx) loads only when a PDF is fetched
         from papervault.sources.resolve import fetch_pdf
 
         try:
@@ -370,7 +374,6 @@ class Ingest:
 
     def _store(self, meta: PaperMeta, rec: SourceRecord, parsed: ParsedPaper | None, sha: str | None) -> None:
         """Copy nothing, write the full text and figures, then the note (analysed by the backend)."""
-        from papervault.vault.frontmatter import body_hash
 
         pid = meta.id
         self.journal.touch(pid)
@@ -422,6 +425,7 @@ class Ingest:
         once); a paper whose analysis fails is reported as a problem and not counted as added."""
         if not self.pending:
             return
+        # deferred: the analysis stage and its backends load only when papers are analysed
         from papervault.survey.analyse import analyse_elsewhere, analyse_papers
 
         pending, self.pending = self.pending, []
@@ -448,7 +452,6 @@ class Ingest:
 
     def keep_pdfs(self) -> None:
         """Papers added before the workspace kept PDFs get their copy now, when the original is still there."""
-        from papervault.pdfstore import backfill, kept
 
         # Only papers with files and a hash can gain a PDF: the catalog names them, no note is read for the rest.
         ids = [pid for pid, pdf in self.catalog.pdf_candidates() if kept(self.ws.root, pdf) is None]
@@ -465,7 +468,7 @@ class Ingest:
     def link_code(self) -> None:
         """Link the papers of this run to repositories already indexed whose URLs their text names
         (see `papervault.sources.repo.link_new_papers`); the code notes it rewrites join this run's commit."""
-        from papervault.sources.repo import link_new_papers
+        from papervault.sources.repo import link_new_papers  # deferred: code linking loads tree-sitter and pyarrow
 
         ids = list(dict.fromkeys([*self.report.added, *(m["id"] for m in self.report.merged)]))
         try:
@@ -511,7 +514,6 @@ class Ingest:
         if final and r.problems:
             msg += f"\n\n{plural(len(r.problems), 'input')} not imported:\n" + "\n".join(
                 f"- {p.source}: {p.error}" for p in r.problems[:50])
-        from papervault.vault.store import sync_files
 
         # The run's files were written without an fsync each: one sync of the file system makes them durable
         # before the commit that records them.
@@ -565,9 +567,7 @@ def sync_job(ws: Workspace, what: str):
 
 def recover(ws: Workspace) -> list[str]:
     """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
-    import git
 
-    from papervault.vault.journal import Journal
 
     try:
         return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()

@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from papervault.errors import InputError
-from papervault.workspace import Workspace
 from papervault.app.indexing import update_index_reported as update_index
 from papervault.app.syncstate import ingest_records as _ingest, sync_dir
-from papervault.errors import PapervaultError
+from papervault.errors import InputError, PapervaultError
 from papervault.models import SourceRecord
 from papervault.sources import arxiv
 from papervault.sources.dedup import normalize_arxiv
+from papervault.vault.store import atomic_write
+from papervault.workspace import Workspace
 
 W_QUERY, W_VAULT, W_RECENT = 0.6, 0.2, 0.2
 VAULT_SAMPLE = 3000         # vault papers compared with a candidate (the most recently updated)
@@ -45,8 +45,6 @@ def load(ws: Workspace) -> dict:
 
 
 def save(ws: Workspace, data: dict) -> None:
-    from papervault.vault.store import atomic_write
-
     sync_dir(ws).mkdir(parents=True, exist_ok=True)
     atomic_write(_path(ws), json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1))
 
@@ -68,15 +66,13 @@ def vault_arxiv(ws: Workspace) -> tuple[set[str], list[tuple[str, str]]]:
 
 def closeness(candidates: list[str], vault: list[tuple[str, str]]) -> list[tuple[float, str | None]]:
     """For each candidate text, its highest TF-IDF similarity to a vault paper, and that paper."""
-    from papervault.sources.arxiv import _cos, _lexical_vectors
-
     if not vault:
         return [(0.0, None)] * len(candidates)
-    vecs = _lexical_vectors(candidates + [t for _, t in vault])
+    vecs = arxiv._lexical_vectors(candidates + [t for _, t in vault])
     cand, docs = vecs[:len(candidates)], vecs[len(candidates):]
     out = []
     for c in cand:
-        best = max(((_cos(c, d), vault[i][0]) for i, d in enumerate(docs)), default=(0.0, None))
+        best = max(((arxiv._cos(c, d), vault[i][0]) for i, d in enumerate(docs)), default=(0.0, None))
         out.append((round(best[0], 3), best[1] if best[0] > 0 else None))
     return out
 

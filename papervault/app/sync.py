@@ -23,21 +23,33 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from papervault.errors import PapervaultError, SourceError
-from papervault.models import SourceRecord
-from papervault.sources.catalog import catalog_path, counters as catalog_counters
-from papervault.workspace import Workspace
-
+from papervault.app import inbox
+from papervault.app.inbox import load as inbox_load
 from papervault.app.indexing import update_index_reported as update_index
+from papervault.app.refresh import surveys_gained
 from papervault.app.syncstate import ingest_records as _ingest, load_cursor, now_iso, save_cursor, sync_dir  # noqa: F401
+from papervault.app.versions import stale_surveys, sync_versions
+from papervault.errors import InputError, PapervaultError, SourceError, WorkspaceError
+from papervault.hashing import file_sha256, group_sha256
+from papervault.identity import refresh_head
+from papervault.ingest import sync_job
+from papervault.models import SourceRecord
+from papervault.sources import arxiv
+from papervault.sources import zotero as z
+from papervault.sources.catalog import catalog_path, counters as catalog_counters
+from papervault.sources.files import pdf_record
+from papervault.vault.journal import Journal
+from papervault.workspace import Workspace
 
 Progress = Callable[[str, int, int | None], None]
 
@@ -130,7 +142,6 @@ class _Writer:
     """Metadata updates and marks of one source, under the write lock, journaled like `add`, one commit."""
 
     def __init__(self, ws: Workspace, what: str):
-        from papervault.vault.journal import Journal
 
         self.ws, self.vault, self.what = ws, ws.vault, what
         self.journal = Journal(ws.state_dir / "journal" / "add", ws.vault)
@@ -140,7 +151,6 @@ class _Writer:
     def update(self, pid: str, rec: SourceRecord, before: dict) -> tuple[list[str], list[str]]:
         """Fields of `rec` that changed since `before` (what the source said last time) written into the note,
         unless a person changed them in the vault; reader notes appended. Returns (changed, kept) field names."""
-        from papervault.identity import refresh_head
 
         meta = self.vault.read_meta(pid)
         changes: dict[str, Any] = {}
@@ -241,7 +251,6 @@ def _snapshot(rec: SourceRecord) -> dict:
 
 def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> str:
     """One pass over the Zotero library of `[sync] zotero`; returns "changed" or "unchanged"."""
-    from papervault.sources import zotero as z
 
     s = ws.settings.sync
     data_dir = Path(s.zotero).expanduser()
@@ -355,7 +364,6 @@ def _replaced_pdfs(ws: Workspace, known: dict[str, dict], report: SyncReport) ->
     file with other bytes): their paper is parsed again from the main PDF, its full text, note (a note a person
     edited is kept, the new one goes to `note.new.md`) and index brought up to date. The cost is one stat per
     followed PDF; only a file whose stat changed is hashed. Returns the items parsed again."""
-    from papervault.hashing import file_sha256, group_sha256
 
     out = []
     for key, entry in known.items():
@@ -426,8 +434,6 @@ def _pdfs(folder: Path) -> dict[str, list[int]]:
 
 def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
     """One pass over a watched folder of PDFs; returns "changed" or "unchanged"."""
-    from papervault.hashing import file_sha256
-    from papervault.sources.files import pdf_record
 
     folder = Path(folder_setting).expanduser()
     if not folder.is_absolute():
@@ -498,8 +504,6 @@ def _reparse(ws: Workspace, pid: str, paths: Path | list[Path], sha: str, *, sou
              what: str = "sync folder", reason: str = "file replaced") -> dict:
     """Parse a paper's replaced PDF again and write its full text (and its note, unless a person edited it),
     through `add`'s own writer: journaled, one commit. `source` names the record (default: the file)."""
-    from papervault.ingest import sync_job
-    from papervault.sources.files import pdf_record
 
     rec = pdf_record(paths if isinstance(paths, list) else [paths])
     if source:
@@ -520,8 +524,6 @@ def _reparse(ws: Workspace, pid: str, paths: Path | list[Path], sha: str, *, sou
 def sync_arxiv(ws: Workspace, query: str, report: SyncReport) -> str:
     """A saved query's new matches into the inbox (`papervault.app.inbox`), metadata only: nothing is added to
     the vault until a person accepts one (`papervault inbox accept ID`)."""
-    from papervault.app import inbox
-    from papervault.sources import arxiv
 
     name = _slug("arxiv", query)
     cursor = load_cursor(ws, name)
@@ -551,7 +553,6 @@ def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
     for query in s.arxiv:
         out.append((f"arxiv:{query}", lambda r, q=query: sync_arxiv(ws, q, r)))
     if s.arxiv_versions:
-        from papervault.app.versions import sync_versions
 
         out.append(("arxiv_versions", lambda r: sync_versions(ws, r)))
     return out
@@ -559,7 +560,6 @@ def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
 
 def require_sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
     """`sources`, or the error that says how to follow one."""
-    from papervault.errors import WorkspaceError
 
     todo = sources(ws)
     if not todo:
@@ -610,7 +610,6 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True)
 
 def _surveys_gained(ws: Workspace, report: SyncReport) -> list[dict]:
     """The surveys whose topic the pass's new papers would enter (papervault.app.refresh); never fails a pass."""
-    from papervault.app.refresh import surveys_gained
 
     added = {e["paper"] for e in report.added if e.get("paper")}
     try:
@@ -623,9 +622,7 @@ def _surveys_gained(ws: Workspace, report: SyncReport) -> list[dict]:
 
 def parse_since(since: str | None) -> _dt.datetime:
     """`7d`, `12h`, `30m`, `2w` ago, or a date (YYYY-MM-DD) or ISO time, as an aware UTC datetime."""
-    import re
 
-    from papervault.errors import InputError
 
     text = (since or "7d").strip().lower()
     m = re.fullmatch(r"(\d{1,6})\s*([mhdw])", text)
@@ -648,7 +645,6 @@ MAX_CHANGES = 1000      # entries per kind in one answer (the rest counted)
 def changes(ws: Workspace, since: str | None = "7d") -> dict:
     """Papers added, updated and deleted since `since` (from the vault's git history: a commit adding a note
     added the paper, one changing its folder updated it) and marked as gone from their source (the sync log)."""
-    import subprocess
 
     ws.require()
     when = parse_since(since)
@@ -725,8 +721,6 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
                                  "title": e.get("title"), "score": e.get("score"), "reason": e.get("reason")})
     for kind in ("marked", "versions", "inbox"):
         out[kind] = out[kind][:MAX_CHANGES]
-    from papervault.app.inbox import load as inbox_load
-    from papervault.app.versions import stale_surveys
 
     held = inbox_load(ws)["items"]
     out["inbox"] = [e for e in out["inbox"] if e["id"] in held]      # accepted or dismissed since: not news
