@@ -165,10 +165,7 @@ def _drop_index_rows(ws: Workspace, ids: list[str]) -> dict[str, int] | str:
     """Only the deleted papers' rows go: nothing else is re-embedded (a sync would embed unindexed papers too)."""
     if not _has_local_tables(ws):
         return {"chunks_removed": 0}       # no tables: nothing to drop, and no LanceDB import
-    try:
-        from papervault.index.store import PaperIndex  # deferred: pyarrow only when there is an index
-    except ImportError:
-        return "not updated: the index is not available; run `papervault index`"
+    from papervault.index.store import PaperIndex  # deferred: pyarrow only when there is an index
     with ws.write_lock("index", wait=30):
         index = PaperIndex(ws)
         return {"chunks_removed": sum(index.delete_paper(pid) for pid in ids)}

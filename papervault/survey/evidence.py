@@ -163,10 +163,7 @@ def rank_sentences(query: str, candidates: list[Passage], *, limit: int = 5, onl
 
 def index_passages(ws, paper_id: str, query: str, *, limit: int = 5) -> list[Passage]:
     """Passages of one paper retrieved from the index for `query`; [] when the index cannot answer."""
-    try:
-        from papervault.index.search import search  # deferred: pyarrow; polish and export need no index
-    except ImportError:
-        return []
+    from papervault.index.search import search  # deferred: pyarrow; polish and export need no index
     try:
         hits = search(ws, query, limit=limit, filters={"paper": paper_id})
     except Exception:  # an unbuilt or stale index only costs recall: the full text is searched anyway
