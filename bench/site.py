@@ -6,7 +6,8 @@ Notes carry realistic frontmatter, a few hundred words, citations between papers
 them; --fulltext adds a 4-page paper.md per paper whose reference list (30 entries)
 names 8 vault papers by title, the low numbers most (the citation map and the paper pages' neighbourhoods);
 --stage-only stops after staging (the part papervault computes, timed per part). Staging runs twice: the second
-time the citation edges come from the cache an unchanged vault keeps (.papervault/cache/site-graph.json). The
+time the citation edges, the full texts' page anchors and the sanitised neighbourhood drawings come from what an
+unchanged vault keeps (.papervault/cache/site-graph.json, site-pages.json). The
 site is then built with the citation map and, for comparison, without it (no edges: no neighbourhoods, empty
 maps). The first build also loads jieba's dictionary (~1-4 s).
 """
@@ -98,7 +99,8 @@ def main() -> None:
             t = staged["timings"]
             print(f"  of which: citation graph {t.get('graph', 0):.2f} s ({staged['graph_reused']} papers' edges "
                   f"reused), neighbourhoods of the paper pages {t.get('neighbourhoods', 0):.2f} s, citation maps "
-                  f"{t.get('map', 0):.2f} s")
+                  f"{t.get('map', 0):.2f} s; {staged['render_reused']} page anchors and drawings reused, "
+                  f"{staged['written']} files written")
         if args.stage_only:
             return
         build(ws, f"site build with the citation map ({args.engine}, edges cached)", args.engine)

@@ -214,6 +214,11 @@ See [the page](shared.html) and ![the drawing](drawing.svg), **v**{{: #__config}
 
 Formulas: $\\href{{javascript:window.__pwned=1}}{{click me}}$, $\\style{{background:url({beacon}mathjax-style)}}{{styled}}$,
 $\\href{{{beacon}mathjax-href}}{{link}}$ and $\\cssId{{__config}}{{id}}$.
+
+<!-- papervault:html -->
+<p>The lines papervault sets aside as HTML: <img src="{beacon}html-block.png" onerror="window.__pwned=1">
+<a href="javascript:window.__pwned=1">a link</a></p>
+<!-- /papervault:html -->
 """
 
 
@@ -311,6 +316,9 @@ def test_no_payload_in_the_built_html(hostile_site):
         parser.feed(text)
         assert parser.bad == [], (rel, parser.bad)
         assert "\\&lt;" not in text and "\\<" not in text, rel                         # no stray backslash before `<`
+    # a block of HTML set aside as it is (site/sanitize.py) is sanitised like the rest of its page
+    shared = (hostile_site / "site" / "shared-notes.html").read_text(encoding="utf-8")
+    assert "The lines papervault sets aside as HTML" in shared and "papervault:html" not in shared
 
 
 # Runs in every frame before the page's own scripts (Playwright's init scripts are not subject to the page's

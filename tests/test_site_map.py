@@ -328,3 +328,34 @@ def test_an_unchanged_vault_reuses_the_citation_edges(map_site):
     snap.papers["gray1981transaction"] = dataclasses.replace(
         gray, meta=gray.meta.model_copy(update={"title": "A new title for the transaction concept"}))
     assert plan_site(snap, graph_cache=edited.graph_cache).graph_reused == 0
+
+
+def test_an_unchanged_vault_reuses_page_anchors_and_drawings(map_site):
+    """What staging derives from content alone is kept between builds: each full text's page anchors and each
+    neighbourhood drawing after the SVG allow-list. The next build gives the same pages from them; an entry that
+    does not fit (anchors at other offsets, a staged drawing changed on disk) is made again."""
+    from papervault.site.build import stage
+    from papervault.site.stage import RenderCache, plan_site, read_vault
+    from papervault.workspace import Workspace
+
+    ws = Workspace(map_site.parent).require()
+    with_text = [p for p, v in PAPERS.items() if v[4] is not None]
+    drawn = {p for e in EDGES for p in e}
+    assert stage(ws)["render_reused"] == len(with_text) + len(drawn)    # the site build before left its cache
+    snap = read_vault(ws.vault_dir)
+    first = plan_site(snap)
+    assert first.render_cache.hits == 0 and set(first.render_cache.svg) == {
+        f"papers/{p}/neighbourhood.svg" for p in drawn}
+    again = plan_site(snap, render_cache=RenderCache(
+        old_anchors=first.render_cache.anchors, old_svg=dict(first.render_cache.svg.values())))
+    assert again.render_cache.hits == len(with_text) + len(drawn)
+    assert again.pages == first.pages and again.files == first.files
+    # anchors that do not fit the text are found again
+    wrong = {k: [[p, at + 1] for p, at in v] for k, v in first.render_cache.anchors.items()}
+    assert plan_site(snap, render_cache=RenderCache(old_anchors=wrong)).pages == first.pages
+    # a staged drawing changed on disk is not taken for the cached one: it is sanitised and staged again
+    staged = ws.state_dir / "site-src" / "papers" / "ongaro2014raft" / "neighbourhood.svg"
+    good = staged.read_text(encoding="utf-8")
+    staged.write_text(good.replace("</svg>", '<script>alert(1)</script></svg>'), encoding="utf-8")
+    assert stage(ws)["render_reused"] == len(with_text) + len(drawn) - 1
+    assert staged.read_text(encoding="utf-8") == good

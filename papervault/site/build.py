@@ -6,6 +6,7 @@ while a folder of plain Markdown is what every builder of `mkdocs.yml` reads (se
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -17,7 +18,8 @@ import yaml
 
 from papervault.errors import SiteError
 from papervault.site.assets import mathjax_assets, theme_assets
-from papervault.site.stage import plan_site, read_vault, write_stage
+from papervault.site.stage import (NEIGHBOURHOOD_SVG, RENDER_CACHE_VERSION, RenderCache, plan_site, read_vault,
+                                   write_stage)
 from papervault.workspace import MKDOCS_TEMPLATE, Workspace
 
 CONFIG_NAME = "mkdocs.site.yml"
@@ -44,10 +46,11 @@ def stage(ws: Workspace, whats_new: dict | None = None, engine: str = "mkdocs") 
     settings = ws.settings.site
     dirs = template_dirs(ws)
     snap = read_vault(ws.vault_dir, include_pdfs=settings.include_pdfs, pdf_store=ws.pdf_dir)
-    cache_file = ws.cache_dir / GRAPH_CACHE
+    cache_file, render_file = ws.cache_dir / GRAPH_CACHE, ws.cache_dir / RENDER_CACHE
     plan = plan_site(snap, site_name=settings.name, template_dirs=dirs, whats_new=whats_new,
-                     graph_cache=_read_json(cache_file))
+                     graph_cache=_read_json(cache_file), render_cache=_render_cache(ws, _read_json(render_file)))
     _write_json(cache_file, plan.graph_cache)
+    _write_json(render_file, _saved_render_cache(plan.render_cache))
     assets = {**mathjax_assets(), **theme_assets(dirs)}
     changes = write_stage(plan, stage_dir(ws), assets)
     config_path = write_config(ws, plan.nav, plan.not_in_nav)
@@ -55,12 +58,48 @@ def stage(ws: Workspace, whats_new: dict | None = None, engine: str = "mkdocs") 
         config_path = write_zensical_config(ws, plan.nav, plan.not_in_nav)
     return {"config": config_path, "pages": len(plan.pages), "papers": len(snap.papers),
             "surveys": len(snap.surveys), "warnings": plan.warnings, "timings": plan.timings,
-            "graph_reused": plan.graph_reused, **changes}
+            "graph_reused": plan.graph_reused, "render_reused": plan.render_cache.hits, **changes}
 
 
 # The citation graph's edges per paper, keyed by the content hash of its full text (site/citemap.py): derived
 # state, rebuilt when missing or unreadable.
 GRAPH_CACHE = "site-graph.json"
+
+
+# What staging derives from content alone (stage.RenderCache): each full text's page anchors, and for each
+# neighbourhood drawing the key of what was sanitised and the hash of the staged file that holds the result.
+RENDER_CACHE = "site-pages.json"
+
+
+def _render_cache(ws: Workspace, data: dict | None) -> RenderCache:
+    """The previous build's `RenderCache`: a drawing counts only while its staged file still holds exactly what
+    was written (its SHA-256), and only at a path a neighbourhood drawing has."""
+    cache = RenderCache()
+    if not isinstance(data, dict) or data.get("version") != RENDER_CACHE_VERSION:
+        return cache
+    if isinstance(data.get("anchors"), dict):
+        cache.old_anchors = data["anchors"]
+    src = stage_dir(ws)
+    for target, entry in (data.get("svg") or {}).items() if isinstance(data.get("svg"), dict) else ():
+        if not (isinstance(target, str) and NEIGHBOURHOOD_SVG.fullmatch(target) and isinstance(entry, list)
+                and len(entry) == 2 and all(isinstance(x, str) for x in entry)):
+            continue
+        path = src / target
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            text = path.read_bytes()
+        except OSError:
+            continue
+        if hashlib.sha256(text).hexdigest() == entry[1]:
+            cache.old_svg[entry[0]] = text.decode("utf-8")
+    return cache
+
+
+def _saved_render_cache(cache: RenderCache) -> dict:
+    return {"version": RENDER_CACHE_VERSION, "anchors": cache.anchors,
+            "svg": {target: [key, hashlib.sha256(clean.encode("utf-8")).hexdigest()]
+                    for target, (key, clean) in cache.svg.items()}}
 
 
 def _read_json(path: Path) -> dict | None:

@@ -386,28 +386,32 @@ def map_pages(g: SiteGraph, papers: dict, *, label_of, md, sanitise, rel_link) -
     return out
 
 
-def neighbourhood(g: SiteGraph, papers: dict, pid: str, *, label_of, md) -> dict[str, Any] | None:
+def neighbourhood(g: SiteGraph, papers: dict, pid: str, *, label_of, esc) -> dict[str, Any] | None:
     """The paper page's neighbourhood: `{"svg", "cites", "cited_by", "map_url"}` with each neighbour's link and
     evidence (the reference line and the printed page, linked to the citing paper's page anchor); None when
-    the paper has no citation in the vault."""
+    the paper has no citation in the vault.
+
+    The page writes the lists as HTML, which the Markdown renderer passes through untouched (parsing a few
+    dozen linked list items inline cost more than all the rest of a paper page): every text here is escaped
+    for HTML by `esc` and every link is to the built page (`note.html`, `paper.html#page-N`, `map.html`; the
+    site has `use_directory_urls: false`). The sanitiser still sees the finished page, as for any page."""
     from papervault.pages import printed
-    from papervault.vault.paper import page_link
 
     if pid not in g.cites and pid not in g.cited_by:
         return None
-    page = f"papers/{pid}/note.md"
 
     def row(other: str, citing: str, cited: str) -> dict[str, Any]:
         e = g.edges[(citing, cited)]
         m = papers[other].meta
         ev = None
         if e.page:
-            ev = {"label": printed(papers[citing].meta.page_labels, e.page),
-                  "url": page_link(citing, e.page, relative_to=page)}
-        return {"title": md(m.title or other), "label": md(label_of(other)), "year": m.year,
-                "url": f"../{other}/note.md", "reference": md(short(e.reference, 300)) if e.reference else "",
-                "page": ev}
+            # the evidence is a page of the citing paper's full text (this paper's own, or a neighbour's)
+            ev = {"label": esc(printed(papers[citing].meta.page_labels, e.page)),
+                  "url": ("" if citing == pid else f"../{citing}/") + f"paper.html#page-{int(e.page)}"}
+        return {"title": esc(m.title or other), "label": esc(label_of(other)),
+                "year": esc(m.year) if m.year else "", "url": f"../{other}/note.html",
+                "reference": esc(short(e.reference, 300)) if e.reference else "", "page": ev}
 
     return {"cites": [row(c, pid, c) for c in g.cites.get(pid, [])],
             "cited_by": [row(c, c, pid) for c in g.cited_by.get(pid, [])],
-            "svg": "neighbourhood.svg", "map_url": "../../map.md"}
+            "svg": "neighbourhood.svg", "map_url": "../../map.html"}

@@ -21,6 +21,7 @@ from urllib.parse import quote, urlsplit
 import nh3
 from markdown import Extension
 from markdown.postprocessors import Postprocessor
+from markdown.preprocessors import Preprocessor
 
 # agent_markdown lives in vault/markdown.py (the MCP server uses it too); its name is kept here as well.
 from papervault.vault.markdown import agent_markdown, split_code  # noqa: F401
@@ -191,6 +192,35 @@ def escape_foreign_tags(markdown: str, allowed: frozenset[str] | set[str] = ALLO
 
 # --- the rendering layer --------------------------------------------------------------------------
 
+# A block of HTML a staged page holds between these two lines (papervault writes it: a paper page's citation
+# neighbourhood) is set aside as it is, like any raw HTML, but without Python-Markdown's HTML parser going
+# through each of its tags (a few hundred on a much-cited paper's page, most of that page's rendering time).
+# Like all HTML of a page, it then passes through the sanitiser.
+HTML_START, HTML_END = "<!-- papervault:html -->", "<!-- /papervault:html -->"
+
+
+class _HtmlBlocks(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        if HTML_START not in lines:
+            return lines
+        out: list[str] = []
+        block: list[str] | None = None
+        for line in lines:
+            if block is None:
+                if line == HTML_START:
+                    block = []
+                else:
+                    out.append(line)
+            elif line == HTML_END:
+                out += ["", self.md.htmlStash.store("\n".join(block)), ""]
+                block = None
+            else:
+                block.append(line)
+        if block is not None:       # no end line: the lines stay Markdown
+            out += [HTML_START, *block]
+        return out
+
+
 class _Sanitize(Postprocessor):
     def run(self, text: str) -> str:
         for token in _walk(getattr(self.md, "toc_tokens", []) or []):
@@ -212,6 +242,8 @@ class SanitizeExtension(Extension):
     """Runs last, on the finished HTML of a page (raw HTML blocks already put back by Python-Markdown)."""
 
     def extendMarkdown(self, md) -> None:   # noqa: N802 (Python-Markdown's name)
+        # after whitespace is normalised (30), before Python-Markdown's HTML blocks (20) and fenced code (25)
+        md.preprocessors.register(_HtmlBlocks(md), "papervault-html", 27)
         md.postprocessors.register(_Sanitize(md), "papervault-sanitize", -100)
 
 

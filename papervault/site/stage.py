@@ -118,6 +118,71 @@ class VaultSnapshot:
     problems: list[str] = field(default_factory=list)
 
 
+RENDER_CACHE_VERSION = 1
+NEIGHBOURHOOD_SVG = re.compile(r"papers/[A-Za-z0-9][A-Za-z0-9_.-]*/neighbourhood\.svg")
+
+
+def content_key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    return h.hexdigest()[:32]
+
+
+@dataclass
+class RenderCache:
+    """What staging derives from content alone, kept between builds so that an unchanged paper costs no work:
+
+    - `anchors`: the page anchors of each full text (`[[page, offset], ...]`) by the text's content hash;
+      finding them parses the whole Markdown, and the paper's full-text page needs them (`mark_pages`);
+    - `svg`: each neighbourhood drawing after the SVG allow-list, by the hash of its site path and of the drawing
+      before it (the drawing is still made each build; rebuilding it through the allow-list is what is saved).
+
+    `plan_site` reads the `old_*` entries and fills the others with what this build used: the next build's
+    cache (what no page uses any more is dropped). On disk (site/build.py) the anchors are kept in
+    `.papervault/cache/site-pages.json` and a drawing is not copied there: the entry names the staged file
+    (`.papervault/site-src/papers/<id>/neighbourhood.svg`) and the hash of its content, and is used only while
+    the file still holds exactly that."""
+
+    old_anchors: dict[str, Any] = field(default_factory=dict)
+    old_svg: dict[str, str] = field(default_factory=dict)
+    anchors: dict[str, list[list[int]]] = field(default_factory=dict)
+    svg: dict[str, tuple[str, str]] = field(default_factory=dict)    # site path -> (key, sanitised drawing)
+    hits: int = 0
+
+    def page_anchors(self, text: str) -> list[tuple[int, int]]:
+        """`paper_md.read(text).anchors`, from the cache when the text is known and the offsets still fit it."""
+        key = content_key(text)
+        old = self.old_anchors.get(key)
+        found = None
+        if isinstance(old, list):
+            try:
+                found = [(int(p), int(at)) for p, at in old]
+            except (TypeError, ValueError):
+                found = None
+            if found is not None and any(text[at:at + len(paper_md.page_anchor(p))] != paper_md.page_anchor(p)
+                                         for p, at in found):
+                found = None
+        if found is None:
+            found = list(paper_md.read(text).anchors)
+        else:
+            self.hits += 1
+        self.anchors[key] = [[p, at] for p, at in found]
+        return found
+
+    def sanitised(self, target: str, svg: str, sanitise) -> str | None:
+        """`sanitise(svg, target)`, from the cache when the same drawing was sanitised for the same path."""
+        key = content_key(target, svg)
+        clean = self.old_svg.get(key)
+        if clean is None:
+            clean = sanitise(svg, target)
+        else:
+            self.hits += 1
+        if clean is not None:
+            self.svg[target] = (key, clean)
+        return clean
+
+
 @dataclass
 class SitePlan:
     pages: dict[str, str]              # relative path in the staging folder -> Markdown
@@ -129,6 +194,7 @@ class SitePlan:
     timings: dict[str, float] = field(default_factory=dict)   # seconds: "graph", "neighbourhoods", "map"
     graph_cache: dict = field(default_factory=dict)   # the citation graph's edges per paper, for the next build
     graph_reused: int = 0                              # papers whose edges came from `graph_cache` (not matched)
+    render_cache: RenderCache = field(default_factory=RenderCache)   # for the next build
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -241,6 +307,8 @@ def stored_pdf(store: Path, sha: Any) -> Path | None:
 def _figures(fulltext: str, files: list[str]) -> list[FigureInfo]:
     """Figures in reading order with the caption and page the full text gives them; unreferenced files last."""
     out: list[FigureInfo] = []
+    if not files:
+        return out       # no file in figures/: nothing to find in the full text (which need not be parsed)
     seen: set[str] = set()
     existing = set(files)
     for f in paper_md.read(fulltext).figures:
@@ -338,11 +406,13 @@ def _strip_frontmatter(text: str) -> tuple[dict, str]:
 
 
 def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_dirs: list[Path] | None = None,
-              recent: int = 15, whats_new: dict | None = None, graph_cache: dict | None = None) -> SitePlan:
+              recent: int = 15, whats_new: dict | None = None, graph_cache: dict | None = None,
+              render_cache: RenderCache | None = None) -> SitePlan:
     """All pages of the site and the assets they link, from a snapshot of the vault (no disk access).
     `graph_cache`: the `SitePlan.graph_cache` of an earlier build (the citation graph's edges of each paper
-    whose full text is unchanged are not matched again; citemap.vault_graph)."""
-    site = _Planner(snap, template_env(template_dirs))
+    whose full text is unchanged are not matched again; citemap.vault_graph). `render_cache`: what an earlier
+    build derived from content alone (`RenderCache`); the plan's `render_cache` is the next build's."""
+    site = _Planner(snap, template_env(template_dirs), render_cache or RenderCache())
     site.back_links()
     graph = site.citation_graph(graph_cache)
     site.paper_pages(graph)
@@ -356,14 +426,15 @@ def plan_site(snap: VaultSnapshot, *, site_name: str = "papervault", template_di
     site.home_page(site_name, recent, tag_count, survey_rows, code_rows, user_rows)
     nav, not_in_nav = navigation(survey_rows, code_rows, user_rows, whats_new is not None)
     return SitePlan(pages=site.pages, assets=site.assets, nav=nav, not_in_nav=not_in_nav, warnings=site.warnings,
-                    files=site.files, timings=site.timings, graph_cache=graph.cache, graph_reused=graph.reused)
+                    files=site.files, timings=site.timings, graph_cache=graph.cache, graph_reused=graph.reused,
+                    render_cache=site.cache)
 
 
 class _Planner:
     """The parts of `plan_site`, each adding its pages, files and assets to the same plan."""
 
-    def __init__(self, snap: VaultSnapshot, env: jinja2.Environment):
-        self.snap, self.env, self.papers = snap, env, snap.papers
+    def __init__(self, snap: VaultSnapshot, env: jinja2.Environment, cache: RenderCache):
+        self.snap, self.env, self.papers, self.cache = snap, env, snap.papers, cache
         self.pages: dict[str, str] = {}
         self.assets: dict[str, Path] = {}
         self.files: dict[str, str] = {}
@@ -398,6 +469,16 @@ class _Planner:
                 return paper_md.page_link(key, p, relative_to=page)
             return rel_link(self.note_path(key), page)
         return link
+
+    def mark_pages(self, text: str, marker) -> str:
+        """`paper_md.mark_pages`, with the anchors of a full text seen before taken from the cache."""
+        if '<a id="page-' not in text:
+            return text
+        out, at = [], 0
+        for page, start in self.cache.page_anchors(text):
+            out += [text[at:start], marker(page)]
+            at = start + len(paper_md.page_anchor(page))
+        return "".join(out) + text[at:]
 
     def sanitise(self, svg: str, target: str) -> str | None:
         return sanitise_svg(svg, target, self.on_site, self.with_text)
@@ -494,11 +575,12 @@ class _Planner:
                                for h in parse_reader_notes(e.reader_notes, m.page_labels)] if e.reader_notes else [],
             }
             t1 = time.perf_counter()
-            nb = citemap.neighbourhood(graph, papers, pid, label_of=labels.__getitem__, md=md_escape)
+            nb = citemap.neighbourhood(graph, papers, pid, label_of=labels.__getitem__, esc=html_text)
             if nb:
                 svg_path = f"papers/{pid}/{nb['svg']}"
-                clean = self.sanitise(citemap.neighbourhood_svg(graph, papers, pid, labels.__getitem__,
-                                                                lambda k: f"../../{self.note_path(k)}"), svg_path)
+                # the drawing links only papers of this build, so its sanitised form depends on it alone
+                clean = self.cache.sanitised(svg_path, citemap.neighbourhood_svg(
+                    graph, papers, pid, labels.__getitem__, lambda k: f"../../{self.note_path(k)}"), self.sanitise)
                 if clean is None:
                     nb["svg"] = None
                 else:
@@ -511,7 +593,7 @@ class _Planner:
                 _, text = _strip_frontmatter(e.fulltext)
                 # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
                 pdf_href = path_url(pdf_name) if pdf_name else None
-                text = paper_md.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (
+                text = self.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (
                     f'<a class="pv-pdf-page" href="{pdf_href}#page={n}" title="page {n} of the PDF">'
                     f'PDF p. {n}</a>' if pdf_href else ""))
                 text, _ = render_citations(escape_foreign_tags(text), self.label, self.linker(ft_page),
