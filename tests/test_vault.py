@@ -121,3 +121,22 @@ def test_ids_and_paths_cannot_escape(vault, bad):
     with pytest.raises(NotFoundError):
         vault.resolve_inside("../../etc/passwd")
     assert vault.resolve_inside("papers") == (vault.root / "papers").resolve()
+
+
+def test_a_commits_automatic_gc_runs_before_the_commit_returns(tmp_path):
+    """`git commit` ends with `git gc --auto`; detached, it would hold the vault's locks behind the next step.
+    With gc due (gc.auto = 1 and 2,000 new objects), the vault is packed when `commit` returns."""
+    import subprocess
+
+    ws, _ = Workspace.init(tmp_path / "ws")
+    vault = ws.vault
+    subprocess.run(["git", "-C", str(vault.root), "config", "gc.auto", "1"], check=True)
+    many = vault.root / "many"
+    many.mkdir()
+    for i in range(2000):
+        (many / f"n{i}.md").write_text(f"note {i}\n", encoding="utf-8")
+    assert vault.commit("2,000 notes")
+    count = subprocess.run(["git", "-C", str(vault.root), "count-objects", "-v"], check=True,
+                           capture_output=True, text=True).stdout
+    loose = int(next(line.split()[1] for line in count.splitlines() if line.startswith("count:")))
+    assert loose < 100 and not (vault.root / ".git" / "gc.pid").exists(), count

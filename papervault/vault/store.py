@@ -103,6 +103,21 @@ def sync_files(path: Path) -> None:
     os.sync()
 
 
+
+def _config_env(pairs: dict[str, str]) -> dict[str, str]:
+    """Git configuration for one command through GIT_CONFIG_COUNT/KEY/VALUE, after any the user's environment
+    already gives that way."""
+    try:
+        n = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        n = 0
+    out = {}
+    for i, (k, v) in enumerate(pairs.items(), start=n):
+        out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    out["GIT_CONFIG_COUNT"] = str(n + len(pairs))
+    return out
+
+
 class Vault:
     def __init__(self, root: Path | str, *, fsync: bool = True):
         self.root = Path(root)
@@ -157,10 +172,14 @@ class Vault:
                                  fix="run `papervault doctor` and follow its fix") from None
 
     def commit(self, message: str, paths: Iterable[Path | str] | None = None) -> str | None:
+        # `git commit` ends with `git gc --auto`, which by default detaches: a background gc then holds the
+        # vault's ref and pack locks while the next step of a big import commits or recovers ("cannot lock
+        # ref"). Run it in the foreground: now and then one commit takes longer, and nothing runs behind it.
         """Stage `paths` (default: everything) and commit; returns the SHA, or None when nothing changed."""
         repo = self.repo
         env = {"GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
-               "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1]}
+               "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1],
+               **_config_env({"gc.autoDetach": "false"})}
         specs = ["."] if paths is None else [str(Path(p).resolve().relative_to(self.root.resolve())) for p in paths]
         try:
             with repo.git.custom_environment(**env):
