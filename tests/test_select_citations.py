@@ -297,3 +297,72 @@ def test_a_paper_the_core_cites_that_names_a_rare_topic_word_is_linked_from_furt
     assert not any(p.startswith("other") for p in got.ids), got.ids
     link = next(c for c in got.selected if c.id == "ricciardi1991membership").links[0]
     assert link.other == "ongaro2014consensus" and "protocols" in link.text, link
+
+
+MEMORY_TOPIC = "memory corruption attacks and defenses"
+MEMORY = {   # the topic's papers, their titles repeat the topic
+    "szekeres2013sok": ("Memory corruption attacks and defenses: a systematization of knowledge",
+                        "A general model of memory corruption attacks and the defenses that stop them: spatial and "
+                        "temporal memory safety, code pointer integrity, control-flow integrity, randomization."),
+    "akritidis2008memory": ("Preventing memory corruption attacks with write integrity",
+                            "Memory corruption attacks are stopped by checking that each write stays in the objects "
+                            "a static analysis allows it to write."),
+    "cowan1998memory": ("Stack canaries: a defense against memory corruption attacks",
+                        "A canary word next to the return address detects stack memory corruption before the "
+                        "function returns, defending against buffer overflow attacks."),
+    "nagarakatte2009memory": ("Complete spatial memory safety: a defense against memory corruption",
+                              "Bounds metadata for every pointer stops spatial memory corruption attacks on C."),
+}
+SURVEY_ONLY = {   # title-only records that only the survey cites; no word of the topic in their titles
+    "shacham2007geometry": "The Geometry of Innocent Flesh on the Bone: Return-into-libc without Function Calls",
+    "one1996smashing": "Smashing the Stack for Fun and Profit",
+    "abadi2005cfi": "Control-Flow Integrity: Principles, Implementations, and Applications",
+    "pax2001aslr": "Address Space Layout Randomization for Executables",
+    "necula2002ccured": "CCured: Type-Safe Retrofitting of Legacy Code",
+    "checkoway2010rop": "Return-Oriented Programming without Returns",
+}
+VALGRIND = "Valgrind: A Framework for Heavyweight Dynamic Binary Instrumentation"
+
+
+def test_a_topics_survey_vouches_for_papers_only_it_cites(tmp_path, cli_run, model_dir, corpus_dir):
+    """The topic's survey (the surest paper, citing all the other selected papers and ten papers of the vault)
+    cites canonical papers known only by their titles, which name none of the topic's words and which no other
+    paper cites: "Control-Flow Integrity", far below the near-miss window, is chosen with "the topic's survey" as
+    the reason (and is not without the rule). A tool it cites that off-topic papers
+    cite too (Valgrind) is not the topic's, and stays out."""
+    from conftest import without_multilingual
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    without_multilingual(ws_path)
+    ws = Workspace(ws_path).require()
+    for pid, (title, abstract) in MEMORY.items():
+        refs = _refs(*(t for p, (t, _) in MEMORY.items() if p != pid), *SURVEY_ONLY.values(), VALGRIND) \
+            if pid == "szekeres2013sok" else ""
+        _paper(ws.vault, pid, title, abstract, f"## 1 Introduction\n\n{abstract}\n" + refs)
+    for pid, title in SURVEY_ONLY.items():
+        _paper(ws.vault, pid, title, None, None, 2005)
+    _paper(ws.vault, "nethercote2007valgrind", VALGRIND, None, None, 2007)
+    for k, (title, abstract) in enumerate(OTHER_TOPICS):
+        if "memory" not in title.lower():       # (the other topics of this vault: not this one)
+            _paper(ws.vault, f"other{k:02d}", title, abstract,
+                   f"## 1 Introduction\n\n{abstract}\n" + (_refs(VALGRIND) if k in (5, 6) else ""))
+    ws.vault.commit("add: test papers")
+    cli_run(["index", "-q", "--workspace", ws_path])
+
+    selector = TopicSelector(Workspace(ws_path).require())
+    without = selector.select(MEMORY_TOPIC, without=("survey",))
+    assert "abadi2005cfi" not in without.ids, without.ids
+    out = json.loads(cli_run(["survey", MEMORY_TOPIC, "--select-only", "--slug", "memory", "--json",
+                              "--workspace", ws_path]).stdout)
+    got = set(out["papers"])
+    assert set(MEMORY) <= got, sorted(got)
+    # "Control-Flow Integrity" shares no word with the topic and is no near miss; only the survey cites it
+    assert "abadi2005cfi" in got, sorted(got)
+    assert "nethercote2007valgrind" not in got, sorted(got)
+    assert not any(p.startswith("other") for p in got), sorted(got)
+    body = (ws_path / "vault" / "surveys" / "memory" / "selection.md").read_text(encoding="utf-8")
+    block = _blocks(body.partition("## Selected")[2].partition("## Near misses")[0])["abadi2005cfi"]
+    assert "cited by @szekeres2013sok, the topic's survey (it cites 3 of the 3 other selected papers)" in block, block

@@ -34,7 +34,8 @@ class Reason:
     """Why a paper is in the selection: a matched passage (kind "passage"), the topic's words in its title
     ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
-    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets), "unspecific" (a near miss that stands out by
+    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets; "survey": cited
+    by `other`, the topic's own survey), "unspecific" (a near miss that stands out by
     score but names none of the topic's words that tell it from its field), "basis" (a near miss known only by
     its title, which does not choose a paper by score), or a
     person's or a `--papers` choice ("person", "spec")."""
@@ -114,6 +115,8 @@ def _reason_line(r: Reason) -> str:
         return f"its title names the topic's words: {_one_line(r.text, 160)}"
     if r.kind == "cited":
         return f"cited by @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
+    if r.kind == "survey":
+        return f"cited by @{r.other}, the topic's survey ({_one_line(r.text, 120)})"
     if r.kind == "citing":
         return f"cites @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
     if r.kind == "cocited":

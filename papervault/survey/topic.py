@@ -87,12 +87,16 @@ CITE_MIN = 2            # a paper enters by citations when at least this many se
 CITE_SEVERAL = 3        # ... and either this many do,
 CITE_SHARE = 0.5        # ... or this share of the selected papers with a reference list do;
 CITE_LIFT = 3.0         # and the selected papers cite it this many times as often as the rest of the vault
+# The topic's own survey (stage 6). Decided on the tune topics only (bench/survey_selection_gold.yaml).
+VOUCH_REFS = 10         # a core paper vouches for its references when it cites at least this many vault papers ...
+VOUCH_COVER = 0.9       # ... and at least this share of the other selected papers (it is the topic's survey)
+VOUCH_Z = 0.5           # a paper it vouches for stands this many robust deviations above the vault's median
 # What a paper's score rests on: its title only (a record with no abstract and no full text, e.g. one taken from a
 # reference list), its title and abstract, or its full text. A record's paper row is its title, its authors, then
 # its abstract: this many words after the title and author lines make an abstract.
 ABSTRACT_WORDS = 12
 TITLE_ONLY, ABSTRACT, FULL_TEXT = "title only", "title and abstract", "full text"
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide")   # `without` switches off
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide", "survey")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -433,6 +437,13 @@ class TopicSelector:
             got = {c.id for c in added}
             selected = sorted(selected + added, key=lambda c: -c.score)
             near = [c for c in near if c.id not in got]
+        if "survey" not in without:
+            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
+            vouched = self._vouched(core, selected, score, median, spread, cand, ok_pid, excluded, near)
+            if vouched:
+                got = {c.id for c in vouched}
+                selected = sorted(selected + vouched, key=lambda c: -c.score)
+                near = [c for c in near if c.id not in got]
         citing = 0
         if "citations" not in without:
             ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
@@ -615,6 +626,43 @@ class TopicSelector:
                     r.text = own[r.other]
 
     # --- citation links ------------------------------------------------------------------------------
+
+    def _vouched(self, core: list[Candidate], selected: list[Candidate], score: np.ndarray, median: float,
+                 spread: float, cand, allowed, excluded: set[str], near: list[Candidate]) -> list[Candidate]:
+        """The papers a topic's own survey vouches for. A core paper whose reference list names at least
+        VOUCH_REFS vault papers and VOUCH_COVER of the other selected papers is the topic's survey (SoK: Eternal
+        War in Memory for "memory corruption attacks and defenses"); a core paper of the field around the topic
+        (Megastore for "consensus") cites about half of the selection and vouches for nothing. Each vault paper it
+        cites is chosen when no paper outside the selection cites it (a paper the rest of the vault cites is the
+        field's or everyone's, not the topic's) and its score stands above the vault's median (VOUCH_Z robust
+        deviations): "Smashing the Stack for Fun and Profit", whose title names none of the topic's words."""
+        g = self.graph()
+        sel = {c.id for c in selected}
+        near_by_id = {c.id: c for c in near}
+        out: list[Candidate] = []
+        taken = sel | excluded
+        for v in core:
+            cites = g.cites.get(v.id, set())
+            others = sel - {v.id}
+            if len(cites) < VOUCH_REFS or len(others) < 3:
+                continue
+            covered = len(cites & others)
+            if covered < VOUCH_COVER * len(others):
+                continue
+            for pid in sorted(cites - taken, key=lambda p: -score[self.pos[p]] if p in self.pos else 0.0):
+                i = self.pos.get(pid)
+                if i is None or not allowed(pid) or not np.isfinite(score[i]):
+                    continue
+                if score[i] < median + VOUCH_Z * spread:
+                    continue
+                if not g.cited_by.get(pid, set()) <= sel | {v.id}:
+                    continue
+                c = near_by_id.get(pid) or cand(i)
+                c.links.append(Reason("survey", f"it cites {covered} of the {len(others)} other selected papers",
+                                      other=v.id))
+                out.append(c)
+                taken.add(pid)
+        return out
 
     def _rare_forms(self, topic: str) -> set[str]:
         """The spellings of the topic's rarer words: those whose rarity among the vault's titles is at least the
