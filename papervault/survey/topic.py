@@ -35,6 +35,11 @@
    of the vault does: a textbook or a statistics method cited everywhere does not enter every survey. Papers
    cited by one selected paper, and those cited by the papers that citation evidence brought in (one step
    further), are near misses with that evidence.
+6. **The topic's own survey** (run before step 5): a core paper whose reference list names at least `VOUCH_REFS`
+   vault papers and `VOUCH_COVER` of the other selected papers vouches for the vault papers it cites that no
+   paper outside the selection cites and that stand `VOUCH_Z` robust deviations above the vault's median:
+   "Smashing the Stack for Fun and Profit", which only "SoK: Eternal War in Memory" cites. A core paper of the
+   field around the topic (Megastore for "consensus") cites about half of the selection and vouches for nothing.
 
 The title lift is held in proportion: it adds at most `TITLE_SHARE` of the paper's own margin (passages, full
 text, abstract) over the vault's median, so a title that repeats the topic cannot outrank a paper whose abstract
