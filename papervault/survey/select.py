@@ -7,11 +7,14 @@ of the index) or `arxiv:QUERY` (papers retrieved from arXiv for the topic in the
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from papervault import pages
 from papervault.errors import NotFoundError, PapervaultError
 from papervault.models import PaperMeta
+from papervault.survey import selection as S
 from papervault.survey.papers import SurveyPaper
 from papervault.vault.aliases import alias_map
 from papervault.vault.paper import figure_sources
@@ -94,7 +97,6 @@ def _strings(value: Any) -> list[str]:
 
 def remember_pages(pid: str, labels: list[str]) -> None:
     """Citations of the paper's pages say its printed page numbers (see papervault.pages)."""
-    from papervault import pages
 
     pages.remember(pid, labels)
 
@@ -159,9 +161,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     of a search and `arxiv:` those it imports (through `arxiv(query) -> (ids, problems)`). A person's edits to
     an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file.
     `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become)."""
-    import time
 
-    from papervault.survey import selection as S
 
     t0 = time.perf_counter()
     parsed = [parse_spec(s) for s in (specs or [])]
@@ -210,6 +210,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 out.retrieved += got
                 out.problems += probs
             else:
+                # deferred: the index (pyarrow, LanceDB); load_papers and export need none
                 from papervault.index.search import Searcher
 
                 searcher = searcher or Searcher(ws)
@@ -218,10 +219,10 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 add(S.Entry(pid, reasons=[S.Reason("spec", str(s))]))
         out.how = "topic" if not adding or narrowing else "specs"
         if out.how == "topic" or (adding and topic.strip()):
-            from papervault.survey.topic import TopicSelector
+            from papervault.survey.topic import TopicSelector  # deferred: numpy and the index, for a topic only
 
             try:
-                from papervault.index.search import Searcher
+                from papervault.index.search import Searcher  # deferred: the index (pyarrow, LanceDB)
 
                 searcher = searcher or Searcher(ws)
                 n = index_missing(ws, restrict, searcher.embedder)
@@ -275,6 +276,7 @@ def index_missing(ws, among: set[str] | None = None, embedder=None) -> int:
     """Index the vault's papers (or those of `among`) the index does not have yet (added since the last
     `papervault index`), so the topic can choose them; papers already indexed are not read, and the model is
     loaded only when there is something to embed. Returns how many were indexed."""
+    # deferred: the index (pyarrow, LanceDB)
     from papervault.index.store import PAPERS, PaperIndex, open_db, table_names
 
     db = open_db(ws)

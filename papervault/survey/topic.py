@@ -60,7 +60,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from papervault.agents.otherwork import references_text
 from papervault.errors import PapervaultError
+from papervault.ids import normalize_title
+from papervault.index.search import Searcher, _fts, _vector
+from papervault.index.tables import sql_list as _sql_list
+from papervault.survey.citations import build_graph
 from papervault.survey.selection import Entry, Reason
 
 # Constants of the cut-off and the feedback. They were set on the benchmark's topics (bench/survey_selection.py,
@@ -186,7 +191,6 @@ class TopicSelector:
     """Scores the vault's papers against a topic with the workspace's index (one instance per run)."""
 
     def __init__(self, workspace, searcher=None):
-        from papervault.index.search import Searcher
 
         self.ws = workspace
         self.searcher = searcher or Searcher(workspace)
@@ -222,7 +226,6 @@ class TopicSelector:
 
     def _chunk_hits(self, query: str, vec: np.ndarray, where: str | None) -> tuple[dict, dict]:
         """Per paper: best chunk cosine with its row, and best BM25 score with its row."""
-        from papervault.index.search import _fts, _vector
 
         cols = ["id", "paper_id", "level", "section_path", "page_start", "text"]
         pool = self.searcher._pool()
@@ -356,7 +359,6 @@ class TopicSelector:
             if not allowed.any():
                 return TopicSelection(topic, [], [], 0.0, 0.0, 0.0, [], 0)
             if len(keep) <= 2000:
-                from papervault.index.tables import sql_list as _sql_list
 
                 where = f"paper_id IN ({_sql_list(sorted(keep))})"
         q0 = _unit(np.asarray(self.searcher.embedder.embed_query(topic), dtype=np.float32))
@@ -500,7 +502,6 @@ class TopicSelector:
     def graph(self):
         """The vault's citation graph (papervault.survey.citations), built on first use."""
         if self._graph is None:
-            from papervault.survey.citations import build_graph
 
             self._graph = build_graph(self.ws.vault, self.ids, self.titles, self.dois, self.arxivs,
                                       [pid for pid, f in zip(self.ids, self.fulltext) if f])
@@ -721,8 +722,6 @@ class TopicSelector:
         """Near misses linked by a citation to a selected paper (either direction), with the link as reason.
         A near miss that names none of the topic's words (`unspecific`) is linked only when a selected paper's
         reference list names it: the topic's surest papers cite it, which its words do not say."""
-        from papervault.ids import normalize_title
-        from papervault.agents.otherwork import references_text
 
         if not selected or not near:
             return []
