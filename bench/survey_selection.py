@@ -17,7 +17,9 @@ in a vault.
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
 108 records that three more PDFs cite, bench/survey_selection_refs2.csl.json, for the former `heldout2` topics, and
-the 124 that three more cite, bench/survey_selection_refs3.csl.json, for the `heldout3` topics), `<root>/wslarge`
+the 124 that three more cite, bench/survey_selection_refs3.csl.json, for the former `heldout3` topics, and the 89
+that two more cite, bench/survey_selection_refs4.csl.json, with three conference records they cite, for the
+`heldout4` topics), `<root>/wslarge`
 (a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
 `<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
 missing from a vault are left out of its recall.
@@ -48,7 +50,11 @@ REFS2 = ROOT / "bench" / "survey_selection_refs2.csl.json"
 # ... and those three more cite (A Practical Optional Type System for Clojure, A Sparse Johnson-Lindenstrauss
 # Transform, ASAP): the heldout3 topics, added on top as well
 REFS3 = ROOT / "bench" / "survey_selection_refs3.csl.json"
-SPLITS = ("tune", "heldout", "heldout2", "heldout3")
+# ... and those two more cite (Spartan, a distributed array framework; Understanding Deep Convolutional Networks):
+# the heldout4 topics, on top as well, with the three records of the conference library that the second cites
+REFS4 = ROOT / "bench" / "survey_selection_refs4.csl.json"
+REFS4_LIBRARY = ("nips1989-6b1d90ca8b", "cvpr2015-b6e9f3be59", "nips2014-4348")
+SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4")
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
@@ -80,21 +86,22 @@ def gold_topics() -> list[dict]:
 def build(root: Path, only: str | None = None, size: int = 20000) -> None:
     """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
     only what the copy lacks)."""
-    refs2 = json.loads(REFS2.read_text(encoding="utf-8")) + json.loads(REFS3.read_text(encoding="utf-8"))
+    refs2 = [r for f in (REFS2, REFS3, REFS4) for r in json.loads(f.read_text(encoding="utf-8"))]
     records = json.loads(CSL.read_text(encoding="utf-8")) + json.loads(REFS.read_text(encoding="utf-8")) + refs2
     pdfs = sorted(str(p) for p in PDFS.glob("*.pdf"))
     gold = list(dict.fromkeys(i for t in gold_topics() for i in t["must"] + t["related"] if not i.startswith("pdf:")))
     if only in (None, "200"):
         want: list[str] = []
-        extra = [r["id"] for r in refs2]
+        extra = [r["id"] for r in refs2] + list(REFS4_LIBRARY)
         for t in gold_topics():
             # (drawn as before the fresh held-out topics were added: their records come on top)
             want += [i for i in t["must"] if not i.startswith("pdf:") and i not in set(extra)][:12]
         want += [r["id"] for r in json.loads(REFS.read_text(encoding="utf-8"))]   # every paper the PDFs cite
         want = list(dict.fromkeys(want))
-        rest = sorted(r["id"] for r in records if r["id"] not in set(want) and r["id"] not in set(extra))
+        cited = {r["id"] for r in refs2}        # (the draw as before: the library records REFS4 cites may be drawn)
+        rest = sorted(r["id"] for r in records if r["id"] not in set(want) and r["id"] not in cited)
         want += random.Random(200).sample(rest, max(0, SMALL - len(pdfs) - len(want)))
-        want += extra                            # every paper the six more PDFs cite, on top
+        want += extra                            # every paper the eight more PDFs cite, on top
         _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
     if only in (None, "large"):
         small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
