@@ -395,7 +395,15 @@ def cite_label(meta: PaperMeta) -> str:
 
 def rel_link(target: str, page: str) -> str:
     """A link from the page at `page` to `target`, both paths relative to the site's root."""
-    return Path(os.path.relpath(target, Path(page).parent.as_posix() or ".")).as_posix()
+    to, at = target.split("/"), page.split("/")
+    base = at[:-1]
+    if not target or {"", ".", ".."} & set(to + at):
+        return Path(os.path.relpath(target, Path(page).parent.as_posix() or ".")).as_posix()
+    # plain paths (no `.`, `..`, `//`), as the site's pages are: their common folders, then up and down
+    i = 0
+    while i < len(base) and i < len(to) and base[i] == to[i]:
+        i += 1
+    return "/".join([".."] * (len(base) - i) + to[i:]) or "."
 
 
 def _strip_frontmatter(text: str) -> tuple[dict, str]:
