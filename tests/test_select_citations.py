@@ -366,3 +366,110 @@ def test_a_topics_survey_vouches_for_papers_only_it_cites(tmp_path, cli_run, mod
     body = (ws_path / "vault" / "surveys" / "memory" / "selection.md").read_text(encoding="utf-8")
     block = _blocks(body.partition("## Selected")[2].partition("## Near misses")[0])["abadi2005cfi"]
     assert "cited by @szekeres2013sok, the topic's survey (it cites 3 of the 3 other selected papers)" in block, block
+
+
+SMOOTH_TOPIC = "smoothing time series for visualization"
+SMOOTH = {
+    "rong2017asap": ("Automatic smoothing for attention prioritization in time series visualization",
+                     "We smooth time series plots automatically so that dashboards show long-term trends and "
+                     "deviations instead of noise."),
+    "jugel2014m4": ("Visualization-oriented aggregation of time series",
+                    "Aggregating a time series to the pixels of a line chart reduces the data sent to the "
+                    "visualization without visual error."),
+    "lin2004visual": ("Visually mining and monitoring massive time series",
+                      "An interactive visualization of massive time series with smoothed overviews of their shape."),
+    "hochheiser2004timebox": ("Interactive query widgets for time series visualization",
+                              "Direct-manipulation widgets to query and explore time series in a visualization."),
+}
+# two records known by their titles only, which name none of the topic's words, cited by the same core paper:
+# one in a sentence about smoothing time series for plots, one in a sentence about where the prototype keeps data
+FILTERS = ("smith2003filters", "Digital filters and their frequency response")
+STORE = ("pelkonen2015store", "A fast scalable key-value store kept in memory")
+
+
+def test_a_title_only_record_cited_in_a_sentence_on_the_topic_is_chosen(tmp_path, cli_run, model_dir, corpus_dir):
+    """Citation contexts: the core paper cites two title-only records, neither naming the topic's words; the one
+    it cites in a sentence about smoothing time series for plots is chosen, and `selection.md` quotes that
+    sentence with its page ("cited as: ... in @rong2017asap, p. 2"); the one it cites in a sentence about its
+    storage stays out. Without the citing sentences, neither is chosen."""
+    from conftest import without_multilingual
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    without_multilingual(ws_path)
+    ws = Workspace(ws_path).require()
+    others = [t for p, (t, _) in SMOOTH.items() if p != "rong2017asap"]
+    body = ("## 1 Introduction\n\nWe smooth time series plots automatically so that dashboards show trends. "
+            "Aggregation for line charts [1] reduces the points of a time series that a plot draws. Overviews "
+            "of massive series [2] show their shape at a glance. Query widgets [3] let analysts explore data "
+            "interactively.\n\n"
+            '<a id="page-2"></a>\n\n## 2 Smoothing\n\n'
+            "A moving average [4] smooths a noisy time series for visualization, removing the noise of the plot "
+            "while keeping its trend visible.\n\n"
+            "## 3 Implementation\n\nThe prototype keeps every series in a key-value store held in RAM [5], "
+            "replicated across three machines.\n"
+            + _refs(*others, FILTERS[1], STORE[1]))
+    for pid, (title, abstract) in SMOOTH.items():
+        _paper(ws.vault, pid, title, abstract,
+               body if pid == "rong2017asap" else f"## 1 Introduction\n\n{abstract}\n")
+    for pid, title in (FILTERS, STORE):
+        _paper(ws.vault, pid, title, None, None, 2003)
+    for k, (title, abstract) in enumerate(OTHER_TOPICS):
+        if "time series" not in title.lower():
+            _paper(ws.vault, f"other{k:02d}", title, abstract, f"## 1 Introduction\n\n{abstract}\n")
+    ws.vault.commit("add: test papers")
+    cli_run(["index", "-q", "--workspace", ws_path])
+
+    assert not set(FILTERS[1].lower().split()) & set(SMOOTH_TOPIC.split())
+    selector = TopicSelector(Workspace(ws_path).require())
+    without = selector.select(SMOOTH_TOPIC, without=("contexts",))
+    assert FILTERS[0] not in without.ids and STORE[0] not in without.ids, without.ids
+    out = json.loads(cli_run(["survey", SMOOTH_TOPIC, "--select-only", "--slug", "smoothing", "--json",
+                              "--workspace", ws_path]).stdout)
+    got = set(out["papers"])
+    assert set(SMOOTH) <= got, sorted(got)
+    assert FILTERS[0] in got, sorted(got)
+    assert STORE[0] not in got, sorted(got)
+    assert not any(p.startswith("other") for p in got), sorted(got)
+    text = (ws_path / "vault" / "surveys" / "smoothing" / "selection.md").read_text(encoding="utf-8")
+    block = _blocks(text.partition("## Selected")[2].partition("## Near misses")[0])[FILTERS[0]]
+    assert ("cited by @rong2017asap, a core paper, in a sentence on the topic, p. 2: “A moving average \\[4\\] "
+            "smooths a noisy time series for visualization") in block, block
+    # every listed paper that a paper of the vault cites in its text says how it is cited
+    m4 = _blocks(text.partition("## Selected")[2].partition("## Near misses")[0])["jugel2014m4"]
+    assert "cited as: “Aggregation for line charts \\[1\\] reduces the points" in m4, m4
+    assert "” in @rong2017asap, p. 1" in m4, m4
+    # the derived state: the extraction is cached by the citing paper's full-text hash
+    assert list((ws_path / ".papervault" / "cache" / "contexts").glob("*.json"))
+
+
+def test_citation_contexts_read_numeric_alphanumeric_and_author_year_markers():
+    """The sentences citing each entry of a reference list: "[3, 5-6]" ranges, "[Fag91; CF91]" labels, and
+    "Lamport (1998)" where the entries carry no label; each with its page."""
+    from papervault.survey.contexts import extract
+
+    numeric = ('<a id="page-1"></a>\n\n# A paper\n\n## 1 Introduction\n\nPaxos [1] solves consensus. '
+               "Replicas agree on a log [2, 3-4].\n\n"
+               '<a id="page-2"></a>\n\nUnrelated text without markers.\n' + _refs(PAXOS, CLOCKS, TEXTBOOK, TITLE_ONLY))
+    got = extract(numeric)
+    assert [label for label, _ in got["entries"]] == ["1", "2", "3", "4"]
+    assert got["contexts"]["1"] == [["Paxos [1] solves consensus.", 1]]
+    assert got["contexts"]["4"] == [["Replicas agree on a log [2, 3-4].", 1]]
+    assert "Paxos Made Simple" in dict(got["entries"])["1"]
+
+    labelled = ("# A thesis\n\n## Background\n\nSoft typing is not new (see [Fag91; CF91]).\n\n## References\n\n"
+                "- [CF91] Robert Cartwright and Mike Fagan. “Soft typing”. In: PLDI 1991.\n"
+                "- [Fag91] Mike Fagan. “Soft typing: an approach to type checking”. PhD thesis. 1991.\n"
+                "- [Wad95] Philip Wadler. “Monads for functional programming”. 1995.\n")
+    got = extract(labelled)
+    assert got["contexts"]["CF91"] == got["contexts"]["Fag91"] == [["Soft typing is not new (see [Fag91; CF91]).", None]]
+    assert "Wad95" not in got["contexts"]
+
+    author_year = ("# A note\n\n## 1 Introduction\n\nThe part-time parliament of Lamport (1998) is consensus. "
+                   "Clocks order events.\n\n## References\n\n"
+                   "Lamport, L. The part-time parliament. ACM TOCS, 1998.\n\n"
+                   "Fisher, R. A. Statistical methods for research workers. 1925.\n")
+    got = extract(author_year)
+    assert got["contexts"] == {"Lamport|1998": [["The part-time parliament of Lamport (1998) is consensus.", None]]}

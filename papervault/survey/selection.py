@@ -35,7 +35,8 @@ class Reason:
     ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
     paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets; "survey": cited
-    by `other`, the topic's own survey), "unspecific" (a near miss that stands out by
+    by `other`, the topic's own survey; "context": a sentence of `other` that cites it, on page `page`; "said":
+    cited by `other`, a core paper, in that sentence, near the topic), "unspecific" (a near miss that stands out by
     score but names none of the topic's words that tell it from its field), "basis" (a near miss known only by
     its title, which does not choose a paper by score), or a
     person's or a `--papers` choice ("person", "spec")."""
@@ -113,8 +114,14 @@ def _reason_line(r: Reason) -> str:
         return f"matched{loc}: “{_one_line(r.text)}”"
     if r.kind == "title":
         return f"its title names the topic's words: {_one_line(r.text, 160)}"
+    if r.kind == "context":
+        where = f" in @{r.other}" if _ID.fullmatch(r.other or "") else ""
+        return f"cited as: “{_one_line(r.text, 300)}”{where}" + (f", p. {int(r.page)}" if r.page else "")
     if r.kind == "cited":
         return f"cited by @{r.other}, a selected paper ({_one_line(r.text, 120) or 'its reference list'})"
+    if r.kind == "said":
+        loc = f", p. {int(r.page)}" if r.page else ""
+        return f"cited by @{r.other}, a core paper, in a sentence on the topic{loc}: {_one_line(r.text, 300)}"
     if r.kind == "survey":
         return f"cited by @{r.other}, the topic's survey ({_one_line(r.text, 120)})"
     if r.kind == "citing":

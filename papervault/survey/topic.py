@@ -65,7 +65,8 @@ from papervault.errors import PapervaultError
 from papervault.ids import normalize_title
 from papervault.index.search import Searcher, _fts, _vector
 from papervault.index.tables import sql_list as _sql_list
-from papervault.survey.citations import build_graph
+from papervault.survey.citations import Matcher, build_graph
+from papervault.survey.contexts import Context, build_contexts
 from papervault.survey.selection import Entry, Reason
 
 # Constants of the cut-off and the feedback. They were set on the benchmark's topics (bench/survey_selection.py,
@@ -106,7 +107,16 @@ VOUCH_Z = 0.5           # a paper it vouches for stands this many robust deviati
 # its abstract: this many words after the title and author lines make an abstract.
 ABSTRACT_WORDS = 12
 TITLE_ONLY, ABSTRACT, FULL_TEXT = "title only", "title and abstract", "full text"
-SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide", "survey")   # `without` switches off
+# Citation contexts (papervault.survey.contexts): the sentences of the vault's papers that cite a paper. Decided
+# on the tune topics only (bench/survey_selection_gold.yaml, docs/survey.md).
+CONTEXT_BASES = ("title only",)   # a citing sentence is one more passage of a paper whose score rests on this
+VOUCH_QUANTILE = 0.2    # the topic's survey vouches for a reference it cites in a sentence at least as near the
+                        # topic as this quantile of its citing sentences (its surroundings are cited further off)
+SAID_MIN = 3            # a core paper that cites at least this many selected papers in sentences of its text ...
+SAID_QUANTILE = 0.25    # ... links in a paper it cites in a sentence as near the topic as this quantile of those,
+SAID_FLOOR = 0.5        # ... down to this fraction of the cut-off's margin over the median
+SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide", "survey",
+           "contexts", "said")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -138,12 +148,16 @@ class Candidate:
     doi: str = ""
     arxiv: str = ""
     title_words: list[str] = field(default_factory=list)   # the topic's words its title names
+    context: Context | None = None   # the sentence citing it that is nearest the topic (papervault.survey.contexts)
     evidence: list[Reason] = field(default_factory=list)    # citation evidence (kinds "cocited", "chain", "citations")
     basis: str = ""             # what its score rests on: TITLE_ONLY, ABSTRACT or FULL_TEXT
 
     def entry(self) -> Entry:
         named = [Reason("title", ", ".join(self.title_words))] if self.title_words else []
         reasons = named + [Reason("passage", p["text"], p.get("page"), p.get("section", "")) for p in self.passages[:PASSAGES]]
+        said = {r.other for r in self.links if r.kind == "said"}
+        if self.context is not None and self.context.citing not in said:
+            reasons.append(Reason("context", self.context.text, self.context.page, other=self.context.citing))
         return Entry(self.id, self.title, self.year, round(self.score, 4), self.evidence + self.links + reasons,
                      basis=self.basis)
 
@@ -221,6 +235,7 @@ class TopicSelector:
         self._title_words: list[frozenset[str]] | None = None
         self._title_vocab: Counter = Counter()
         self._graph = None
+        self._contexts: tuple[np.ndarray, list[Context], np.ndarray] | None = None
 
     # --- evidence ------------------------------------------------------------------------------------
 
@@ -307,7 +322,15 @@ class TopicSelector:
         if "fulltext" in without:
             lex = {}
         score = dense_p.copy()
-        for pid, (s, _) in chunk_dense.items():
+        best_passage = {pid: s for pid, (s, _) in chunk_dense.items()}
+        if "contexts" not in without:
+            # A paper known by its title alone has, for text, what the papers citing it say about it: its
+            # citing sentence nearest the topic is one more passage of it. (Letting a far citing sentence pull
+            # the score down as well was tried: it lowered the tune topics' recall.)
+            for pid, (s, _) in self._context_hits(q).items():
+                if self.basis[self.pos[pid]] in CONTEXT_BASES and s > best_passage.get(pid, -1.0):
+                    best_passage[pid] = s
+        for pid, s in best_passage.items():
             i = self.pos.get(pid)
             if i is not None and s > dense_p[i]:
                 score[i] = dense_p[i] + CHUNK_WEIGHT * (s - dense_p[i])
@@ -395,6 +418,7 @@ class TopicSelector:
         near_cut = median + NEAR_FRACTION * (cutoff - median)
 
         words = set(_words(query1))
+        contexts = self._context_hits(q1) if "contexts" not in without else {}
 
         def cand(i: int) -> Candidate:
             pid = self.ids[i]
@@ -417,6 +441,8 @@ class TopicSelector:
             if not c.passages:
                 c.passages.append({"text": best_sentences(self._abstract(i, self.texts[i] or ""), words), "page": None,
                                    "section": "title and abstract"})
+            if pid in contexts:
+                c.context = contexts[pid][1]
             return c
 
         excluded = set(exclude)
@@ -446,10 +472,19 @@ class TopicSelector:
             near = [c for c in near if c.id not in got]
         if "survey" not in without:
             ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
-            vouched = self._vouched(core, selected, score, median, spread, cand, ok_pid, excluded, near)
+            vouched = self._vouched(core, selected, score, median, spread, cand, ok_pid, excluded, near,
+                                    q1 if "contexts" not in without else None)
             if vouched:
                 got = {c.id for c in vouched}
                 selected = sorted(selected + vouched, key=lambda c: -c.score)
+                near = [c for c in near if c.id not in got]
+        if "contexts" not in without and "said" not in without:
+            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
+            said = self._said(core, selected, score, median + SAID_FLOOR * (cutoff - median), q1, cand, ok_pid,
+                              excluded, near)
+            if said:
+                got = {c.id for c in said}
+                selected = sorted(selected + said, key=lambda c: -c.score)
                 near = [c for c in near if c.id not in got]
         citing = 0
         if "citations" not in without:
@@ -506,6 +541,47 @@ class TopicSelector:
             self._graph = build_graph(self.ws.vault, self.ids, self.titles, self.dois, self.arxivs,
                                       [pid for pid, f in zip(self.ids, self.fulltext) if f])
         return self._graph
+
+    def _context_rows(self) -> tuple[np.ndarray, list[Context], np.ndarray]:
+        """The vault's citation contexts (papervault.survey.contexts) as (row of the cited paper, context,
+        unit vector), embedded on first use (about 3 ms a sentence; extraction is cached by full-text hash)."""
+        if self._contexts is None:
+            g = self.graph()
+            found = build_contexts(self.ws.vault, Matcher(self.ids, self.titles, self.dois, self.arxivs),
+                                   sorted(g.with_refs), cache_dir=self.ws.cache_dir / "contexts")
+            rows = [(self.pos[pid], c) for pid, cs in sorted(found.items()) if pid in self.pos for c in cs]
+            vecs = (np.asarray(self.searcher.embedder.embed([c.text for _, c in rows]), dtype=np.float32)
+                    if rows else np.zeros((0, self.mat.shape[1]), dtype=np.float32))
+            self._contexts = (np.array([r for r, _ in rows], dtype=np.int64), [c for _, c in rows], vecs)
+        return self._contexts
+
+    def _context_by(self, q: np.ndarray, citing: str) -> dict[str, tuple[float, Context]]:
+        """Per paper that `citing` cites in a sentence of its text: the cosine of the such sentence nearest `q`,
+        and the sentence."""
+        rows, ctxs, vecs = self._context_rows()
+        keep = [k for k, c in enumerate(ctxs) if c.citing == citing]
+        if not keep:
+            return {}
+        sims = _dot(vecs[keep], q)
+        out: dict[str, tuple[float, Context]] = {}
+        for k, s in zip(keep, sims.tolist()):
+            pid = self.ids[int(rows[k])]
+            if pid not in out or s > out[pid][0]:
+                out[pid] = (s, ctxs[k])
+        return out
+
+    def _context_hits(self, q: np.ndarray) -> dict[str, tuple[float, Context]]:
+        """Per cited paper: the cosine of its citing sentence nearest `q`, and that sentence."""
+        rows, ctxs, vecs = self._context_rows()
+        if not len(rows):
+            return {}
+        sims = _dot(vecs, q)
+        out: dict[str, tuple[float, Context]] = {}
+        for r, c, s in zip(rows.tolist(), ctxs, sims.tolist()):
+            pid = self.ids[r]
+            if pid not in out or s > out[pid][0]:
+                out[pid] = (s, c)
+        return out
 
     def _cited(self, selected: list[Candidate], near: list[Candidate], cand, allowed, excluded: set[str],
                core: set[str] | None = None) -> tuple[list[Candidate], list[Candidate], int]:
@@ -634,7 +710,8 @@ class TopicSelector:
     # --- citation links ------------------------------------------------------------------------------
 
     def _vouched(self, core: list[Candidate], selected: list[Candidate], score: np.ndarray, median: float,
-                 spread: float, cand, allowed, excluded: set[str], near: list[Candidate]) -> list[Candidate]:
+                 spread: float, cand, allowed, excluded: set[str], near: list[Candidate],
+                 q: np.ndarray | None = None) -> list[Candidate]:
         """The papers a topic's own survey vouches for. A core paper whose reference list names at least
         VOUCH_REFS vault papers and VOUCH_COVER of the other selected papers is the topic's survey (SoK: Eternal
         War in Memory for "memory corruption attacks and defenses"); a core paper of the field around the topic
@@ -655,6 +732,10 @@ class TopicSelector:
             covered = len(cites & others)
             if covered < VOUCH_COVER * len(others):
                 continue
+            # Which of its references are the topic's: those it cites in sentences nearer the topic than its
+            # median citing sentence (a survey's references mix the topic with its surroundings).
+            said = {pid: sc for pid, (sc, _) in self._context_by(q, v.id).items()} if q is not None else {}
+            bar = float(np.quantile(list(said.values()), VOUCH_QUANTILE)) if said else -np.inf
             for pid in sorted(cites - taken, key=lambda p: -score[self.pos[p]] if p in self.pos else 0.0):
                 i = self.pos.get(pid)
                 if i is None or not allowed(pid) or not np.isfinite(score[i]):
@@ -663,9 +744,38 @@ class TopicSelector:
                     continue
                 if not g.cited_by.get(pid, set()) <= sel | {v.id}:
                     continue
+                if said and said.get(pid, -np.inf) < bar:
+                    continue
                 c = near_by_id.get(pid) or cand(i)
                 c.links.append(Reason("survey", f"it cites {covered} of the {len(others)} other selected papers",
                                       other=v.id))
+                out.append(c)
+                taken.add(pid)
+        return out
+
+    def _said(self, core: list[Candidate], selected: list[Candidate], score: np.ndarray, floor: float,
+              q: np.ndarray, cand, allowed, excluded: set[str], near: list[Candidate]) -> list[Candidate]:
+        """Papers a core paper cites in a sentence about the topic: a sentence as near the topic as those in which
+        it cites the papers already selected (SAID_QUANTILE of them, SAID_MIN at least), the paper's own score
+        down to `floor`. A core paper's reference list mixes the topic with its surroundings; the sentence that
+        cites a reference says which it is ("Smashing the Stack for Fun and Profit", which SoK: Eternal War in
+        Memory cites for "the stack smashing attack")."""
+        sel = {c.id for c in selected}
+        near_by_id = {c.id: c for c in near}
+        out: list[Candidate] = []
+        taken = sel | excluded
+        for v in core:
+            said = self._context_by(q, v.id)
+            known = [sc for pid, (sc, _) in said.items() if pid in sel]
+            if len(known) < SAID_MIN:
+                continue
+            bar = float(np.quantile(known, SAID_QUANTILE))
+            for pid, (sc, ctx) in sorted(said.items(), key=lambda kv: -kv[1][0]):
+                i = self.pos.get(pid)
+                if pid in taken or i is None or not allowed(pid) or sc < bar or score[i] < floor:
+                    continue
+                c = near_by_id.get(pid) or cand(i)
+                c.links.append(Reason("said", f"“{ctx.text}”", ctx.page, other=v.id))
                 out.append(c)
                 taken.add(pid)
         return out
