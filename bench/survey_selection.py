@@ -12,7 +12,7 @@ in a vault.
     python bench/survey_selection.py --root /work/bench-ws           # quality and selection time
     python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
     python bench/survey_selection.py --root /work/bench-ws --json
-    python bench/survey_selection.py --vault /work/bench-ws/ws200c --split tune --no-ablation   # while tuning
+    python bench/survey_selection.py --vault /work/bench-ws/ws200d --split tune --no-ablation   # while tuning
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the

@@ -40,6 +40,12 @@
    paper outside the selection cites and that stand `VOUCH_Z` robust deviations above the vault's median:
    "Smashing the Stack for Fun and Profit", which only "SoK: Eternal War in Memory" cites. A core paper of the
    field around the topic (Megastore for "consensus") cites about half of the selection and vouches for nothing.
+   It vouches only for the references it cites in a sentence near the topic (`VOUCH_QUANTILE`, step 7).
+7. **Citation contexts** (papervault.survey.contexts): the sentences of the vault's papers that cite a paper. A
+   record known by its title only takes its citing sentence nearest the topic as one more passage (step 1); a
+   core paper links in a paper it cites in a sentence as near the topic as those citing the selected papers
+   (`SAID_*`), down to `SAID_FLOOR` of the cut-off's margin: "Smashing the Stack for Fun and Profit", cited by
+   the SoK for "the stack smashing attack".
 
 The title lift is held in proportion: it adds at most `TITLE_SHARE` of the paper's own margin (passages, full
 text, abstract) over the vault's median, so a title that repeats the topic cannot outrank a paper whose abstract
