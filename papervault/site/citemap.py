@@ -346,7 +346,11 @@ def map_pages(g: SiteGraph, papers: dict, *, label_of, md, sanitise, rel_link) -
         svg, edges = map_svg(g, papers, nodes, label_of, heading,
                              lambda p: rel_link(f"papers/{p}/note.md", svg_path))
         clean = sanitise(svg, svg_path)
-        lines = [f"---\ntitle: {yaml_str(heading)}\n---\n", f"# {md(heading)}", "", intro, ""]
+        # Left out of the search index: a map's lists only name papers that have pages of their own, and at a
+        # few thousand papers the list of citations drawn is one search entry longer than Zensical accepts
+        # (32 kB), which failed its build.
+        lines = [f"---\ntitle: {yaml_str(heading)}\nsearch:\n  exclude: true\n---\n", f"# {md(heading)}", "",
+                 intro, ""]
         if len(nodes) < len(nodes_all):
             lines += [f"The map draws the **{len(nodes)} most-cited** of the {len(nodes_all)} papers here that "
                       "cite or are cited by another vault paper (a map of them all would not be readable).", ""]

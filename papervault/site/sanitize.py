@@ -45,6 +45,9 @@ ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
     "input": {"checked", "disabled", "name"},
     "label": {"for"},
     "details": {"open"},
+    # the neighbourhood lists of a paper page: left out of the search index (they only name other papers, and a
+    # much-cited paper's list is longer than one entry of Zensical's index may be)
+    "div": {"data-search-exclude"},
     "time": {"datetime"},
     "abbr": {"title"},
 }
