@@ -205,5 +205,18 @@ def search(page, query: str, engine: str):
         page.locator("input.md-search__input").click()
         page.keyboard.type(query)
         results = page.locator(".md-search-result__item a")
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout  # only the browser tests have a page
+
+        # mkdocs-material reads the box on `keyup` (and once when its worker is ready). Characters that are not
+        # on a keyboard (Chinese) arrive as inserted text without a keyup, so a worker that was ready before the
+        # typing ended never sees the query: a key that changes nothing makes the theme read it, as a person's
+        # input method does
+        for _ in range(3):
+            page.keyboard.press("End")
+            try:
+                results.first.wait_for(timeout=10000)
+                return results
+            except PlaywrightTimeout:
+                continue
     results.first.wait_for(timeout=20000)
     return results
