@@ -71,13 +71,6 @@ def test_each_contract_catches_a_violation(tmp_path):
         assert rel.removesuffix(".py").replace("/", ".") in r.stdout
 
 
-# Files whose function-local imports are not yet moved to the top or commented: they were being changed for other
-# work when the rest were done. Whoever next changes one of them does its imports and takes it off this list.
-UNCOMMENTED_LOCAL_IMPORTS_TO_DO = {
-    "papervault/site/build.py", "papervault/site/citemap.py", "papervault/site/stage.py", "papervault/site/zensical.py",
-}
-
-
 def uncommented_local_imports(path: Path) -> list[str]:
     """`line: statement` for each import inside a function with no comment on its lines or a comment line just
     above it. A comment above the first of adjacent imports covers the group; `if TYPE_CHECKING:` blocks are
@@ -125,19 +118,13 @@ def test_every_function_local_import_says_why_it_is_deferred():
     # a heavy or optional dependency (LanceDB, PyMuPDF, Prefect, fastembed, mkdocs, ...) kept out of a light path
     # such as `papervault --help`, the MCP server's start-up or `status`. The comment says which; anything cheap
     # goes to the top of its module.
-    offenders, done = [], []
+    offenders = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            found = uncommented_local_imports(path)
-            if rel in UNCOMMENTED_LOCAL_IMPORTS_TO_DO:
-                if not found:
-                    done.append(rel)
-                continue
-            offenders += [f"{rel}:{line}" for line in found]
+            offenders += [f"{rel}:{line}" for line in uncommented_local_imports(path)]
     assert not offenders, ("function-local imports without a comment (move them to the top of the module, or say "
                            "what they defer and why):\n" + "\n".join(offenders))
-    assert not done, f"no uncommented local imports left, take them off UNCOMMENTED_LOCAL_IMPORTS_TO_DO: {done}"
 
 
 def test_the_local_import_check_sees_an_uncommented_import(tmp_path):

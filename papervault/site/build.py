@@ -7,6 +7,7 @@ while a folder of plain Markdown is what every builder of `mkdocs.yml` reads (se
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -17,9 +18,13 @@ from typing import Any
 import yaml
 
 from papervault.errors import SiteError
+from papervault.site import zensical
 from papervault.site.assets import mathjax_assets, theme_assets
+from papervault.site.policy import PagePolicy
+from papervault.site.sanitize import SanitizeExtension
 from papervault.site.stage import (NEIGHBOURHOOD_SVG, RENDER_CACHE_VERSION, RenderCache, plan_site, read_vault,
                                    write_stage)
+from papervault.templating import search_path
 from papervault.workspace import MKDOCS_TEMPLATE, Workspace
 
 CONFIG_NAME = "mkdocs.site.yml"
@@ -31,8 +36,6 @@ def stage_dir(ws: Workspace) -> Path:
 
 def template_dirs(ws: Workspace) -> list[Path]:
     """The workspace's `templates/site` (if any) before the project's own."""
-    from papervault.templating import search_path
-
     return search_path("site", ws.root)
 
 
@@ -103,8 +106,6 @@ def _saved_render_cache(cache: RenderCache) -> dict:
 
 
 def _read_json(path: Path) -> dict | None:
-    import json
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -114,8 +115,6 @@ def _read_json(path: Path) -> dict | None:
 
 def _write_json(path: Path, data: dict) -> None:
     """Written whole beside, then renamed: a build stopped halfway leaves the previous file or none."""
-    import json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
@@ -164,8 +163,6 @@ def write_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
 def write_zensical_config(ws: Workspace, nav: list[Any], not_in_nav: list[str]) -> Path:
     """`.papervault/zensical.site.yml`: one self-contained file (no INHERIT) with relative paths, the same
     overrides as mkdocs.site.yml plus the page policy's Markdown rules (site/zensical.py)."""
-    from papervault.site import zensical
-
     user = ws.root / "mkdocs.yml"
     overrides = _overrides(ws, nav, not_in_nav)
     if user.is_file():
@@ -244,6 +241,8 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
     engine = site_engine(ws, engine)
     if engine == "zensical":
         return _build_zensical(ws, strict=strict, whats_new=whats_new)
+    # deferred: mkdocs's build machinery (its plugins and theme loading) is needed only by a build, not by
+    # every command that imports the site package
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort, ConfigurationError
@@ -271,8 +270,6 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
 
 
 def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> dict[str, Any]:
-    from papervault.site import zensical
-
     t0 = time.monotonic()
     staged = stage(ws, whats_new, engine="zensical")
     built = zensical.build(ws.state_dir, ws.site_dir, staged["config"], strict=strict)
@@ -292,9 +289,6 @@ def with_sanitiser(cfg, *, live: bool = False):
     Added to the loaded configuration rather than written into the staged mkdocs.site.yml, because that file
     inherits the user's mkdocs.yml, whose `markdown_extensions` list an override would replace, not extend.
     """
-    from papervault.site.policy import PagePolicy
-    from papervault.site.sanitize import SanitizeExtension
-
     cfg.markdown_extensions[:] = [e for e in cfg.markdown_extensions
                                   if e not in UNTRUSTED_EXTENSIONS and not isinstance(e, SanitizeExtension)]
     for name in UNTRUSTED_EXTENSIONS:
@@ -312,7 +306,7 @@ UNTRUSTED_EXTENSIONS = frozenset({"attr_list", "markdown.extensions.attr_list"})
 def _quiet_jieba() -> None:
     # The search plugin segments Chinese with jieba, which announces loading its dictionary on stderr.
     try:
-        import jieba
+        import jieba  # deferred and optional: only the search plugin's Chinese segmentation loads it
     except ImportError:
         return
     jieba.setLogLevel(logging.WARNING)
@@ -336,6 +330,7 @@ def vault_signature(root: Path) -> tuple[int, int]:
 def serve_site(ws: Workspace, *, host: str = "127.0.0.1", port: int = 8000, interval: float = 1.0,
                open_browser: bool = False) -> None:
     """Live preview: mkdocs serve over the staging folder, re-staged whenever the vault changes."""
+    # deferred: mkdocs's live server (and its file watcher) is needed only by `site serve`
     import mkdocs.commands.serve as mkdocs_serve
     from mkdocs.config import load_config
 

@@ -24,7 +24,9 @@ from typing import Any
 
 from xml.sax.saxutils import escape as _xml_escape
 
+from papervault.pages import printed
 from papervault.site.sanitize import HTML_END, HTML_START, html_text, yaml_str
+from papervault.survey.citations import Matcher, cited_with_evidence, reference_list
 from papervault.survey.figures import PALETTE, OTHER, short
 
 # The most-cited papers a map draws: past this a map of a big vault stays readable and small (under 2 MB).
@@ -83,8 +85,6 @@ def vault_graph(papers: dict, cache: dict | None = None) -> SiteGraph:
     without matching its reference list, when the paper's full text (its content hash) and the vault's papers
     (`matcher_key`) are the same as then. `graph.cache` is the cache for the next build; `graph.reused` counts
     the papers whose edges came from it."""
-    from papervault.survey.citations import Matcher, cited_with_evidence, reference_list
-
     t0 = time.perf_counter()
     ids = list(papers)
     key = matcher_key(papers)
@@ -420,8 +420,6 @@ def neighbourhood(g: SiteGraph, papers: dict, pid: str, *, label_of, esc) -> dic
     dozen linked list items inline cost more than all the rest of a paper page): every text here is escaped
     for HTML by `esc` and every link is to the built page (`note.html`, `paper.html#page-N`, `map.html`; the
     site has `use_directory_urls: false`). The sanitiser still sees the finished page, as for any page."""
-    from papervault.pages import printed
-
     if pid not in g.cites and pid not in g.cited_by:
         return None
 

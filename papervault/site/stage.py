@@ -22,12 +22,15 @@ import yaml
 from papervault.errors import UnsafePathError
 from papervault.models import PaperMeta
 from papervault.pages import pdf_page
+from papervault.pdfstore import SHA256
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.redirects import redirect_pages
-from papervault.site.svg import sanitise_svg
+from papervault.site import citemap
+from papervault.site.svg import FIGURE_PATH, sanitise_svg
 from papervault.site.whatsnew import surveys_gained_rows
 from papervault.site.sanitize import (arxiv_url, doi_url, escape_foreign_tags, html_text, md_text, path_url,
                                       safe_url, yaml_str)
+from papervault.templating import environment
 from papervault.vault import frontmatter
 from papervault.vault.paths import safe_vault_path
 from papervault.vault import paper as paper_md
@@ -71,8 +74,6 @@ def publishable(path: Path) -> bool:
 def survey_figure(rel: str) -> bool:
     """Whether a vault file (its path from the vault's root) is a survey's figure,
     `surveys/<slug>/figures/<name>.svg`: published sanitised, never as it is."""
-    from papervault.site.svg import FIGURE_PATH
-
     return bool(FIGURE_PATH.fullmatch(rel))
 
 
@@ -291,8 +292,6 @@ def _read_paper(pdir: Path, *, include_pdfs: bool, inside, pdf_store: Path | Non
 def stored_pdf(store: Path, sha: Any) -> Path | None:
     """The kept PDF named by a note's `pdf:` value: only a SHA-256 names a file, and only a regular file directly
     in the store counts (a link in the store leading elsewhere is not followed)."""
-    from papervault.pdfstore import SHA256
-
     if not isinstance(sha, str) or not SHA256.match(sha):
         return None
     p = store / f"{sha}.pdf"
@@ -348,8 +347,6 @@ def _read_survey(sdir: Path, inside) -> SurveyEntry:
 
 def template_env(extra_dirs: list[Path] | None = None) -> jinja2.Environment:
     """Page templates: the workspace's `templates/site/pages` first (a user's override), then the project's."""
-    from papervault.templating import environment
-
     env = environment("site/pages", extra=[d / "pages" for d in (extra_dirs or [])], autoescape=False,
                       keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
                       # `{#id}` is Markdown's attribute syntax for heading ids, so Jinja comments move.
@@ -523,8 +520,6 @@ class _Planner:
     def citation_graph(self, graph_cache: dict | None):
         """Who cites whom by reference lists: matched once for the whole vault, for the map and every paper
         page (only the papers whose full text changed since `graph_cache`)."""
-        from papervault.site import citemap
-
         graph = citemap.vault_graph(self.papers, graph_cache)
         self.timings["graph"] = graph.seconds
         self.labels = {pid: cite_label(e.meta) for pid, e in self.papers.items()}
@@ -533,8 +528,6 @@ class _Planner:
     def paper_pages(self, graph) -> None:
         """A page per paper (its card, note, figures, back-links and citation neighbourhood), its full text,
         and the files beside them."""
-        from papervault.site import citemap
-
         snap, papers, labels, env = self.snap, self.papers, self.labels, self.env
         t_nb = 0.0
         for pid, e in papers.items():
@@ -617,8 +610,6 @@ class _Planner:
 
     def citation_maps(self, graph) -> None:
         """The citation map: the most-cited papers, and a map per tag and per decade."""
-        from papervault.site import citemap
-
         maps = citemap.map_pages(graph, self.papers, label_of=self.labels.__getitem__, md=md_escape,
                                  sanitise=self.sanitise, rel_link=rel_link)
         self.pages.update(maps.pages)

@@ -18,7 +18,9 @@ and `attr_list` is removed from the extensions, as for mkdocs.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
@@ -31,6 +33,7 @@ from typing import Any
 import yaml
 
 from papervault.errors import SiteError
+from papervault.site.policy import with_policy
 
 CONFIG_NAME = "zensical.site.yml"
 OUTPUT_DIR = "zensical-site"
@@ -41,8 +44,6 @@ _ARTICLE = re.compile(r'<article class="md-content__inner[^"]*">.*</article>', r
 
 
 def available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("zensical") is not None
 
 
@@ -157,8 +158,6 @@ def run(config: Path, *, strict: bool) -> list[str]:
 def publish(built: Path, site_dir: Path) -> int:
     """Copy Zensical's output into `site_dir` (emptied first), each HTML page with the page policy and the
     search index with Chinese segmented; returns the number of pages."""
-    from papervault.site.policy import with_policy
-
     if site_dir.is_symlink() or site_dir.is_file():
         site_dir.unlink()
     elif site_dir.is_dir():
@@ -187,11 +186,9 @@ def segment_search(site_dir: Path) -> None:
     if not path.is_file():
         return
     try:
-        import jieba
+        import jieba  # deferred and optional: loaded only when a site has a search index to segment
     except ImportError:
         return
-    import logging
-
     jieba.setLogLevel(logging.WARNING)
     han = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
