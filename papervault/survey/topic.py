@@ -11,7 +11,8 @@
    vault; relevance is computed again with the expanded topic.
 3. **Cut-off from the score distribution**: a paper is selected when its score stands out from the vault's
    (robust z-score over every candidate: median and MAD) and is close enough to the best papers' scores; there is
-   no fixed count. `max_papers` caps the selection. A paper chosen by its score must also name one of the topic's
+   no fixed count; a record known by its title alone must stand closer to the best (`TITLE_ONLY_FRACTION`),
+   as its score rests on a dozen words. `max_papers` caps the selection. A paper chosen by its score must also name one of the topic's
    own words (any spelling) in its title, abstract or matched passages: in a vault far from the topic's field,
    every paper of the field stands out by score, whatever its subject; those that name none are near misses.
    Every listed paper says what its score rests on (title only, title and abstract, full text). A rule that a
@@ -89,9 +90,10 @@ TITLE_WEIGHT = 0.12     # lift of a paper whose title names the topic's own word
 TITLE_SHARE = 0.5       # ... at most this share of the paper's own margin over the vault's median
 Z_MIN = 2.5             # a selected paper stands at least this many robust deviations above the vault's median
 TOP_FRACTION = 0.6      # ... and its margin over the median is at least this fraction of the best papers' margin
+TITLE_ONLY_FRACTION = 0.7  # ... this fraction for a record known by its title alone (TITLE_ONLY)
 BACKGROUND_CAP = 0.25  # the highest median taken as the vault's background similarity
 SMALL_VAULT = 30        # below this many papers the vault's spread says nothing: only TOP_FRACTION cuts
-NEAR_FRACTION = 0.8     # papers within this fraction of the cut-off are near misses (shown, linkable)
+NEAR_FRACTION = 0.9     # papers within this fraction of the cut-off are near misses (shown, linkable)
 NEAR_SHOWN = 15         # near misses listed in selection.md
 CITED_SHOWN = 40        # ... and near misses by citation evidence (cited by a selected paper, not chosen)
 PASSAGES = 2            # passages given as a selected paper's reason
@@ -422,6 +424,10 @@ class TopicSelector:
         z_cut = median + Z_MIN * spread if len(background) >= SMALL_VAULT else -np.inf
         cutoff = max(z_cut, median + TOP_FRACTION * (best - median))
         near_cut = median + NEAR_FRACTION * (cutoff - median)
+        # A record known by its title alone rests on a dozen words: it is chosen by its score only when it stands
+        # closer to the best papers (TITLE_ONLY_FRACTION); below that it is a near miss that citations can bring in.
+        title_cut = max(cutoff, median + TITLE_ONLY_FRACTION * (best - median))
+        cut = np.where(np.array([b == TITLE_ONLY for b in self.basis]), title_cut, cutoff)
 
         words = set(_words(query1))
         contexts = self._context_hits(q1) if "contexts" not in without else {}
@@ -456,9 +462,9 @@ class TopicSelector:
         self._specific_words = []
         names = self._specific(topic, field_rows, chunk_dense, lex) if "specific" not in without else {}
         off_topic = {i for i in field_rows if names and not names.get(i)}
-        selected = [cand(i) for i in order if score[i] >= cutoff and self.ids[i] not in excluded and i not in off_topic]
+        selected = [cand(i) for i in order if score[i] >= cut[i] and self.ids[i] not in excluded and i not in off_topic]
         near = [cand(i) for i in order[:len(selected) + len(off_topic) + 3 * NEAR_SHOWN + LINK_READS]
-                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cutoff or i in off_topic)]
+                if near_cut <= score[i] and self.ids[i] not in excluded and (score[i] < cut[i] or i in off_topic)]
         for c in near:
             if self.pos[c.id] in off_topic:
                 c.evidence.append(Reason("unspecific", "names none of the topic's own words in its title, "
