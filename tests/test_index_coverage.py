@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from papervault.chunking.paper import chunk_paper
 from papervault.models import PaperMeta
@@ -35,6 +35,8 @@ def _hostile_paper(words: list[str], breaks: list[str]) -> str:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.text(alphabet="abcxyz #*|![]()-<>\\`", max_size=12), st.sampled_from(LINE_BREAKS)),
                 min_size=1, max_size=40))
+@example(pairs=[("```", "\r")])         # a PDF line that would open a code fence over the rest of the paper
+@example(pairs=[("x", "\n"), ("  ~~~", "\r\n")])
 def test_the_reader_reads_text_with_every_line_break(pairs):
     words, breaks = [w for w, _ in pairs], [b for _, b in pairs]
     text = _hostile_paper(words, breaks)

@@ -63,11 +63,17 @@ def page_anchor(page: int) -> str:
     return _ANCHOR_TEXT.format(int(page))
 
 
+# A line of a PDF's text that would open a fenced code block (up to three spaces, then ``` or ~~~, after any line
+# end CommonMark reads): a fence never closed runs to the end of the document and swallows every page anchor.
+_FENCE_START = re.compile(r"(^|\r\n|\r|\n)( {0,3})(`{3}|~{3})")
+
+
 def escape_html(text: str) -> str:
     """A paper's text made safe as Markdown body text: each `<` that would open HTML is written `&lt;`
-    (which every Markdown renders as `<`), so no text of a PDF can write a page anchor or any other markup;
-    everything else, Markdown included, is left as it is."""
-    return _HTML_START.sub("&lt;", text)
+    (which every Markdown renders as `<`), so no text of a PDF can write a page anchor or any other markup, and
+    a line that would open a code fence starts with a backslash (`\\```` renders as ```), so no text can hide
+    the pages after it in a code block; everything else, Markdown included, is left as it is."""
+    return _FENCE_START.sub(lambda m: f"{m.group(1)}{m.group(2)}\\{m.group(3)}", _HTML_START.sub("&lt;", text))
 
 
 def alt_text(text: str) -> str:
