@@ -143,6 +143,19 @@ def test_graph_matches_titles_dois_and_arxiv_ids_across_line_breaks(citing_vault
 
     assert m.named(_dehyphen(refs)) == {"a", "c", "d"}     # a title of one word means nothing
 
+    # ... unless its first author's family name stands just before it and its year near it
+    short = Matcher(["soft", "thesis", "paxos"], ["Soft typing", "Soft typing: an approach to type checking", "Paxos"],
+                    ["", "", ""], ["", "", ""],
+                    [["Robert Cartwright", "Mike Fagan"], ["Mike Fagan"], ["Leslie Lamport"]], [1991, 1991, 1998])
+    entries = ("[CF91] Robert Cartwright and Mike Fagan. “Soft typing”. In: SIGPLAN Not. 26.6 (May 1991), pp. 278–292. "
+               "[Fag91] Mike Fagan. “Soft typing: an approach to type checking”. PhD thesis. Houston, 1991. ")
+    assert short.named(entries) == {"soft", "thesis"}
+    # the name without the year, the year without the name, or the name in the entry before: no citation
+    assert short.named("[1] Robert Cartwright. Soft typing. In PLDI, 1989.") == set()
+    assert short.named("[1] M. Fagan. Soft typing. PLDI 1991.") == set()
+    assert short.named("[2] L. Lamport. The part-time parliament. 1998. [3] Paxos. ") == set()
+    assert short.named("- L. Lamport. Paxos. In Distributed Computing, 1998.") == {"paxos"}
+
     from papervault.survey.topic import TopicSelector
     from papervault.workspace import Workspace
 

@@ -42,7 +42,8 @@ def neighbourhood(ws: Workspace, paper_id: str) -> dict[str, Any]:
     me = v.read_meta(paper_id)
     ids = list(metas)
     matcher = Matcher(ids, [metas[i].title or "" for i in ids], [(metas[i].doi or "").lower() for i in ids],
-                      [metas[i].arxiv or "" for i in ids])
+                      [metas[i].arxiv or "" for i in ids], [list(metas[i].authors or []) for i in ids],
+                      [metas[i].year for i in ids])
 
     def text_of(pid: str) -> str:
         if not v.fulltext_path(pid).is_file():
@@ -57,7 +58,8 @@ def neighbourhood(ws: Workspace, paper_id: str) -> dict[str, Any]:
     for pid, ref in sorted(cited_with_evidence(matcher, own).items()):
         if pid != paper_id and pid in metas:
             cites.append({**_entry(metas[pid]), "evidence": _evidence(me, ref)})
-    single = Matcher([paper_id], [me.title or ""], [(me.doi or "").lower()], [me.arxiv or ""])
+    single = Matcher([paper_id], [me.title or ""], [(me.doi or "").lower()], [me.arxiv or ""], [list(me.authors or [])],
+                     [me.year])
     cited_by = []
     for pid in ids:
         if pid == paper_id:

@@ -61,16 +61,18 @@ class SiteGraph:
         return len(self.cited_by.get(pid, ()))
 
 
-GRAPH_CACHE_VERSION = 1
+GRAPH_CACHE_VERSION = 2
 
 
 def matcher_key(papers: dict) -> str:
     """What the matching of every reference list depends on besides the list itself: each paper's id, title,
-    DOI and arXiv id. Another paper, or a changed title, changes it (and every list is matched again)."""
+    DOI, arXiv id, first author and year (a short title matches with them). Another paper, or a changed title, changes it (and every list is matched again)."""
     h = hashlib.sha256(f"v{GRAPH_CACHE_VERSION}".encode())
     for pid in sorted(papers):
         m = papers[pid].meta
-        h.update("\x1f".join((pid, m.title or "", (m.doi or "").lower(), m.arxiv or "")).encode("utf-8") + b"\x1e")
+        first = (m.authors or [""])[0] or ""
+        h.update("\x1f".join((pid, m.title or "", (m.doi or "").lower(), m.arxiv or "", first, str(m.year or "")))
+                 .encode("utf-8") + b"\x1e")
     return h.hexdigest()
 
 
@@ -106,7 +108,8 @@ def vault_graph(papers: dict, cache: dict | None = None) -> SiteGraph:
             if matcher is None:
                 metas = [papers[i].meta for i in ids]
                 matcher = Matcher(ids, [m.title or "" for m in metas], [(m.doi or "").lower() for m in metas],
-                                  [m.arxiv or "" for m in metas])
+                                  [m.arxiv or "" for m in metas], [list(m.authors or []) for m in metas],
+                                  [m.year for m in metas])
             has_refs, found = _match(matcher, pid, text, reference_list, cited_with_evidence)
         g.cache["papers"][pid] = {"text": h, "refs": has_refs, "edges": [list(e) for e in found]}
         if has_refs:

@@ -1,7 +1,8 @@
 """Which vault papers cite which: the reference lists of the papers with full text, matched against the vault.
 
-A reference list names a vault paper by its DOI, its arXiv id or its normalised title (three words or more), the
-rule of `correlate.find_lineages` and of the selection's citation links; here it is applied to the whole vault at
+A reference list names a vault paper by its DOI, its arXiv id or its normalised title (three words or more; a
+title of one or two words, "Soft typing", only with its first author's family name and its year in the same
+entry), the rule of `correlate.find_lineages` and of the selection's citation links; here it is applied to the whole vault at
 once: the vault's titles are indexed by their first three words, so a reference list is read in one pass whatever
 the size of the library. Topic selection uses the graph for citation evidence (papervault.survey.topic): a paper
 that the selected papers cite, weighed against how often the rest of the vault cites it.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from papervault.errors import PapervaultError
-from papervault.ids import normalize_title
+from papervault.ids import last_name, normalize_title
 from papervault.vault import paper as paper_md
 
 _DOI = re.compile(r"10\.\d{4,9}/[^\s\"<>,;]+")
@@ -43,18 +44,34 @@ def reference_list(fulltext: str) -> str:
     return _dehyphen(" ".join(references_text(fulltext).split()))
 
 
-class Matcher:
-    """Finds the vault papers a reference list names, by DOI, arXiv id or title."""
+# A title of one or two words ("Soft typing") names a paper only with its first author's family name among the
+# words just before it and its year near it: a reference entry is "Authors. Title. Venue, year." or
+# "Authors (year). Title. Venue."; alone, two words match too much to mean a citation.
+SHORT_BEFORE = 25       # the family name within this many words before the title
+SHORT_AFTER = 30        # the year within SHORT_BEFORE words before or this many after
+_ENTRY = re.compile(r"\[[^\]\s]{1,12}\]|(?:^|\s)-\s")    # where a reference entry starts: "[12]", "[CF91]", "- "
 
-    def __init__(self, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str]):
+
+class Matcher:
+    """Finds the vault papers a reference list names, by DOI, arXiv id or title (a title of one or two words
+    only with its first author and year, when `authors` and `years` are given)."""
+
+    def __init__(self, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str],
+                 authors: list[list[str]] | None = None, years: list[int | None] | None = None):
         self.by_doi = {d.lower().rstrip("."): pid for pid, d in zip(ids, dois) if d}
         self.by_arxiv = {a.split("v")[0]: pid for pid, a in zip(ids, arxivs) if a and _ARXIV.fullmatch(a.split("v")[0])}
         self.by_start: dict[tuple[str, str, str], list[tuple[tuple[str, ...], str]]] = {}
-        for pid, t in zip(ids, titles):
+        self.short: dict[str, list[tuple[tuple[str, ...], str, str, str]]] = {}
+        for k, (pid, t) in enumerate(zip(ids, titles)):
             words = tuple(normalize_title(t).split())
-            # a title of one or two words ("Paxos") matches too much to mean a citation
             if len(words) >= 3:
                 self.by_start.setdefault(words[:3], []).append((words, pid))
+            elif words and authors is not None and years is not None:
+                first = (authors[k] or [""])[0] if k < len(authors) else ""
+                family = normalize_title(last_name(first or "")).split()
+                year = years[k] if k < len(years) else None
+                if family and isinstance(year, int):
+                    self.short.setdefault(words[0], []).append((words, family[-1], str(year), pid))
 
     def named(self, refs: str) -> set[str]:
         if not refs.strip():
@@ -67,14 +84,33 @@ class Matcher:
             for title, pid in self.by_start.get((words[j], words[j + 1], words[j + 2]), ()):
                 if tuple(words[j:j + len(title)]) == title:
                     out.add(pid)
+        if self.short:
+            out |= self.short_named(refs) - out
+        return out
+
+    def short_named(self, refs: str) -> set[str]:
+        """The short titles named in `refs`, entry by entry (split at `[n]` markers and list bullets): the family
+        name and the year must belong to the same entry as the title."""
+        out: set[str] = set()
+        for entry in _ENTRY.split(refs):
+            words = normalize_title(entry).split()
+            for j, w in enumerate(words):
+                for title, family, year, pid in self.short.get(w, ()):
+                    if pid in out or tuple(words[j:j + len(title)]) != title:
+                        continue
+                    before = words[max(0, j - SHORT_BEFORE):j]
+                    after = words[j + len(title):j + len(title) + SHORT_AFTER]
+                    if family in before and (year in before or year in after):
+                        out.add(pid)
         return out
 
 
 def build_graph(vault, ids: list[str], titles: list[str], dois: list[str], arxivs: list[str],
-                with_text: Iterable[str]) -> CitationGraph:
+                with_text: Iterable[str], authors: list[list[str]] | None = None,
+                years: list[int | None] | None = None) -> CitationGraph:
     """The citation graph of the vault: the reference list of every paper of `with_text` (the papers with a
     paper.md) matched against all of `ids`. A paper whose full text cannot be read cites nothing."""
-    matcher = Matcher(ids, titles, dois, arxivs)
+    matcher = Matcher(ids, titles, dois, arxivs, authors, years)
     g = CitationGraph()
     for pid in with_text:
         try:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from papervault.agents.otherwork import _dehyphen, references_text
+from papervault.survey.citations import Matcher
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.papers import SurveyPaper, cite  # noqa: F401 - cite: its name here too
 from papervault.ids import normalize_title
@@ -119,8 +120,12 @@ def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
                 via = "arxiv"
             else:
                 title = normalize_title(cited.title)
-                # a title of one or two words ("Paxos") matches too much to mean a citation
+                # a title of one or two words ("Soft typing") matches too much to mean a citation on its own: it
+                # counts with its first author and year in the same entry (papervault.survey.citations.Matcher)
                 if len(title.split()) >= 3 and f" {title} " in norm_refs[citing.id]:
+                    via = "title"
+                elif title and len(title.split()) < 3 and Matcher(
+                        [cited.id], [cited.title], [""], [""], [cited.authors], [cited.year]).short_named(raw):
                     via = "title"
             if via:
                 out.append(Lineage(citing.id, cited.id, via))

@@ -551,7 +551,7 @@ class TopicSelector:
         if self._graph is None:
 
             self._graph = build_graph(self.ws.vault, self.ids, self.titles, self.dois, self.arxivs,
-                                      [pid for pid, f in zip(self.ids, self.fulltext) if f])
+                                      [pid for pid, f in zip(self.ids, self.fulltext) if f], self.authors, self.years)
         return self._graph
 
     def _context_rows(self) -> tuple[np.ndarray, list[Context], np.ndarray]:
@@ -559,7 +559,7 @@ class TopicSelector:
         unit vector), embedded on first use (about 3 ms a sentence; extraction is cached by full-text hash)."""
         if self._contexts is None:
             g = self.graph()
-            found = build_contexts(self.ws.vault, Matcher(self.ids, self.titles, self.dois, self.arxivs),
+            found = build_contexts(self.ws.vault, Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years),
                                    sorted(g.with_refs), cache_dir=self.ws.cache_dir / "contexts")
             rows = [(self.pos[pid], c) for pid, cs in sorted(found.items()) if pid in self.pos for c in cs]
             vecs = (np.asarray(self.searcher.embedder.embed([c.text for _, c in rows]), dtype=np.float32)
