@@ -93,13 +93,33 @@ def build_where(filters: dict | None, level: str | Iterable[str] | None = None, 
     return " AND ".join(f"({c})" for c in clauses) or None
 
 
+# Rows fetched beyond a ranking's `n`: which of several rows of equal score a top-n search returns at its boundary
+# is the engine's choice, and differs from one opening of the table to the next (duplicate texts, such as a
+# reference line in two papers, score alike). With the extra rows the whole tie group at the boundary is read,
+# and the reading order decides.
+TIE_MARGIN = 0.25
+
+
+def _top(rows: list[dict], n: int, key, fetched: int) -> list[dict]:
+    """The first `n` of `rows` (fetched with limit `fetched`) in the order `key`: the same rows every time.
+    When the tie group at the boundary may continue past what was fetched, it is left out whole."""
+    rows = sorted(rows, key=key)
+    if len(rows) <= n:
+        return rows
+    edge = key(rows[n - 1])[0]
+    if len(rows) >= fetched and key(rows[-1])[0] == edge:
+        return [r for r in rows[:n] if key(r)[0] != edge] or rows[:n]
+    return rows[:n]
+
+
 def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
     q = table.search(_fts_query(query), query_type="fts")
     if where:
         q = q.where(where, prefilter=True)
+    fetched = n + max(8, int(n * TIE_MARGIN))
     try:
         # Row ids let the winners' full rows be read directly (`_fetch`).
-        rows = q.with_row_id(True).select([*columns, "_score"]).limit(n).to_list()
+        rows = q.with_row_id(True).select([*columns, "_score"]).limit(fetched).to_list()
     except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
@@ -107,7 +127,7 @@ def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> li
     # rows of equal score in reading order: a ranking must not depend on where rows sit in the table (compaction
     # and the background fill's rewrites move them), or the fusion would rank the same index differently from
     # one version to the next
-    return sorted(rows, key=lambda r: (-r["_score"], *_reading_order(r)))
+    return _top(rows, n, lambda r: (-r["_score"], *_reading_order(r)), fetched)
 
 
 def _fts_query(query: str) -> str:
@@ -119,8 +139,9 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     q = table.search(vec, vector_column_name="vector").distance_type("cosine")
     if where:
         q = q.where(where, prefilter=True)
-    rows = q.with_row_id(True).select([*columns, "_distance"]).limit(n).to_list()
-    return sorted(rows, key=lambda r: (r["_distance"], *_reading_order(r)))   # equal distances as in _fts
+    fetched = n + max(8, int(n * TIE_MARGIN))
+    rows = q.with_row_id(True).select([*columns, "_distance"]).limit(fetched).to_list()
+    return _top(rows, n, lambda r: (r["_distance"], *_reading_order(r)), fetched)   # equal distances as in _fts
 
 
 def _reading_order(row: dict) -> tuple:
