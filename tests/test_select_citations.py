@@ -486,3 +486,33 @@ def test_citation_contexts_read_numeric_alphanumeric_and_author_year_markers():
                    "Fisher, R. A. Statistical methods for research workers. 1925.\n")
     got = extract(author_year)
     assert got["contexts"] == {"Lamport|1998": [["The part-time parliament of Lamport (1998) is consensus.", None]]}
+
+
+def test_a_record_known_by_its_title_alone_needs_a_closer_score(citing_vault, monkeypatch):
+    """A record whose score rests on its title alone is chosen by its score only above the title-only cut-off
+    (TITLE_ONLY_FRACTION of the best papers' margin, above the others' cut-off); under it, it is a near miss,
+    and selection.md's method names both cut-offs."""
+    import papervault.survey.topic as topic_mod
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    def by_score(sel, basis):    # chosen by its score: no citation link or evidence brought it in
+        return [c for c in sel.selected if c.basis == basis and not c.links
+                and all(r.kind == "citations" for r in c.evidence)]
+
+    selector = TopicSelector(Workspace(citing_vault).require())
+    got = selector.select(TOPIC)
+    assert got.title_cutoff > got.cutoff
+    method = got.method()
+    assert float(method["cut-off score of a record known by its title only"]) > float(method["cut-off score"])
+    # the record whose title is the topic's own words stands among the best: chosen by its score
+    assert [c.id for c in by_score(got, "title only")] == ["titleonly2019consensus"]
+    assert all(c.score >= got.title_cutoff for c in by_score(got, "title only"))
+    assert all(c.score >= got.cutoff for c in by_score(got, "title and abstract") + by_score(got, "full text"))
+    # with the title-only cut-off above every score, it is a near miss, and nothing else changes
+    monkeypatch.setattr(topic_mod, "TITLE_ONLY_FRACTION", 5.0)
+    strict = selector.select(TOPIC)
+    assert by_score(strict, "title only") == []
+    near = {c.id: c for c in strict.near}
+    assert "titleonly2019consensus" not in strict.ids and near["titleonly2019consensus"].basis == "title only"
+    assert set(strict.ids) == set(got.ids) - {"titleonly2019consensus"}

@@ -182,13 +182,16 @@ class TopicSelection:
     candidates: int
     capped: bool = False
     citing: int = 0             # papers of the vault with a reference list (0: no citation evidence at all)
+    title_cutoff: float = 0.0   # the cut-off for a record known by its title alone (TITLE_ONLY_FRACTION)
 
     @property
     def ids(self) -> list[str]:
         return [c.id for c in self.selected]
 
     def method(self) -> dict[str, Any]:
-        return {"cut-off score": f"{self.cutoff:.3f}", "vault median": f"{self.median:.3f}",
+        return {"cut-off score": f"{self.cutoff:.3f}",
+                "cut-off score of a record known by its title only": f"{max(self.title_cutoff, self.cutoff):.3f}",
+                "vault median": f"{self.median:.3f}",
                 "topic expanded with": ", ".join(self.expansion),
                 "papers scored": self.candidates, "capped by max papers": "yes" if self.capped else "",
                 "papers with a reference list": self.citing}
@@ -517,7 +520,7 @@ class TopicSelector:
         score_near = [c for c in near if c.id not in cited_ids]
         near = score_near[:NEAR_SHOWN] + cited_near[:CITED_SHOWN]
         return TopicSelection(topic, selected, near, cutoff, median, spread, terms, len(finite), capped,
-                              citing)
+                              citing, title_cut)
 
     # --- the topic's own words against its field --------------------------------------------------
 
