@@ -874,6 +874,10 @@ class TopicSelector:
             title = normalize_title(cited.title)
             if len(title.split()) >= 3 and f" {title} " in norm:
                 return "title"
+            i = self.pos.get(cited.id)
+            if title and i is not None and Matcher([cited.id], [cited.title], [""], [""], [self.authors[i] or []],
+                                                   [self.years[i]]).short_named(low):
+                return "title, first author and year"     # a title of one or two words, as in the graph
             return None
 
         out: list[Candidate] = []
