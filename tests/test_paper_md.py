@@ -331,3 +331,34 @@ def test_the_reader_takes_only_the_writers_anchor_line():
     assert paper_md.without_anchors(text) == text.replace(paper_md.page_anchor(1), "").replace(paper_md.page_anchor(2), "")
     assert paper_md.escape_html('<a id="page-3"></a> a < b, <https://x.org> <!-- c --> <?p?> <br/>') == \
         '&lt;a id="page-3">&lt;/a> a < b, <https://x.org> &lt;!-- c --> &lt;?p?> &lt;br/>'
+
+
+def test_a_fence_nothing_closes_hides_no_page(tmp_path):
+    """A `paper.md` written before the writer escaped fence lines may hold a line of ``` from a PDF's text that
+    nothing closes: the reader, the site's full text page and `locate` still see every page after it. A fence
+    that is closed (a code block the parser wrote) stays a code block."""
+    from papervault.app.locate import locate
+    from papervault.models import PaperMeta, ParsedPaper
+    from papervault.site.stage import plan_site, read_vault
+    from papervault.workspace import Workspace
+
+    code = "```\nx = 1  # a code block the parser wrote\n```"
+    md = "\n\n".join([paper_md.page_anchor(1), "# Fenced Text Read Back", code, "Some prose of page one.\r```\r",
+                      paper_md.page_anchor(2), "## 2 Later", "Leases bound the recovery time on page two.",
+                      paper_md.page_anchor(3), "~~~ and a tilde line too", "Page three closes the paper."]) + "\n"
+    assert paper_md.escape_unclosed_fence(md).count("\n") == md.count("\n")
+    assert len(paper_md.escape_unclosed_fence(md)) == len(md)
+    doc = paper_md.read(md)
+    assert doc.pages == [1, 2, 3]
+    assert doc.page_at(md.index("Leases bound")) == 2 and doc.page_at(md.index("Page three")) == 3
+    assert [s.title for s in doc.sections][-1:] == ["2 Later"]
+
+    ws, _ = Workspace.init(tmp_path / "ws")
+    ws.vault.write_note(PaperMeta(id="tester2026fenced", title="Fenced Text Read Back"), "# Fenced\n")
+    ws.vault.write_fulltext("tester2026fenced", ParsedPaper(markdown=md, pages=3))
+    ws.vault.commit("add tester2026fenced")
+    found = locate(ws, "Leases bound the recovery time on page two.")
+    assert (found[0].page, found[0].anchor) == (2, "papers/tester2026fenced/paper.md#page-2")
+    site = plan_site(read_vault(ws.vault.root)).pages["papers/tester2026fenced/paper.md"]
+    assert [site.count(f'<a id="page-{p}"') for p in (1, 2, 3)] == [1, 1, 1]
+    assert "\\``" in site and code in site           # the open fence is text, the closed one a code block

@@ -119,7 +119,7 @@ class VaultSnapshot:
     problems: list[str] = field(default_factory=list)
 
 
-RENDER_CACHE_VERSION = 1
+RENDER_CACHE_VERSION = 2
 NEIGHBOURHOOD_SVG = re.compile(r"papers/[A-Za-z0-9][A-Za-z0-9_.-]*/neighbourhood\.svg")
 
 
@@ -592,6 +592,8 @@ class _Planner:
             if e.fulltext:
                 ft_page = f"papers/{pid}/paper.md"
                 _, text = _strip_frontmatter(e.fulltext)
+                # a fence a PDF line opened and nothing closes would hide the rest of the text in a code block
+                text = paper_md.escape_unclosed_fence(text)
                 # Each page marker also opens that page of the PDF (`#page=N`, which browsers' PDF viewers honour).
                 pdf_href = path_url(pdf_name) if pdf_name else None
                 text = self.mark_pages(text, lambda n: f'<a id="page-{n}" data-page="{n}"></a>' + (

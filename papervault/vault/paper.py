@@ -76,6 +76,36 @@ def escape_html(text: str) -> str:
     return _FENCE_START.sub(lambda m: f"{m.group(1)}{m.group(2)}\\{m.group(3)}", _HTML_START.sub("&lt;", text))
 
 
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)", re.S)
+
+
+def escape_unclosed_fence(text: str) -> str:
+    """`text` with the opener of a code fence that is never closed written as text (its first character turned
+    into a backslash: "```" reads as "\\``", the same length, so every offset and line stays): a fence left open
+    runs to the end of the document and hides every page anchor after it. The writer escapes such lines
+    (`escape_html`); a `paper.md` written before it did may hold one. A closed fence is left as it is."""
+    if "```" not in text and "~~~" not in text:
+        return text
+    for _ in range(16):     # a line the open fence held may open another when it is undone
+        starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+        ends = [m.start() for m in _LINE_END.finditer(text)] + [len(text)]
+        opener: tuple[int, str, int] | None = None     # (offset of the fence's first character, char, length)
+        for a, b in zip(starts, ends):
+            m = _FENCE_LINE.fullmatch(text, a, b)
+            if m is None:
+                continue
+            fence, rest = m.group(1), m.group(2)
+            if opener is None:
+                if not (fence[0] == "`" and "`" in rest):      # an info string never holds a backtick
+                    opener = (m.start(1), fence[0], len(fence))
+            elif fence[0] == opener[1] and len(fence) >= opener[2] and not rest.strip(" \t"):
+                opener = None
+        if opener is None:
+            return text
+        text = text[:opener[0]] + "\\" + text[opener[0] + 1:]
+    return text
+
+
 def alt_text(text: str) -> str:
     """Text made safe inside an image's `[...]`: one line, backslashes and brackets escaped (read back as is)."""
     return " ".join(str(text or "").split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
@@ -369,7 +399,7 @@ def _read(text: str) -> PaperMd:
     for m in _LINE_END.finditer(text):
         line_starts.append(m.end())
     lines = _LINE_END.split(text)
-    tokens = _parser().parse(text)
+    tokens = _parser().parse(escape_unclosed_fence(text))
     page: int | None = None
     stack: list[tuple[int, str]] = []
     last_para: tuple[str, int, list[int]] | None = None   # (text, index in tokens, map) of the latest paragraph
