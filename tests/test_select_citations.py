@@ -516,3 +516,28 @@ def test_a_record_known_by_its_title_alone_needs_a_closer_score(citing_vault, mo
     near = {c.id: c for c in strict.near}
     assert "titleonly2019consensus" not in strict.ids and near["titleonly2019consensus"].basis == "title only"
     assert set(strict.ids) == set(got.ids) - {"titleonly2019consensus"}
+
+
+def test_citing_sentences_are_embedded_once_per_workspace(citing_vault):
+    """The sentences that cite a paper are embedded on the first selection and read back from the workspace's
+    derived state after: a second selection embeds none of them, and gets the same vectors."""
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws = Workspace(citing_vault).require()
+    # a paper of the vault that cites in its text (the fixture's cite in their reference lists only)
+    ws.vault.write_fulltext("ongaro2014consensus", ParsedPaper(markdown=(
+        '<a id="page-1"></a>\n\n# Consensus made understandable\n\n## 1 Introduction\n\n'
+        "Paxos [1] is the consensus protocol most replicated state machines start from. "
+        "Statistics [2] play no part here.\n" + _refs(PAXOS, TEXTBOOK, CLOCKS, TITLE_ONLY)), pages=1))
+    first = TopicSelector(ws)
+    _, ctxs, vecs = first._context_rows()
+    assert ctxs and (ws.cache_dir / "contexts" / "vectors.sqlite").is_file()
+
+    second = TopicSelector(ws)
+    real, calls = second.searcher.embedder.embed, []
+    second.searcher.embedder.embed = lambda texts: calls.append(len(texts)) or real(texts)   # counts, then embeds
+    _, ctxs2, vecs2 = second._context_rows()
+    assert calls == [] and [c.text for c in ctxs2] == [c.text for c in ctxs]
+    assert (vecs2 == vecs).all()
+    assert second.select(TOPIC).ids == first.select(TOPIC).ids
