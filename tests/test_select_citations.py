@@ -541,3 +541,36 @@ def test_citing_sentences_are_embedded_once_per_workspace(citing_vault):
     assert calls == [] and [c.text for c in ctxs2] == [c.text for c in ctxs]
     assert (vecs2 == vecs).all()
     assert second.select(TOPIC).ids == first.select(TOPIC).ids
+
+
+def test_a_paper_cited_in_one_sentence_with_selected_papers_is_chosen(citing_vault, cli_run):
+    """A vault paper cited in one sentence with two papers chosen by their own score enters the selection,
+    whatever its title says, and selection.md says by which sentence of which paper; switched off (`alongside`)
+    it does not."""
+    from papervault.survey.topic import TopicSelector
+    from papervault.workspace import Workspace
+
+    ws = Workspace(citing_vault).require()
+    before = TopicSelector(ws).select(TOPIC)
+    assert "lamport1978time" not in before.ids
+    chosen = [pid for pid in CONSENSUS if pid in before.ids][:2]
+    assert len(chosen) == 2
+    titles = [CONSENSUS[p][0] for p in chosen] + [CLOCKS, TEXTBOOK]
+    # a paper of the vault whose text enumerates its field: two selected papers and the clocks paper together
+    ws.vault.write_fulltext("other00", ParsedPaper(markdown=(
+        '<a id="page-1"></a>\n\n# Deep residual learning for image recognition\n\n## 5 Related work\n\n'
+        "Replicas agree on the order of commands as in [1], [2], [3]. Statistics [4] help nobody here.\n"
+        + _refs(*titles)), pages=1))
+    after = TopicSelector(ws).select(TOPIC)
+    assert "lamport1978time" in after.ids
+    assert "fisher1925methods" not in after.ids      # cited alone in its sentence
+    off = TopicSelector(ws).select(TOPIC, without=("alongside",))
+    assert "lamport1978time" not in off.ids
+
+    out = json.loads(cli_run(["survey", TOPIC, "--select-only", "--slug", "alongside", "--json",
+                              "--workspace", citing_vault]).stdout)
+    assert "lamport1978time" in out["papers"]
+    body = (citing_vault / "vault" / "surveys" / "alongside" / "selection.md").read_text(encoding="utf-8")
+    block = _blocks(body.partition("## Selected")[2].partition("## Near misses")[0])["lamport1978time"]
+    assert "cited by @other00 in one sentence with the selected @" in block, block
+    assert "Replicas agree on the order of commands" in block and "p. 1" in block, block

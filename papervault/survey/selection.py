@@ -36,7 +36,8 @@ class Reason:
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
     paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets; "survey": cited
     by `other`, the topic's own survey; "context": a sentence of `other` that cites it, on page `page`; "said":
-    cited by `other`, a core paper, in that sentence, near the topic), "unspecific" (a near miss that stands out by
+    cited by `other`, a core paper, in that sentence, near the topic; "alongside": cited by `other` in that sentence
+    with the selected papers whose ids `section` holds), "unspecific" (a near miss that stands out by
     score but names none of the topic's words that tell it from its field), "basis" (a near miss known only by
     its title, which does not choose a paper by score), or a
     person's or a `--papers` choice ("person", "spec")."""
@@ -122,6 +123,11 @@ def _reason_line(r: Reason) -> str:
     if r.kind == "said":
         loc = f", p. {int(r.page)}" if r.page else ""
         return f"cited by @{r.other}, a core paper, in a sentence on the topic{loc}: {_one_line(r.text, 300)}"
+    if r.kind == "alongside":
+        loc = f", p. {int(r.page)}" if r.page else ""
+        with_ids = [i for i in (r.section or "").split() if _ID.fullmatch(i)]
+        return (f"cited by @{r.other} in one sentence with the selected " + ", ".join(f"@{i}" for i in with_ids)
+                + f"{loc}: {_one_line(r.text, 300)}")
     if r.kind == "survey":
         return f"cited by @{r.other}, the topic's survey ({_one_line(r.text, 120)})"
     if r.kind == "citing":

@@ -48,6 +48,11 @@
    (`SAID_*`), down to `SAID_FLOOR` of the cut-off's margin: "Smashing the Stack for Fun and Profit", cited by
    the SoK for "the stack smashing attack".
 
+8. **Cited alongside** (papervault.survey.contexts): a vault paper cited in one sentence of any vault paper with
+   at least `COCITE_MIN` papers chosen by their own score is chosen too, its score down to `COCITE_FLOOR` of
+   the cut-off's margin: an enumerating sentence ("Return-Oriented Programming (ROP) [6], [7], [8] ...") names a
+   field's papers whose titles do not ("The Geometry of Innocent Flesh on the Bone").
+
 The title lift is held in proportion: it adds at most `TITLE_SHARE` of the paper's own margin (passages, full
 text, abstract) over the vault's median, so a title that repeats the topic cannot outrank a paper whose abstract
 and body are about it.
@@ -125,8 +130,12 @@ VOUCH_QUANTILE = 0.2    # the topic's survey vouches for a reference it cites in
 SAID_MIN = 3            # a core paper that cites at least this many selected papers in sentences of its text ...
 SAID_QUANTILE = 0.25    # ... links in a paper it cites in a sentence as near the topic as this quantile of those,
 SAID_FLOOR = 0.5        # ... down to this fraction of the cut-off's margin over the median
+# A paper cited in one sentence with papers chosen by their own score (stage 8). Decided on the tune topics only,
+# after the four tune topics of that shape were added (bench/survey_selection_gold.yaml, docs/survey.md).
+COCITE_MIN = 2          # ... at least this many of them in the sentence
+COCITE_FLOOR = 0.5      # ... its own score down to this fraction of the cut-off's margin over the median
 SIGNALS = ("passages", "fulltext", "title", "feedback", "links", "citations", "specific", "wide", "survey",
-           "contexts", "said")   # `without` switches off
+           "contexts", "said", "alongside")   # `without` switches off
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]{2,}")
 _STOP = set("""
@@ -503,6 +512,15 @@ class TopicSelector:
                 got = {c.id for c in said}
                 selected = sorted(selected + said, key=lambda c: -c.score)
                 near = [c for c in near if c.id not in got]
+        if "contexts" not in without and "alongside" not in without:
+            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
+            by_score = {c.id for c in selected if not c.links and all(r.kind == "citations" for r in c.evidence)}
+            alongside = self._alongside(by_score, {c.id for c in selected} | excluded, score,
+                                        median + COCITE_FLOOR * (cutoff - median), cand, ok_pid, near)
+            if alongside:
+                got = {c.id for c in alongside}
+                selected = sorted(selected + alongside, key=lambda c: -c.score)
+                near = [c for c in near if c.id not in got]
         citing = 0
         if "citations" not in without:
             ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
@@ -584,6 +602,34 @@ class TopicSelector:
                                                              "model_path": resolved_model_path(embedder.settings)})
         return np.asarray(cache.embed(texts, lambda t: np.asarray(embedder.embed(t), dtype=np.float32)),
                           dtype=np.float32)
+
+    def _alongside(self, by_score: set[str], taken: set[str], score: np.ndarray, floor: float, cand, allowed,
+                   near: list[Candidate]) -> list[Candidate]:
+        """Papers some vault paper cites in one sentence with at least COCITE_MIN papers chosen by their own score
+        ("MapReduce [21], Dryad [29], Piccolo [55], Spark [67] ... and Naiad [47]"), their own score down to
+        `floor`: a sentence that enumerates a field's work names the papers whose titles say nothing of it ("The
+        Geometry of Innocent Flesh on the Bone", which SoK: Eternal War in Memory cites in "Return-Oriented
+        Programming (ROP) [6], [7], [8] ..." with two return-oriented programming papers chosen by score)."""
+        rows, ctxs, _ = self._context_rows()
+        groups: dict[tuple[str, str], tuple[set[str], int | None]] = {}
+        for r, c in zip(rows.tolist(), ctxs):
+            cited, page = groups.setdefault((c.citing, c.text), (set(), c.page))
+            cited.add(self.ids[r])
+        near_by_id = {c.id: c for c in near}
+        out: list[Candidate] = []
+        for (citing, text), (cited, page) in sorted(groups.items(), key=lambda kv: kv[0]):
+            with_sel = sorted(cited & by_score)
+            if len(with_sel) < COCITE_MIN:
+                continue
+            for pid in sorted(cited - taken):
+                i = self.pos.get(pid)
+                if i is None or not allowed(pid) or not np.isfinite(score[i]) or score[i] < floor:
+                    continue
+                c = near_by_id.get(pid) or cand(i)
+                c.links.append(Reason("alongside", f"“{text}”", page, section=" ".join(with_sel), other=citing))
+                out.append(c)
+                taken.add(pid)
+        return out
 
     def _context_by(self, q: np.ndarray, citing: str) -> dict[str, tuple[float, Context]]:
         """Per paper that `citing` cites in a sentence of its text: the cosine of the such sentence nearest `q`,
