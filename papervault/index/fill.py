@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 FILL_COMMAND = "index --fill"   # the write lock's holder name while a fill writes a batch
+STATE_WAIT_TRIES = 20            # `running` asks the state file again this many times, 0.1 s apart
 
 
 def lock_path(ws) -> Path:
@@ -37,10 +38,14 @@ def running(ws) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        try:
-            return int(json.loads(state_path(ws).read_text()).get("pid") or 0) or -1
-        except (OSError, ValueError):
-            return -1
+        # A fill writes its pid as soon as it holds the lock; the state read in that instant may still be the
+        # previous fill's (finished) or missing: ask again for a moment before answering "one runs, pid unknown".
+        for _ in range(STATE_WAIT_TRIES):
+            info = state(ws)
+            if info.get("pid") and not info.get("finished"):
+                return int(info["pid"])
+            time.sleep(0.1)
+        return -1
     finally:
         os.close(fd)
     return None
@@ -80,7 +85,9 @@ def run(ws, index, progress=None) -> dict:
         except BlockingIOError:
             return {"running": running(ws)}
         started = time.time()
-        info = {"pid": os.getpid(), "started": started, "done": 0, "total": index.pending()}
+        info = {"pid": os.getpid(), "started": started, "done": 0, "total": None}
+        _write_state(ws, info)             # at once: `running` names this fill while pending() reads the index
+        info["total"] = index.pending()
         _write_state(ws, info)
 
         def step(done: int, total: int) -> None:
