@@ -492,35 +492,20 @@ class TopicSelector:
             taken = {c.id for c in selected} | {c.id for c in added} | excluded
             added += self._wide(topic, core, order, score, median + WIDE_FRACTION * (cutoff - median), taken,
                                 near, cand)
-        if added:
-            got = {c.id for c in added}
-            selected = sorted(selected + added, key=lambda c: -c.score)
-            near = [c for c in near if c.id not in got]
+        selected, near = _joined(selected, near, added)
+        ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
         if "survey" not in without:
-            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
-            vouched = self._vouched(core, selected, score, median, spread, cand, ok_pid, excluded, near,
-                                    q1 if "contexts" not in without else None)
-            if vouched:
-                got = {c.id for c in vouched}
-                selected = sorted(selected + vouched, key=lambda c: -c.score)
-                near = [c for c in near if c.id not in got]
+            selected, near = _joined(selected, near, self._vouched(
+                core, selected, score, median, spread, cand, ok_pid, excluded, near,
+                q1 if "contexts" not in without else None))
         if "contexts" not in without and "said" not in without:
-            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
-            said = self._said(core, selected, score, median + SAID_FLOOR * (cutoff - median), q1, cand, ok_pid,
-                              excluded, near)
-            if said:
-                got = {c.id for c in said}
-                selected = sorted(selected + said, key=lambda c: -c.score)
-                near = [c for c in near if c.id not in got]
+            selected, near = _joined(selected, near, self._said(
+                core, selected, score, median + SAID_FLOOR * (cutoff - median), q1, cand, ok_pid, excluded, near))
         if "contexts" not in without and "alongside" not in without:
-            ok_pid = (lambda pid: bool(allowed[self.pos[pid]])) if allowed is not None else (lambda pid: True)
             by_score = {c.id for c in selected if not c.links and all(r.kind == "citations" for r in c.evidence)}
-            alongside = self._alongside(by_score, {c.id for c in selected} | excluded, score,
-                                        median + COCITE_FLOOR * (cutoff - median), cand, ok_pid, near)
-            if alongside:
-                got = {c.id for c in alongside}
-                selected = sorted(selected + alongside, key=lambda c: -c.score)
-                near = [c for c in near if c.id not in got]
+            selected, near = _joined(selected, near, self._alongside(
+                by_score, {c.id for c in selected} | excluded, score, median + COCITE_FLOOR * (cutoff - median),
+                cand, ok_pid, near))
         citing = 0
         if "citations" not in without:
             ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
@@ -583,7 +568,8 @@ class TopicSelector:
         (`_context_vectors`; about 3 ms a sentence to embed, 583 sentences 1.9 s, 0.07 s from the cache)."""
         if self._contexts is None:
             g = self.graph()
-            found = build_contexts(self.ws.vault, Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years),
+            matcher = Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years)
+            found = build_contexts(self.ws.vault, matcher,
                                    sorted(g.with_refs), cache_dir=self.ws.cache_dir / "contexts")
             rows = [(self.pos[pid], c) for pid, cs in sorted(found.items()) if pid in self.pos for c in cs]
             vecs = (self._context_vectors([c.text for _, c in rows])
@@ -935,10 +921,8 @@ class TopicSelector:
             title = normalize_title(cited.title)
             if len(title.split()) >= 3 and f" {title} " in norm:
                 return "title"
-            i = self.pos.get(cited.id)
-            if title and i is not None and Matcher([cited.id], [cited.title], [""], [""], [self.authors[i] or []],
-                                                   [self.years[i]]).short_named(low):
-                return "title, first author and year"     # a title of one or two words, as in the graph
+            if title and len(title.split()) < 3 and cited.id in self.graph().cites.get(citing, ()):
+                return "title, first author and year"     # a title of one or two words: the graph's match
             return None
 
         out: list[Candidate] = []
@@ -955,6 +939,16 @@ class TopicSelector:
             if c.links:
                 out.append(c)
         return out
+
+
+def _joined(selected: list[Candidate], near: list[Candidate], added: list[Candidate]
+            ) -> tuple[list[Candidate], list[Candidate]]:
+    """The selection with `added` (papers a citation rule brought in), best score first, and the near misses
+    without them."""
+    if not added:
+        return selected, near
+    got = {c.id for c in added}
+    return sorted(selected + added, key=lambda c: -c.score), [c for c in near if c.id not in got]
 
 
 def _basis(text: str, title: str, authors: list[str]) -> str:
