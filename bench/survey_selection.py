@@ -155,13 +155,19 @@ def _splits(rows: list[dict]) -> dict:
     return out
 
 
-def quality(ws_path: Path, topics: list[dict], ablation: bool = True) -> dict:
+def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: str | None = None) -> dict:
     """Recall and precision per topic; with `ablation`, the same with each signal of the selection switched
-    off (papervault.survey.topic.SIGNALS), per split."""
+    off (papervault.survey.topic.SIGNALS), per split. With `review` (a backend's name, or "" for the vault's
+    own), a model reviews each selection as `papervault survey` does (papervault.survey.judge)."""
+    from papervault.survey import judge
     from papervault.survey.topic import SIGNALS, TopicSelector
     from papervault.workspace import Workspace
 
     ws = Workspace(ws_path).require()
+    reviewer = judge.reviewer(ws, review or None) if review is not None else None
+    if review is not None and reviewer is None:
+        raise SystemExit(f"--review: the backend {review or ws.settings.agents.backend!r} calls no model "
+                         "(or [agents] review_selection is off)")
     t0 = time.perf_counter()
     selector = TopicSelector(ws)
     opened = time.perf_counter() - t0
@@ -180,6 +186,8 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True) -> dict:
                 continue
             t0 = time.perf_counter()
             sel = selector.select(t["topic"], without=without)
+            if reviewer is not None and not without:
+                judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of)
             dt = time.perf_counter() - t0
             got = set(sel.ids)
             # a vault paper that at least half of the selected papers cite, left out
@@ -251,6 +259,9 @@ def main() -> None:
     ap.add_argument("--large", type=Path, help="with --scale: the large vault (default: ROOT/wslarge)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-ablation", action="store_true", help="skip the runs with each signal switched off")
+    ap.add_argument("--review", nargs="?", const="", metavar="BACKEND",
+                    help="a model reviews each selection (papervault.survey.judge): the vault's [agents] backend, "
+                         "or this one (claude, openai), configured as for `papervault survey`")
     ap.add_argument("--split", action="append", choices=SPLITS,
                     help="measure only the topics of this split (repeatable): tune while changing the selector, "
                          "the held-out splits once at the end")
@@ -262,7 +273,7 @@ def main() -> None:
         return
     topics = [t for t in gold_topics() if not args.split or t.get("split", "tune") in args.split]
     vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
-    out = {"vaults": [quality(v, topics, not args.no_ablation) for v in vaults if (v / "papervault.toml").is_file()]}
+    out = {"vaults": [quality(v, topics, not args.no_ablation, args.review) for v in vaults if (v / "papervault.toml").is_file()]}
     if args.scale:
         out["scale"] = scale(args.root, args.large)
     if args.json:

@@ -152,6 +152,9 @@ class AgentSettings(Section):
     timeout: float = Field(600.0, description="seconds one model session may take")
     breaker_failures: int = Field(5, description="consecutive failures that open the circuit breaker")
     max_cost_usd: float | None = Field(None, description="stop a run once its recorded cost exceeds this")
+    review_selection: bool = Field(True, description="a backend that calls a model reviews a survey's topic "
+                                   "selection: near misses it judges core come in, selected papers it judges off "
+                                   "the topic go out (papervault.survey.judge)")
 
 
 class ClaudeSettings(Section):
@@ -332,6 +335,7 @@ DEFAULT_TOML = """\
 
 [agents]
 backend = "extractive"               # extractive (no model) | claude | openai
+# review_selection = true             # with a model: it reviews a topic's selection (canonical papers in, off-topic out)
 
 [site]
 name = "papervault"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from papervault.errors import NotFoundError, PapervaultError
+from papervault.survey import judge
 from papervault.survey.select import resolve
 from papervault.survey.selection import FILENAME, _reason_line, parse_ids
 from papervault.vault import frontmatter
@@ -52,7 +53,8 @@ def preview(ws: Workspace, slug: str) -> dict[str, Any]:
     if not topic and not specs:
         raise PapervaultError(f"selection.md of {slug!r} names no topic", fix="run papervault survey TOPIC --slug "
                               f"{slug} again")
-    got = resolve(ws, topic, specs or None, slug=slug, write=False)
+    # a model backend reviews the selection here as the run does, or the preview would show its verdicts as changes
+    got = resolve(ws, topic, specs or None, slug=slug, write=False, reviewer=judge.reviewer(ws, None))
     new = got.ids
     entering = []
     for pid in new:

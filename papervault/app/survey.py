@@ -32,6 +32,7 @@ from papervault.survey import analyse as A
 from papervault.survey import correlate as C
 from papervault.survey import draft as D
 from papervault.survey import export as E
+from papervault.survey import judge
 from papervault.survey import outline as O
 from papervault.survey import polish as P
 from papervault.survey.correlate import Correlation
@@ -160,7 +161,8 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
     `arxiv:QUERY` specs import the best arXiv matches first (committed)."""
     ws = _ws(root)
     got = resolve(ws, topic, specs, slug=slug, max_papers=max_papers,
-                  arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug))
+                  arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug),
+                  reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)))
     log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
     return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits}
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from papervault import pages
 from papervault.errors import NotFoundError, PapervaultError
 from papervault.models import PaperMeta
+from papervault.survey import judge
 from papervault.survey import selection as S
 from papervault.survey.papers import SurveyPaper
 from papervault.vault.aliases import alias_map
@@ -153,14 +154,17 @@ class Resolved:
 
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
-            arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True) -> Resolved:
+            arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True,
+            reviewer: tuple[Callable[[Any], dict], str] | None = None) -> Resolved:
     """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
 
     Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
     every paper. `tag:`/`collection:` restrict the candidates of the topic selection; `query:` adds the papers
     of a search and `arxiv:` those it imports (through `arxiv(query) -> (ids, problems)`). A person's edits to
     an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file.
-    `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become)."""
+    `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become).
+    `reviewer` = (ask, label): a model reviews the topic's selection (papervault.survey.judge) before
+    `max_papers` cuts it; `ask(task)` returns the model's answer's data."""
 
 
     t0 = time.perf_counter()
@@ -218,6 +222,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
             for pid in got:
                 add(S.Entry(pid, reasons=[S.Reason("spec", str(s))]))
         out.how = "topic" if not adding or narrowing else "specs"
+        review_method = ""
         if out.how == "topic" or (adding and topic.strip()):
             from papervault.survey.topic import TopicSelector  # deferred: numpy and the index, for a topic only
 
@@ -228,8 +233,17 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 n = index_missing(ws, restrict, searcher.embedder)
                 if n:
                     out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
-                sel = TopicSelector(ws, searcher).select(topic, restrict=restrict, max_papers=max_papers,
-                                                         exclude=())
+                selector = TopicSelector(ws, searcher)
+                sel = selector.select(topic, restrict=restrict, max_papers=None if reviewer else max_papers,
+                                      exclude=())
+                if reviewer is not None and sel.selected:
+                    ask, label = reviewer
+                    got = judge.review(sel, ask, label=label, authors=selector.authors_of)
+                    out.problems += got.problems
+                    review_method = got.method()
+                    if max_papers is not None and len(sel.selected) > max_papers:
+                        sel.near = sel.selected[max_papers:] + sel.near
+                        sel.selected, sel.capped = sel.selected[:max_papers], True
             except PapervaultError as exc:
                 if not adding:
                     raise
@@ -240,6 +254,8 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                     add(c.entry())
                 near = [c.entry() for c in sel.near]
                 method = sel.method()
+                if review_method:
+                    method["model review"] = review_method
                 out.how = "topic"
         if restrict is not None and not adding:
             method["candidates"] = f"{len(restrict)} papers of {', '.join(str(s) for s in narrowing)}"

@@ -40,7 +40,7 @@ class Reason:
     with the selected papers whose ids `section` holds), "unspecific" (a near miss that stands out by
     score but names none of the topic's words that tell it from its field), "basis" (a near miss known only by
     its title, which does not choose a paper by score), or a
-    person's or a `--papers` choice ("person", "spec")."""
+    person's or a `--papers` choice ("person", "spec"), or a model's verdict ("model", papervault.survey.judge)."""
 
     kind: str
     text: str = ""
@@ -139,6 +139,8 @@ def _reason_line(r: Reason) -> str:
                 if _ID.fullmatch(r.other) else _one_line(r.text, 200))
     if r.kind == "citations":
         return f"citations: {_one_line(r.text, 200)}{_ids(r.other)}"
+    if r.kind == "model":
+        return _one_line(r.text, 300)
     if r.kind == "person":
         return "added by you in selection.md"
     if r.kind == "spec":

@@ -259,6 +259,10 @@ class TopicSelector:
         self._graph = None
         self._contexts: tuple[np.ndarray, list[Context], np.ndarray] | None = None
 
+    def authors_of(self, pid: str) -> list[str]:
+        i = self.pos.get(pid)
+        return list(self.authors[i] or []) if i is not None else []
+
     # --- evidence ------------------------------------------------------------------------------------
 
     def _chunk_hits(self, query: str, vec: np.ndarray, where: str | None) -> tuple[dict, dict]:
