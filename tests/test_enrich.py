@@ -30,7 +30,10 @@ CROSSREF = {
           "author": [{"given": "Herbert H.", "family": "Clark"}, {"given": "Susan E.", "family": "Brennan"}],
           "issued": {"date-parts": [[1991, 1, 1]]}, "container-title": ["Perspectives on Socially Shared Cognition"],
           "page": "127-149", "volume": "13", "publisher": "American Psychological Association",
-          "ISBN": ["978-1-55798-121-9"]},
+          "ISBN": ["978-1-55798-121-9"],
+          "abstract": "<jats:title>Abstract</jats:title><jats:p>Conversation is a joint activity in which "
+                      "partners establish mutual understanding through <jats:italic>grounding</jats:italic>."
+                      "</jats:p>"},
     RETRACTED: {"DOI": RETRACTED, "title": ["Learning Sparse Codes for Time Series"],
                 "author": [{"given": "Maria", "family": "Gonzalez"}], "issued": {"date-parts": [[2020]]},
                 "container-title": ["Journal of Examples"],
@@ -75,9 +78,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/openalex/works/doi:"):
             doi = path[len("/openalex/works/doi:"):].lower()
             if doi == RETRACTED:
+                words = "We learn sparse codes that represent time series with few atoms <script>x</script>".split()
+                index = {}
+                for k, w in enumerate(words):
+                    index.setdefault(w, []).append(k)
+                index["never"] = [10**12, -5, "7"]          # positions no abstract has: dropped
                 return self._send(200, {"id": "https://openalex.org/W1", "doi": f"https://doi.org/{doi}",
                                         "display_name": "Learning Sparse Codes for Time Series",
-                                        "publication_year": 2020, "is_retracted": True, "authorships": []})
+                                        "publication_year": 2020, "is_retracted": True, "authorships": [],
+                                        "abstract_inverted_index": index})
             return self._send(404, {"error": "not found"})
         self._send(404)
 
@@ -128,6 +137,41 @@ def test_found_by_title_search_and_by_doi_with_a_rate_limit(ws, tmp_path, servic
     assert g.retracted is True and g.year == 2020 and g.venue == "Journal of Examples"
     assert [p for p in services.seen if p == f"/crossref/works/{RETRACTED}"] == [f"/crossref/works/{RETRACTED}"] * 2
     assert ws.vault.is_clean() and ws.vault.history(limit=1)[0]["message"].startswith("enrich: 2 papers")
+
+
+def test_a_paper_without_an_abstract_gets_the_services_and_search_finds_it(ws, tmp_path, services, cli_run):
+    """A record known by its title alone (here: its abstract removed) gets Crossref's abstract as text, or
+    OpenAlex's inverted index read back; an abstract the paper has is kept; the index then reads it."""
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make("running-head", folder)
+    make("arxiv-stamp", folder)
+    add(ws, [str(folder)])
+    ws.vault.update_meta("gonzalez2019learning", doi=RETRACTED, arxiv=None)
+    kept = ws.vault.read_meta("gonzalez2019learning").abstract
+    ws.vault.update_meta("clark1991grounding", abstract=None)
+    ws.vault.commit("test: a title-only record")
+    report = enrich(ws)
+    clark = ws.vault.read_meta("clark1991grounding")
+    assert clark.abstract == ("Conversation is a joint activity in which partners establish mutual understanding "
+                              "through grounding."), clark.abstract
+    assert clark.provenance["abstract"] == "crossref" and "abstract" in report["enriched"]["clark1991grounding"]
+    g = ws.vault.read_meta("gonzalez2019learning")
+    assert g.abstract == kept and "abstract" not in report["enriched"].get("gonzalez2019learning", [])
+
+    # the inverted index, when Crossref has none: words in order, impossible positions dropped, tags gone
+    ws.vault.update_meta("gonzalez2019learning", abstract=None)
+    ws.vault.commit("test: no abstract")
+    enrich(ws, ["gonzalez2019learning"])
+    g = ws.vault.read_meta("gonzalez2019learning")
+    assert g.abstract == "We learn sparse codes that represent time series with few atoms x", g.abstract
+    assert g.provenance["abstract"] == "openalex"
+
+    cli_run(["index", "-q", "--workspace", ws.root])
+    hits = json.loads(cli_run(["search", "joint activity mutual understanding", "--json", "--workspace",
+                               ws.root]).stdout)
+    got = hits["hits"] if isinstance(hits, dict) else hits
+    assert got and got[0]["paper_id"] == "clark1991grounding", got[:2]
 
 
 def test_the_users_metadata_is_never_replaced(ws, tmp_path, services):
@@ -271,7 +315,10 @@ def test_enrich_doubtful_asks_only_about_low_confidence_identities(ws, tmp_path,
     services.seen.clear()
     report = json.loads(cli_run(["enrich", "--doubtful", "--json", *w]).stdout)
     assert set(report["enriched"]) == {weak} and {"authors", "doi"} <= set(report["enriched"][weak])
-    assert services.seen == ["/crossref/works"]     # one title search, for that paper alone
+    # one title search, for that paper alone, and OpenAlex for the abstract and retraction Crossref lacks
+    assert services.seen[0] == "/crossref/works" and all(p.endswith(("/crossref/works", "doi:10.5555/logs"))
+                                                         for p in services.seen), services.seen
+    assert len(services.seen) == 2
     meta = ws.vault.read_meta(weak)
     assert meta.authors == ["Ann Roe"] and meta.doi == "10.5555/logs" and meta.provenance["authors"] == "doi"
     assert "title confirmed" in report["enriched"][weak] and report["rekey"] == {weak: "roe1994notes"}

@@ -5,6 +5,11 @@ Order of trust: a field a person or their library gave (`provenance` user, bibte
 replaced; fields read from the PDF (layout, pdf-xmp) or missing are replaced by the resolved record's, marked
 `doi` or `arxiv`. Bibliographic fields only fill gaps. Retraction status is recorded when a service reports
 it. Off unless `[sources] online = true`: offline, `enrich` fails at once, before any request.
+
+A paper without an abstract gets the service's (Crossref's JATS abstract, else OpenAlex's inverted index read
+back into text, or arXiv's summary), marked with the service in `provenance.abstract`: a record known by its
+title alone (one imported from a reference list or a bare BibTeX entry) then has text that search and a
+survey's topic selection can judge. An abstract the paper already has is never replaced.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from papervault.sources.arxiv import fetch_metadata
 
 TRUSTED = frozenset({"user", "bibtex", "csl", "zotero"})
 IDENTITY = ("title", "authors", "year", "venue", "doi")
+ABSTRACT_CHARS = 5000       # an abstract is kept up to this long
+ABSTRACT_WORDS = 1500       # ... and OpenAlex's inverted index read back up to this many words
 
 
 @dataclass
@@ -38,6 +45,8 @@ class Found:
     doi: str | None = None
     bib: dict[str, str] = field(default_factory=dict)
     retracted: bool | None = None
+    abstract: str | None = None
+    abstract_from: str | None = None      # the service the abstract came from, when not `service`
 
 
 def require_online(settings) -> None:
@@ -77,6 +86,33 @@ def _text(v) -> str | None:
     return v[:1000] or None
 
 
+def _abstract(v) -> str | None:
+    """An abstract as plain text: JATS/HTML tags dropped, a leading "Abstract" heading dropped, bounded."""
+    if not isinstance(v, str):
+        return None
+    v = re.sub(r"<[^<>]{0,200}>", " ", v[:4 * ABSTRACT_CHARS])
+    v = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(v.split()))
+    v = re.sub(r"^(?:abstract|summary)\s*[:.\-–—]?\s+", "", v, flags=re.I)
+    if len(v) > ABSTRACT_CHARS:
+        v = v[:ABSTRACT_CHARS].rsplit(" ", 1)[0] + " …"
+    return v if len(v.split()) >= 5 else None
+
+
+def _inverted(index) -> str | None:
+    """OpenAlex's `abstract_inverted_index` ({word: [positions]}) read back into text, up to ABSTRACT_WORDS
+    words (positions beyond are dropped, whatever numbers a hostile answer carries)."""
+    if not isinstance(index, dict):
+        return None
+    at: dict[int, str] = {}
+    for word, places in list(index.items())[:20 * ABSTRACT_WORDS]:
+        if not isinstance(word, str) or not isinstance(places, list):
+            continue
+        for k in places[:ABSTRACT_WORDS]:
+            if isinstance(k, int) and 0 <= k < ABSTRACT_WORDS:
+                at.setdefault(k, word)
+    return _abstract(" ".join(at[k] for k in sorted(at)))
+
+
 def from_crossref(msg: dict) -> Found:
     authors = []
     for a in msg.get("author") or []:
@@ -108,7 +144,7 @@ def from_crossref(msg: dict) -> Found:
     doi = _text(msg.get("DOI"))
     return Found("crossref", "doi", title=_text(msg.get("title")), authors=authors, year=year,
                  venue=_text(msg.get("container-title")), doi=doi.lower() if doi else None, bib=bib,
-                 retracted=retracted)
+                 retracted=retracted, abstract=_abstract(msg.get("abstract")))
 
 
 def from_openalex(w: dict) -> Found:
@@ -131,25 +167,35 @@ def from_openalex(w: dict) -> Found:
     year = w.get("publication_year") if isinstance(w.get("publication_year"), int) else None
     return Found("openalex", "doi", title=_text(w.get("display_name") or w.get("title")), authors=authors,
                  year=year, venue=_text(venue), doi=doi, bib=bib,
-                 retracted=bool(w["is_retracted"]) if isinstance(w.get("is_retracted"), bool) else None)
+                 retracted=bool(w["is_retracted"]) if isinstance(w.get("is_retracted"), bool) else None,
+                 abstract=_inverted(w.get("abstract_inverted_index")))
 
 
 def by_doi(doi: str, settings) -> Found | None:
     s = settings.sources
     msg = _json(f"{s.crossref_url.rstrip('/')}/works/{quote(doi, safe='/')}", settings)
     if msg and isinstance(msg.get("message"), dict):
-        found = from_crossref(msg["message"])
-        # OpenAlex knows retractions Crossref may not carry.
-        if found.retracted is None:
-            try:
-                w = _json(f"{s.openalex_url.rstrip('/')}/works/doi:{quote(doi, safe='/')}", settings)
-            except SourceError:
-                w = None
-            if w:
-                found.retracted = from_openalex(w).retracted
-        return found
+        return _with_openalex(from_crossref(msg["message"]), settings)
     w = _json(f"{s.openalex_url.rstrip('/')}/works/doi:{quote(doi, safe='/')}", settings)
     return from_openalex(w) if w else None
+
+
+def _with_openalex(found: Found, settings) -> Found:
+    """OpenAlex knows retractions and abstracts Crossref may not carry: asked for those when `found` (a
+    Crossref record with a DOI) lacks them; its failure changes nothing."""
+    if not found.doi or (found.retracted is not None and found.abstract):
+        return found
+    try:
+        w = _json(f"{settings.sources.openalex_url.rstrip('/')}/works/doi:{quote(found.doi, safe='/')}", settings)
+    except SourceError:
+        w = None
+    if w:
+        alt = from_openalex(w)
+        if found.retracted is None:
+            found.retracted = alt.retracted
+        if not found.abstract and alt.abstract:
+            found.abstract, found.abstract_from = alt.abstract, "openalex"
+    return found
 
 
 def by_title(title: str, authors: list[str], settings) -> Found | None:
@@ -162,7 +208,7 @@ def by_title(title: str, authors: list[str], settings) -> Found | None:
     want = normalize_title(title)
     for it in items:
         if isinstance(it, dict) and normalize_title(_text(it.get("title"))) == want:
-            return from_crossref(it)
+            return _with_openalex(from_crossref(it), settings)
     return None
 
 
@@ -171,7 +217,7 @@ def by_arxiv(arxiv: str, settings) -> Found | None:
     if rec is None:
         return None
     return Found("arxiv", "arxiv", title=rec.title, authors=list(rec.authors), year=rec.year,
-                 venue=rec.venue, doi=rec.doi)
+                 venue=rec.venue, doi=rec.doi, abstract=_abstract(rec.abstract))
 
 
 def lookup(meta, settings) -> Found | None:
@@ -207,6 +253,10 @@ def apply(meta, found: Found) -> list[str]:
     if found.retracted is not None and getattr(meta, "retracted", None) != found.retracted:
         meta.retracted = found.retracted
         changed.append("retracted")
+    if found.abstract and not (meta.abstract or "").strip():
+        meta.abstract = found.abstract
+        meta.provenance["abstract"] = found.abstract_from or found.service
+        changed.append("abstract")
     return changed
 
 
@@ -238,6 +288,8 @@ def enrich_locked(ws, ids: list[str] | None = None) -> dict:
             continue
         fields = {k: getattr(meta, k) for k in IDENTITY}
         extra = {"retracted": meta.retracted} if "retracted" in changed else {}
+        if "abstract" in changed:
+            extra["abstract"] = meta.abstract
         vault.update_meta(pid, bib=meta.bib, provenance=meta.provenance, **fields, **extra)
         refresh_head(vault, pid)       # the note's title, Authors and Published lines, unless a person edited it
         touched.append(vault.note_path(pid))
