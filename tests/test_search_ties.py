@@ -1,6 +1,6 @@
 """A ranking cut at `n` returns the same rows every time the table is opened: rows of equal score at the boundary
-(duplicate texts score alike) are read whole and ordered by the vault's reading order, or left out whole when
-more of them tie than were read. Before, the engine's choice among tied rows changed from one opening to the
+(duplicate texts score alike) are read whole, reading further while they run past what was read, and ordered
+by the vault's reading order; only a tie group beyond the most a ranking reads is left out whole. Before, the engine's choice among tied rows changed from one opening to the
 next, and so did a survey's selection."""
 
 from __future__ import annotations
@@ -37,8 +37,20 @@ def test_rows_tied_at_the_boundary_come_in_reading_order_every_time(tmp_path):
     assert all(v == ["t00", "t01", "t02"] for v in vec), vec
 
 
-def test_a_tie_group_larger_than_what_was_read_is_left_out_whole(tmp_path):
+def test_a_tie_group_larger_than_what_was_read_is_read_further(tmp_path, monkeypatch):
+    from papervault.index import search
+
     open_table = _table(tmp_path / "db", distinct=5, tied=60)
-    rows = _fts(open_table(), "alpha", None, 8, ["id", "paper_id", "ordinal"])
-    # 60 rows tie for the places 6 to 8: which three the engine read is its choice, so none is taken
+    cols = ["id", "paper_id", "ordinal"]
+    # 60 rows tie for the places 6 to 8: they are read whole (16 rows first, then 64, then all 65), so the
+    # ranking still has its 8 rows, the tied ones in reading order
+    runs = [[r["id"] for r in _fts(open_table(), "alpha", None, 8, cols)] for _ in range(3)]
+    assert all(r == runs[0] for r in runs), runs
+    assert sorted(runs[0][:5]) == [f"d{k}" for k in range(5)] and runs[0][5:] == ["t00", "t01", "t02"], runs[0]
+    vec = [r["id"] for r in _vector(open_table(), [0.0, 1.0, 0.0, 0.0], None, 3, cols)]
+    assert vec == ["t00", "t01", "t02"], vec
+
+    # beyond the most a ranking reads, which rows the engine returned is its choice: the group is left out whole
+    monkeypatch.setattr(search, "TIE_MAX_ROWS", 32)
+    rows = _fts(open_table(), "alpha", None, 8, cols)
     assert sorted(r["id"] for r in rows) == [f"d{k}" for k in range(5)], rows

@@ -96,13 +96,29 @@ def build_where(filters: dict | None, level: str | Iterable[str] | None = None, 
 # Rows fetched beyond a ranking's `n`: which of several rows of equal score a top-n search returns at its boundary
 # is the engine's choice, and differs from one opening of the table to the next (duplicate texts, such as a
 # reference line in two papers, score alike). With the extra rows the whole tie group at the boundary is read,
-# and the reading order decides.
+# and the reading order decides. A tie group that runs past what was read is read further (TIE_GROWTH times as
+# many rows each time, up to TIE_MAX_ROWS).
 TIE_MARGIN = 0.25
+TIE_GROWTH = 4
+TIE_MAX_ROWS = 4096
+
+
+def _fetched(n: int) -> int:
+    return n + max(8, int(n * TIE_MARGIN))
+
+
+def _ties_past(rows: list[dict], n: int, key, fetched: int) -> bool:
+    """True when the rows tied at place `n` may continue past the `fetched` rows read."""
+    if len(rows) < fetched or len(rows) <= n:
+        return False
+    ordered = sorted(rows, key=key)
+    return key(ordered[-1])[0] == key(ordered[n - 1])[0]
 
 
 def _top(rows: list[dict], n: int, key, fetched: int) -> list[dict]:
     """The first `n` of `rows` (fetched with limit `fetched`) in the order `key`: the same rows every time.
-    When the tie group at the boundary may continue past what was fetched, it is left out whole."""
+    When the tie group at the boundary may still continue past what was fetched (more than TIE_MAX_ROWS rows
+    tie), it is left out whole, unless nothing else is left."""
     rows = sorted(rows, key=key)
     if len(rows) <= n:
         return rows
@@ -112,22 +128,34 @@ def _top(rows: list[dict], n: int, key, fetched: int) -> list[dict]:
     return rows[:n]
 
 
+def _read_past_ties(read, n: int, key) -> list[dict]:
+    """`_top` of `read(limit)`, reading further while the tie group at the boundary runs past what was read."""
+    fetched = _fetched(n)
+    rows = read(fetched)
+    while _ties_past(rows, n, key, fetched) and fetched < TIE_MAX_ROWS:
+        fetched = min(TIE_MAX_ROWS, fetched * TIE_GROWTH)
+        rows = read(fetched)
+    return _top(rows, n, key, fetched)
+
+
 def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
     q = table.search(_fts_query(query), query_type="fts")
     if where:
         q = q.where(where, prefilter=True)
-    fetched = n + max(8, int(n * TIE_MARGIN))
-    try:
+
+    def read(limit: int) -> list[dict]:
         # Row ids let the winners' full rows be read directly (`_fetch`).
-        rows = q.with_row_id(True).select([*columns, "_score"]).limit(fetched).to_list()
+        return q.with_row_id(True).select([*columns, "_score"]).limit(limit).to_list()
+
+    try:
+        # rows of equal score in reading order: a ranking must not depend on where rows sit in the table
+        # (compaction and the background fill's rewrites move them), or the fusion would rank the same index
+        # differently from one version to the next
+        return _read_past_ties(read, n, lambda r: (-r["_score"], *_reading_order(r)))
     except Exception as exc:   # no FTS index yet (empty table) or a query the tokenizer rejects
         if "index" in str(exc).lower() or "query" in str(exc).lower():
             return []
         raise
-    # rows of equal score in reading order: a ranking must not depend on where rows sit in the table (compaction
-    # and the background fill's rewrites move them), or the fusion would rank the same index differently from
-    # one version to the next
-    return _top(rows, n, lambda r: (-r["_score"], *_reading_order(r)), fetched)
 
 
 def _fts_query(query: str) -> str:
@@ -139,9 +167,8 @@ def _vector(table, vec, where: str | None, n: int, columns: list[str]) -> list[d
     q = table.search(vec, vector_column_name="vector").distance_type("cosine")
     if where:
         q = q.where(where, prefilter=True)
-    fetched = n + max(8, int(n * TIE_MARGIN))
-    rows = q.with_row_id(True).select([*columns, "_distance"]).limit(fetched).to_list()
-    return _top(rows, n, lambda r: (r["_distance"], *_reading_order(r)), fetched)   # equal distances as in _fts
+    return _read_past_ties(lambda limit: q.with_row_id(True).select([*columns, "_distance"]).limit(limit).to_list(),
+                           n, lambda r: (r["_distance"], *_reading_order(r)))   # equal distances as in _fts
 
 
 def _reading_order(row: dict) -> tuple:
