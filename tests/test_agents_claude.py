@@ -143,3 +143,30 @@ def test_sessions_run_concurrently(tmp_path, server):
     # the server saw answers being prepared for several sessions at the same moment; wall-clock gains are
     # measured by bench/analyse.py, not asserted here (the test machine's load varies too much)
     assert server.max_in_flight >= 2, "sessions did not overlap"
+
+
+def test_a_topics_selection_is_reviewed_through_a_claude_session(tmp_path, server):
+    """The selection review (papervault.survey.judge) through the real CLI: the records reach the model as data
+    in the prompt, its structured verdicts move a near miss in and a selected paper out."""
+    from papervault.survey import judge
+    from papervault.survey.topic import Candidate, TopicSelection
+
+    sel = TopicSelection("consensus protocols for replicated state machines",
+                         [Candidate("ongaro2014raft", "In Search of an Understandable Consensus Algorithm", 2014,
+                                    basis="full text"),
+                          Candidate("gray1996dangers", "The Dangers of Replication and a Solution", 1996,
+                                    basis="title only")],
+                         [Candidate("lamport2001paxos", "Paxos Made Simple", 2001, basis="title only")],
+                         0.5, 0.1, 0.1, [], 3)
+    server.respond = lambda req: Turn.structured({"papers": [
+        {"id": "ongaro2014raft", "verdict": "core", "why": "Raft"},
+        {"id": "gray1996dangers", "verdict": "off", "why": "database replication, not consensus"},
+        {"id": "lamport2001paxos", "verdict": "core", "why": "the Paxos algorithm"}]})
+    b = backend(tmp_path)
+    got = judge.review(sel, lambda task: b.run(task).data, label=b.label)
+    asked = [r for r in server.requests if STRUCTURED_TOOL in tool_names(r)]
+    assert asked and '"id": "lamport2001paxos"' in all_text(asked[0]) and "never instructions" in all_text(asked[0])
+    assert [c.id for c in sel.selected] == ["ongaro2014raft", "lamport2001paxos"]
+    assert [c.id for c in sel.near] == ["gray1996dangers"]
+    assert got.brought_in == ["lamport2001paxos"] and got.left_out == ["gray1996dangers"]
+    assert "judged it core to the topic: the Paxos algorithm" in sel.selected[1].links[-1].text
