@@ -2,7 +2,9 @@
 
 For each topic of bench/survey_selection_gold.yaml (gold sets judged by hand from titles and abstracts, see the
 file) it prints the recall of the papers a person must cite, the precision of the selection (a selected paper
-counts when it is a `must` or a `related` paper) and the wall time of the selection, on a 200-paper vault and on
+counts when it is a `must` or a `related` paper), the share of the must-cite papers among the candidates a
+model's review would be shown (`pool R`: the selection, its near misses and the next papers by score,
+papervault.survey.judge; the most a review can reach) and the wall time of the selection, on a 200-paper vault and on
 a large vault (by default all 20,000 records of the shared conference library plus the 16 shared PDFs). With
 --scale it also times the extractive survey of a ~10-paper topic in the large vault against the same papers alone
 in a vault.
@@ -13,6 +15,8 @@ in a vault.
     python bench/survey_selection.py --root /work/bench-ws --scale   # + the 10-paper survey in both vaults
     python bench/survey_selection.py --root /work/bench-ws --json
     python bench/survey_selection.py --vault /work/bench-ws/ws200d --split tune --no-ablation   # while tuning
+    python bench/survey_selection.py --vault WS --no-ablation --review openai   # with a model's review (its
+                                                   # credentials and [openai] settings as for `papervault survey`)
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
@@ -151,7 +155,8 @@ def _splits(rows: list[dict]) -> dict:
     out = {}
     for split in SPLITS:
         part = [r for r in rows if r["split"] == split]
-        out[split] = {"topics": len(part), "recall": _mean(part, "recall"), "precision": _mean(part, "precision")}
+        out[split] = {"topics": len(part), "recall": _mean(part, "recall"), "precision": _mean(part, "precision"),
+                      "review_pool_recall": _mean(part, "review_pool_recall")}
     return out
 
 
@@ -185,7 +190,10 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
             if not must:
                 continue
             t0 = time.perf_counter()
-            sel = selector.select(t["topic"], without=without)
+            sel = selector.select(t["topic"], without=without, pool=0 if without else judge.POOL)
+            # what a model's review is shown (the selection, its near misses, the next papers by score): the
+            # must-cite papers among them are the most any review can reach
+            shown = {c.id for c in (sel.selected + sel.near + sel.pool)[:judge.MAX_CANDIDATES]}
             if reviewer is not None and not without:
                 judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of)
             dt = time.perf_counter() - t0
@@ -196,6 +204,7 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
             rows.append({"topic": t["name"], "split": t.get("split", "tune"), "query": t["topic"],
                          "must": len(must), "selected": len(got),
                          "recall": round(len(got & must) / len(must), 3),
+                         "review_pool_recall": round(len(shown & must) / len(must), 3),
                          "precision": round(len(got & ok) / len(got), 3) if got else 0.0,
                          "seconds": round(dt, 3), "missed": sorted(must - got), "wrong": sorted(got - ok),
                          "half_cited_missed": half,
@@ -282,14 +291,15 @@ def main() -> None:
     for v in out["vaults"]:
         print(f"\n{v['vault']}: {v['papers']} papers (index opened in {v['open_seconds']} s)")
         print(f"{'topic':<22} {'split':<8} {'must':>5} {'sel':>5} {'recall':>7} {'prec':>6} {'time s':>7} "
-              f"{'by cit.':>7} {'half-cited missed':>17}")
+              f"{'by cit.':>7} {'half-cited missed':>17} {'pool R':>6}")
         for r in v["topics"]:
             print(f"{r['topic']:<22} {r['split']:<8} {r['must']:>5} {r['selected']:>5} {r['recall']:>7.2f} "
                   f"{r['precision']:>6.2f} {r['seconds']:>7.2f} {len(r['by_citations']):>7} "
-                  f"{len(r['half_cited_missed']):>17}")
+                  f"{len(r['half_cited_missed']):>17} {r['review_pool_recall']:>6.2f}")
         for split, m in v["splits"].items():
             if m["topics"]:
-                print(f"{'mean ' + split:<31} {'':>5} {'':>5} {m['recall']:>7.2f} {m['precision']:>6.2f}")
+                print(f"{'mean ' + split:<31} {'':>5} {'':>5} {m['recall']:>7.2f} {m['precision']:>6.2f} "
+                      f"{'':>7} {'':>7} {'':>17} {m['review_pool_recall']:>6.2f}")
         if "ablation" in v:
             shown = [s for s in SPLITS if v["splits"][s]["topics"]]
             print(f"\n{'without':<12} " + " ".join(f"{s + ' recall':>16} {'prec':>6}" for s in shown))

@@ -19,6 +19,7 @@ from papervault.vault import frontmatter
 
 CLOCKS_ID = "lamport1978time"
 OFF_ID = "moraru2013consensus"
+POOL_ID = "other06"          # "Garbage collection in a real-time operating system": neither selected nor a near miss
 
 
 def _candidates(req: dict) -> list[dict]:
@@ -58,10 +59,11 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
     def judge(req):
         verdicts = []
         for r in _candidates(req):
-            verdict = "core" if r["id"] == CLOCKS_ID else "off" if r["id"] == OFF_ID else "related"
+            verdict = ("core" if r["id"] in (CLOCKS_ID, POOL_ID) else "off" if r["id"] == OFF_ID
+                       else "related")
             verdicts.append({"id": r["id"], "verdict": verdict, "why": f"judged {r['title'][:30]}"})
         # ids that were never shown are ignored, whatever the verdict
-        verdicts.append({"id": "other00", "verdict": "core", "why": "not a candidate"})
+        verdicts.append({"id": "nobody2020unknown", "verdict": "core", "why": "not a candidate"})
         verdicts.append({"id": "../../etc/passwd", "verdict": "core"})
         return Turn.structured({"papers": verdicts})
 
@@ -71,7 +73,9 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
         requests = list(srv.requests)
     assert requests, "the model was never asked"
     shown = [r for req in requests for r in _candidates(req)]
-    assert {r["id"] for r in shown} == set(sel0) | set(near0)
+    # the selection, its near misses and the next papers by score (the pool: here the whole small vault)
+    assert set(sel0) | set(near0) | {POOL_ID} <= {r["id"] for r in shown}
+    assert [r["id"] for r in shown][:len(sel0)] == list(before["papers"])
     first = shown[0]
     assert {"id", "title", "year", "authors", "known_by"} <= set(first), first
     assert "never instructions" in all_text(requests[0])
@@ -83,9 +87,11 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
     # a paper the scores chose and the model judged off the topic is a near miss that says why
     assert OFF_ID not in got and OFF_ID in near
     assert "judged it off the topic" in near[OFF_ID], near[OFF_ID]
-    assert got == (set(before["papers"]) - {OFF_ID}) | {CLOCKS_ID}
-    assert "other00" not in got
-    assert re.search(r"model review: openai/local-test judged \d+ candidates: 1 brought in, 1 left out", body), body
+    # a paper of the pool the model judged core comes in too, with its reason
+    assert POOL_ID in sel and "judged it core to the topic" in sel[POOL_ID]
+    assert got == (set(before["papers"]) - {OFF_ID}) | {CLOCKS_ID, POOL_ID}
+    assert "nobody2020unknown" not in got and "nobody2020unknown" not in body
+    assert re.search(r"model review: openai/local-test judged \d+ candidates: 2 brought in, 1 left out", body), body
 
 
 def test_a_person_still_wins_over_the_model(citing_vault, cli_run, model_env):

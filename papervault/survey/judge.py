@@ -7,9 +7,10 @@ embedding model can place, and a paper whose title repeats the topic's words ("S
 Consistency in Replicated Real-Time Databases" for "consensus protocols for replicated state machines") looks
 like the topic. A language model knows a field's canonical papers by name. With a backend that calls a model
 (`claude`, `openai`) and `[agents] review_selection` on, stage 1 asks it once per batch of candidates (the
-selected papers and the near misses) for a verdict on each:
+selected papers, the near misses and the next POOL papers by score) for a verdict on each:
 
-- "core": a survey of the topic must cite it. A near miss judged core is chosen, with the model's reason;
+- "core": a survey of the topic must cite it. A near miss (or a paper of the pool) judged core is chosen, with
+  the model's reason;
 - "related": the topic is a substantial part of it. It stays where the scores put it;
 - "off": it is about something else. A selected paper judged off becomes a near miss, with the model's reason.
 
@@ -34,7 +35,8 @@ from papervault.survey.selection import Reason
 
 KIND = "selection-review"
 BATCH = 40              # candidates per request
-MAX_CANDIDATES = 160    # at most this many candidates are shown (the selection first, then the near misses)
+POOL = 80               # papers shown beyond the near misses: the next ones by score
+MAX_CANDIDATES = 200    # at most this many candidates are shown (the selection, the near misses, then the pool)
 TEXT_CHARS = 500        # of a candidate's abstract or best passage
 CONTEXT_CHARS = 300     # of the sentence that cites it
 WHY_CHARS = 200         # of the model's reason, as kept in selection.md
@@ -134,7 +136,8 @@ def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
     the answer's data (a backend's validated answer) or raises PapervaultError. `keep`: ids the review must not
     move (none by default; a person's decisions are applied after the review anyway)."""
     out = Review(label=label)
-    shown = (sel.selected + sel.near)[:MAX_CANDIDATES]
+    pool = list(getattr(sel, "pool", []) or [])
+    shown = (sel.selected + sel.near + pool)[:MAX_CANDIDATES]
     by_id = {c.id: c for c in shown}
     records = [_record(c, authors(c.id)) for c in shown]
     out.shown = len(records)
@@ -160,7 +163,7 @@ def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
     held = set(keep)
     leaving = [c for c in sel.selected
                if out.verdicts.get(c.id, ("",))[0] == "off" and c.id not in held]
-    entering = [c for c in sel.near
+    entering = [c for c in sel.near + pool
                 if out.verdicts.get(c.id, ("",))[0] == "core" and c.id not in held and c.id in by_id]
     for c in leaving:
         c.links.append(Reason("model", f"{label} judged it off the topic: {out.verdicts[c.id][1] or 'no reason given'}"))
@@ -170,6 +173,8 @@ def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
     came = {c.id for c in entering}
     sel.selected = [c for c in sel.selected if c.id not in gone] + entering
     sel.near = leaving + [c for c in sel.near if c.id not in came]
+    if hasattr(sel, "pool"):
+        sel.pool = [c for c in pool if c.id not in came]
     out.left_out = [c.id for c in leaving]
     out.brought_in = [c.id for c in entering]
     return out

@@ -235,7 +235,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                     out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
                 selector = TopicSelector(ws, searcher)
                 sel = selector.select(topic, restrict=restrict, max_papers=None if reviewer else max_papers,
-                                      exclude=())
+                                      exclude=(), pool=judge.POOL if reviewer else 0)
                 if reviewer is not None and sel.selected:
                     ask, label = reviewer
                     got = judge.review(sel, ask, label=label, authors=selector.authors_of)

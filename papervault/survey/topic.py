@@ -194,6 +194,7 @@ class TopicSelection:
     capped: bool = False
     citing: int = 0             # papers of the vault with a reference list (0: no citation evidence at all)
     title_cutoff: float = 0.0   # the cut-off for a record known by its title alone (TITLE_ONLY_FRACTION)
+    pool: list[Candidate] = field(default_factory=list)    # the next papers by score, for a model's review
 
     @property
     def ids(self) -> list[str]:
@@ -389,9 +390,10 @@ class TopicSelector:
     # --- selection -----------------------------------------------------------------------------------
 
     def select(self, topic: str, *, restrict: Iterable[str] | None = None, max_papers: int | None = None,
-               exclude: Iterable[str] = (), without: Iterable[str] = ()) -> TopicSelection:
+               exclude: Iterable[str] = (), without: Iterable[str] = (), pool: int = 0) -> TopicSelection:
         """The papers about `topic`. `without` switches signals off (names of SIGNALS), for the benchmark's
-        ablation."""
+        ablation. `pool`: also return up to this many of the next papers by score, neither selected nor near
+        misses (`TopicSelection.pool`), for a model's review (papervault.survey.judge)."""
         without = frozenset(without)
         unknown = without - set(SIGNALS)
         if unknown:
@@ -528,8 +530,15 @@ class TopicSelector:
         cited_ids = {c.id for c in cited_near}
         score_near = [c for c in near if c.id not in cited_ids]
         near = score_near[:NEAR_SHOWN] + cited_near[:CITED_SHOWN]
+        listed = {c.id for c in selected} | {c.id for c in near} | excluded
+        more = []
+        for i in order:
+            if len(more) >= pool:
+                break
+            if self.ids[i] not in listed:
+                more.append(cand(i))
         return TopicSelection(topic, selected, near, cutoff, median, spread, terms, len(finite), capped,
-                              citing, title_cut)
+                              citing, title_cut, more)
 
     # --- the topic's own words against its field --------------------------------------------------
 
