@@ -92,6 +92,7 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
     assert got == (set(before["papers"]) - {OFF_ID}) | {CLOCKS_ID, POOL_ID}
     assert "nobody2020unknown" not in got and "nobody2020unknown" not in body
     assert re.search(r"model review: openai/local-test judged \d+ candidates: 2 brought in, 1 left out", body), body
+    assert out["review"].startswith("openai/local-test judged") and before["review"] == ""
 
 
 def test_a_person_still_wins_over_the_model(citing_vault, cli_run, model_env):

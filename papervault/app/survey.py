@@ -164,7 +164,8 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
                   arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug),
                   reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)))
     log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
-    return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits}
+    return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits,
+            "review": got.review}
 
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
@@ -476,7 +477,8 @@ class _SurveyRun:
         """What every run reports: the survey, its selection, commits and times (`extra`: where it stopped)."""
         return {"slug": self.slug, "topic": self.topic, "backend": self.backend, "dir": str(self.sdir),
                 "papers": sel["ids"], "retrieved": sel["retrieved"], "problems": sel["problems"] + (problems or []),
-                "selection": sel["how"], "edits": sel["edits"], **extra, "commits": self.commits,
+                "selection": sel["how"], "review": sel.get("review", ""), "edits": sel["edits"], **extra,
+                "commits": self.commits,
                 "timings": self.timings, "seconds": round(time.perf_counter() - self.t_start, 2)}
 
     def retrieve(self, specs: list[str], arxiv_max: int, max_papers: int | None) -> dict[str, Any]:
@@ -489,6 +491,7 @@ class _SurveyRun:
                                   fix="add papers with `papervault add`, add some to selection.md, or choose "
                                       "another --papers selection")
         self.stage_done("retrieve", t0, f"survey {self.slug}: select {plural(len(ids), 'paper')} ({sel['how']}"
+                        + (f"; {sel['review']}" if sel.get("review") else "")
                         + (f"; {len(sel['edits']['added'])} added, {len(sel['edits']['struck'])} struck out in "
                            "selection.md" if any(sel["edits"].values()) else "") + ")", [self.sdir / "selection.md"])
         return sel

@@ -131,6 +131,8 @@ def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
     edits = result["edits"]
     kept = (f" (keeping your {len(edits['added'])} added and {len(edits['struck'])} struck out)"
             if any(edits.values()) else "")
+    if result.get("review"):
+        click.echo(f"Reviewed by the model: {result['review']} (each move says why in selection.md).")
     click.echo(f"Selected {plural(len(result['papers']), 'paper')}{kept} in "
                f"{Path(result['dir']) / 'selection.md'}: untick or add papers there, then run the same command "
                f"without --select-only to write the survey (your edits are kept).")

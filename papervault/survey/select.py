@@ -151,6 +151,7 @@ class Resolved:
     edits: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
     entries: dict[str, Any] = field(default_factory=dict)    # id -> selection.Entry (selected and near misses)
+    review: str = ""                    # what a model's review did ("openai/x judged 120 candidates: ..."), or ""
 
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
@@ -256,6 +257,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 method = sel.method()
                 if review_method:
                     method["model review"] = review_method
+                    out.review = review_method
                 out.how = "topic"
         if restrict is not None and not adding:
             method["candidates"] = f"{len(restrict)} papers of {', '.join(str(s) for s in narrowing)}"
