@@ -408,3 +408,51 @@ def test_readers_work_while_a_writer_runs(small_ws):
     writer.join()
     assert not errors and counts and all(c > 0 for c in counts)
     assert {h.paper_id for h in reader.search("paper 5", filters={"paper": "paper5"})} == {"paper5"}
+
+
+def test_a_paper_indexed_before_unclosed_fences_were_read_as_text_is_chunked_again(tmp_path):
+    """A `paper.md` written before the writer escaped fence lines may hold a ``` line nothing closes; an older
+    reader hid every later page anchor in it, so its chunks carried the fence's page. Such a paper hashes with a
+    mark: an index made before is chunked again for that paper alone, once, with the right pages."""
+    import hashlib
+
+    from conftest import without_multilingual
+    from papervault.index.store import _content_hash
+    from papervault.index.tables import PAPERS, open_db
+    from papervault.models import ParsedPaper
+    from papervault.vault import paper as paper_md
+
+    ws, _ = Workspace.init(tmp_path / "ws")
+    without_multilingual(ws.root)
+    ws = Workspace(ws.root).require()
+    md = "\n\n".join([paper_md.page_anchor(1), "# Fenced Text", "Some prose of page one.\r```\r",
+                      paper_md.page_anchor(2), "## 2 Later", "Leases bound the recovery time on page two.",
+                      paper_md.page_anchor(3), "Page three closes the paper."]) + "\n"
+    ws.vault.write_note(PaperMeta(id="tester2026fenced", title="Fenced Text"), "# Fenced\n")
+    ws.vault.write_fulltext("tester2026fenced", ParsedPaper(markdown=md, pages=3))
+    add_paper(ws.vault, "lamport1998parttime", title="The Part-Time Parliament", abstract="Paxos on the island of Paxos.")
+    ws.vault.commit("add")
+    idx = PaperIndex(ws)
+    assert not idx.sync()["errors"]
+
+    def leases_pages() -> set:
+        rows = idx.db.open_table("chunks").search().where("paper_id = 'tester2026fenced'").select(
+            ["text", "page_start"]).limit(None).to_list()
+        return {r["page_start"] for r in rows if "Leases bound" in r["text"]}
+
+    assert leases_pages() == {2}
+    # the index as an older reader left it: the fence's page on the passage, its digest without the mark
+    papers = open_db(ws).open_table(PAPERS)
+    name = papers.schema.metadata[b"index_name"].decode()
+    note = ws.vault.note_path("tester2026fenced").read_bytes()
+    ft = ws.vault.fulltext_path("tester2026fenced").read_bytes()
+    old = hashlib.sha256(b"".join([CHUNKER_VERSION.encode(), name.encode(), b"\x00", note, b"\x00", ft]))
+    assert old.hexdigest()[:32] != _content_hash(note, ft, name)
+    papers.update(where="paper_id = 'tester2026fenced'", values={"content_hash": old.hexdigest()[:32]})
+    idx.db.open_table("chunks").update(where="paper_id = 'tester2026fenced'", values={"page_start": 1})
+    assert leases_pages() == {1}
+
+    again = PaperIndex(ws).sync()
+    assert again["updated"] == ["tester2026fenced"] and again["unchanged"] == 1, again
+    assert leases_pages() == {2}
+    assert PaperIndex(ws).sync()["unchanged"] == 2

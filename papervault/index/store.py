@@ -31,6 +31,7 @@ from papervault.index.tables import (CHUNKS, COMPACT_ROWS, KEEP_VERSIONS, PAPERS
 from papervault.models import Chunk, PaperMeta
 from papervault.pdfstore import kept
 from papervault.timing import phase
+from papervault.vault import paper as paper_md
 from papervault.wording import plural
 
 log = logging.getLogger(__name__)
@@ -170,11 +171,24 @@ def rechunk_needed(table, expected: dict[str, str]) -> str | None:
 
 def _content_hash(note: bytes, fulltext: bytes, name: str) -> str:
     """A paper's content hash: its note and full text, the chunker, and the index name (the digest of every
-    setting that changes its chunks or vectors), so a changed `chunk_tokens` re-chunks every paper."""
+    setting that changes its chunks or vectors), so a changed `chunk_tokens` re-chunks every paper.
+
+    A full text with a code fence that nothing closes (a `paper.md` written before the writer escaped such
+    lines) hashes with a mark: the reader now reads that fence as text, so the chunks an older reader made of it
+    (every later passage on the fence's page) are made again once, and the other papers keep their chunks."""
     h = hashlib.sha256()
     for part in (CHUNKER_VERSION.encode(), name.encode(), b"\x00", note, b"\x00", fulltext):
         h.update(part)
+    if _unclosed_fence(fulltext):
+        h.update(b"\x00unclosed fence read as text")
     return h.hexdigest()[:32]
+
+
+def _unclosed_fence(fulltext: bytes) -> bool:
+    if b"```" not in fulltext and b"~~~" not in fulltext:
+        return False
+    text = fulltext.decode("utf-8", errors="replace")
+    return paper_md.escape_unclosed_fence(text) != text
 
 
 class PaperIndex:
