@@ -176,6 +176,36 @@ def test_cli_build_json_and_strict(built, tmp_path, cli_run):
     assert callable(main)
 
 
+def test_a_build_of_an_unchanged_vault_is_not_run_again(tmp_path):
+    """The second build of an unchanged vault stages, finds nothing changed and leaves site/ as it is; a changed
+    note, a file of site/ gone, or an edited mkdocs.yml build again."""
+    from papervault.site.build import build_site
+
+    ws = make_vault(tmp_path / "ws")
+    first = build_site(ws)
+    assert first["unchanged"] is False
+    index = ws.site_dir / "index.html"
+    mtime = index.stat().st_mtime_ns
+    again = build_site(ws)
+    assert again["unchanged"] is True and again["pages"] == first["pages"]
+    assert again["seconds"] < first["seconds"] and index.stat().st_mtime_ns == mtime
+
+    ws.vault.update_meta("lamport2001paxos", title="Paxos Made Simple, Again")
+    changed = build_site(ws)
+    assert changed["unchanged"] is False
+    assert any("Paxos Made Simple, Again" in f.read_text(encoding="utf-8")
+               for f in (ws.site_dir / "papers").rglob("*.html"))
+    assert build_site(ws)["unchanged"] is True
+
+    (ws.site_dir / "tags.html").unlink()
+    assert build_site(ws)["unchanged"] is False and (ws.site_dir / "tags.html").is_file()
+
+    user = ws.root / "mkdocs.yml"
+    user.write_text(user.read_text(encoding="utf-8") + "\ncopyright: Written by the lab\n", encoding="utf-8")
+    assert build_site(ws)["unchanged"] is False
+    assert "Written by the lab" in index.read_text(encoding="utf-8")
+
+
 # --- live preview --------------------------------------------------------------------------------------
 
 def _free_port() -> int:

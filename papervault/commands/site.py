@@ -36,6 +36,10 @@ def build_cmd(strict, engine, workspace, as_json):
         click.echo(f"warning: {w}", err=True)
     if len(result["warnings"]) > 20:
         click.echo(f"... and {len(result['warnings']) - 20} more warnings", err=True)
+    if result.get("unchanged"):
+        click.echo(f"{result['site_dir']} is current: nothing changed since its last build "
+                   f"({plural(result['pages'], 'page')}; checked in {result['seconds']:.1f} s)")
+        return
     click.echo(f"Built {plural(result['pages'], 'page')} ({plural(result['papers'], 'paper')}, "
                f"{plural(result['surveys'], 'survey')}) "
                f"in {result['seconds']:.1f} s into {result['site_dir']}")

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,13 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
     t0 = time.monotonic()
     _quiet_jieba()
     staged = stage(ws, whats_new)
+    stamp = _stamp(ws, "mkdocs", staged)
+    same = _unchanged(ws, stamp, staged, strict)
+    if same is not None:
+        return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
+                "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
+                "warnings": staged["warnings"] + same, "engine": "mkdocs", "unchanged": True}
+    (ws.cache_dir / BUILT_STAMP).unlink(missing_ok=True)
     handler = _Collect()
     logger = logging.getLogger("mkdocs")
     logger.addHandler(handler)
@@ -264,18 +272,70 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
                         fix="fix the pages named, or build without --strict") from None
     finally:
         logger.removeHandler(handler)
+    _built(ws, stamp, handler.messages)
     return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
             "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-            "warnings": staged["warnings"] + handler.messages, "engine": "mkdocs"}
+            "warnings": staged["warnings"] + handler.messages, "engine": "mkdocs", "unchanged": False}
 
 
 def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> dict[str, Any]:
     t0 = time.monotonic()
     staged = stage(ws, whats_new, engine="zensical")
+    stamp = _stamp(ws, "zensical", staged)
+    same = _unchanged(ws, stamp, staged, strict)
+    if same is not None:
+        return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
+                "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
+                "warnings": staged["warnings"] + same, "engine": "zensical", "unchanged": True}
+    (ws.cache_dir / BUILT_STAMP).unlink(missing_ok=True)
     built = zensical.build(ws.state_dir, ws.site_dir, staged["config"], strict=strict)
+    _built(ws, stamp, built["warnings"])
     return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
             "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-            "warnings": staged["warnings"] + built["warnings"], "engine": "zensical"}
+            "warnings": staged["warnings"] + built["warnings"], "engine": "zensical", "unchanged": False}
+
+
+# The last build's stamp (`.papervault/cache/site-built.json`): what it was built from and what it left in
+# site/. A build whose sources are the same (nothing staged changed, the same configuration, templates and
+# engine versions) and whose site/ nobody touched since is not run again: an unchanged vault's site is current
+# in the time staging takes. The stamp is removed before a build and written after it succeeds, so a failed or
+# interrupted build is always run again.
+BUILT_STAMP = "site-built.json"
+_ENGINE_PACKAGES = {"mkdocs": ("papervault", "mkdocs", "mkdocs-material"), "zensical": ("papervault", "zensical")}
+
+
+def _stamp(ws: Workspace, engine: str, staged: dict[str, Any]) -> dict[str, Any]:
+    def ver(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return ""
+
+    user = ws.root / "mkdocs.yml"
+    return {"engine": engine, "versions": {n: ver(n) for n in _ENGINE_PACKAGES[engine]},
+            "config": hashlib.sha256(Path(staged["config"]).read_bytes()).hexdigest(),
+            "user_config": hashlib.sha256(user.read_bytes()).hexdigest() if user.is_file() else "",
+            "templates": [[str(d), *vault_signature(d)] for d in template_dirs(ws) if d.is_dir()]}
+
+
+def _unchanged(ws: Workspace, stamp: dict[str, Any], staged: dict[str, Any], strict: bool) -> list[str] | None:
+    """The last build's engine warnings when `site/` is current for these sources, else None (build)."""
+    if staged.get("written") or staged.get("linked") or staged.get("removed"):
+        return None
+    last = _read_json(ws.cache_dir / BUILT_STAMP)
+    if not isinstance(last, dict) or last.get("stamp") != stamp:
+        return None
+    if not (ws.site_dir / "index.html").is_file() or list(vault_signature(ws.site_dir)) != last.get("site"):
+        return None
+    warnings = [str(w) for w in last.get("warnings") or []]
+    if strict and warnings:
+        return None                 # strict fails on the warnings: the build runs and says so
+    return warnings
+
+
+def _built(ws: Workspace, stamp: dict[str, Any], warnings: list[str]) -> None:
+    _write_json(ws.cache_dir / BUILT_STAMP, {"stamp": stamp, "site": list(vault_signature(ws.site_dir)),
+                                             "warnings": list(warnings)})
 
 
 def with_sanitiser(cfg, *, live: bool = False):
