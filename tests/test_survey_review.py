@@ -97,10 +97,11 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
 
 def test_a_person_still_wins_over_the_model(citing_vault, cli_run, model_env):
     """A paper a person struck out stays out even when the model judges it core."""
-    def all_core(req):
-        return Turn.structured({"papers": [{"id": r["id"], "verdict": "core"} for r in _candidates(req)]})
+    def clocks_core(req):
+        return Turn.structured({"papers": [{"id": r["id"], "verdict": "core" if r["id"] == CLOCKS_ID else "related"}
+                                           for r in _candidates(req)]})
 
-    with ChatServer(all_core) as srv:
+    with ChatServer(clocks_core) as srv:
         model_env(srv)
         out, sel, near, _ = _select(cli_run, citing_vault, "edited", "--backend", "openai")
         assert CLOCKS_ID in sel
@@ -112,14 +113,15 @@ def test_a_person_still_wins_over_the_model(citing_vault, cli_run, model_env):
     assert f"@{CLOCKS_ID}" in body.partition("## Struck out by you")[2], body
 
 
-@pytest.mark.parametrize("answer", ["garbage", "every-paper-off"])
+@pytest.mark.parametrize("answer", ["garbage", "every-paper-off", "every-candidate-core"])
 def test_a_model_that_answers_garbage_leaves_the_selection_to_the_scores(citing_vault, cli_run, model_env, answer):
     before, sel0, _, _ = _select(cli_run, citing_vault, "scores")
 
     def reply(req):
         if answer == "garbage":
             return Turn.say("I cannot help with that.")
-        return Turn.structured({"papers": [{"id": r["id"], "verdict": "off"} for r in _candidates(req)]})
+        verdict = "off" if answer == "every-paper-off" else "core"
+        return Turn.structured({"papers": [{"id": r["id"], "verdict": verdict} for r in _candidates(req)]})
 
     with ChatServer(reply) as srv:
         model_env(srv)
@@ -130,8 +132,10 @@ def test_a_model_that_answers_garbage_leaves_the_selection_to_the_scores(citing_
     problems = " ".join(out["problems"])
     if answer == "garbage":
         assert "the model's review of candidates 1-" in problems and "failed" in problems, problems
-    else:
+    elif answer == "every-paper-off":
         assert "judged every selected paper off the topic" in problems, problems
+    else:
+        assert re.search(r"judged all \d+ candidates core to the topic", problems), problems
     assert all("\n" not in p for p in out["problems"])
 
 

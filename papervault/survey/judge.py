@@ -19,8 +19,8 @@ neither add a paper nor remove one from the list. The records are data, not inst
 abstract that tells the model what to answer is shown to it as a quoted field and has no other way in). A
 review that fails (no answer, an invalid one after the backend's retries, the cost ceiling) leaves the selection
 as the scores made it, with a one-line problem; so does an answer that judges every selected paper off the
-topic, which says more about the answer than about the papers. `selection.md` shows every verdict that moved a
-paper, and a person's ticks and strikes still win over both.
+topic, or every candidate core, which says more about the answer than about the papers. `selection.md` shows
+every verdict that moved a paper, and a person's ticks and strikes still win over both.
 """
 
 from __future__ import annotations
@@ -149,7 +149,10 @@ def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
         except PapervaultError as exc:
             out.problems.append(f"the model's review of candidates {at + 1}-{at + len(batch)} failed: {exc}")
             continue
-        for item in (data or {}).get("papers") or []:
+        if not isinstance(data, dict):
+            out.problems.append(f"the model's review of candidates {at + 1}-{at + len(batch)} answered no verdicts")
+            continue
+        for item in data.get("papers") or []:
             if not isinstance(item, dict):
                 continue
             pid, verdict = str(item.get("id", "")), str(item.get("verdict", ""))
@@ -158,6 +161,11 @@ def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
     selected_ids = {c.id for c in sel.selected}
     if selected_ids and all(out.verdicts.get(pid, ("",))[0] == "off" for pid in selected_ids):
         out.problems.append("the model judged every selected paper off the topic: its review was not applied")
+        out.verdicts.clear()
+        return out
+    if len(out.verdicts) >= len(shown) > len(selected_ids) and all(v == "core" for v, _ in out.verdicts.values()):
+        out.problems.append(f"the model judged all {len(shown)} candidates core to the topic: its review was not "
+                            "applied")
         out.verdicts.clear()
         return out
     held = set(keep)
