@@ -254,9 +254,7 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
     stamp = _stamp(ws, "mkdocs", staged)
     same = _unchanged(ws, stamp, staged, strict)
     if same is not None:
-        return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
-                "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-                "warnings": staged["warnings"] + same, "engine": "mkdocs", "unchanged": True}
+        return _result(ws, staged, t0, "mkdocs", same, unchanged=True)
     (ws.cache_dir / BUILT_STAMP).unlink(missing_ok=True)
     handler = _Collect()
     logger = logging.getLogger("mkdocs")
@@ -273,9 +271,7 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
     finally:
         logger.removeHandler(handler)
     _built(ws, stamp, handler.messages)
-    return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
-            "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-            "warnings": staged["warnings"] + handler.messages, "engine": "mkdocs", "unchanged": False}
+    return _result(ws, staged, t0, "mkdocs", handler.messages, unchanged=False)
 
 
 def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> dict[str, Any]:
@@ -284,15 +280,20 @@ def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> d
     stamp = _stamp(ws, "zensical", staged)
     same = _unchanged(ws, stamp, staged, strict)
     if same is not None:
-        return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
-                "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-                "warnings": staged["warnings"] + same, "engine": "zensical", "unchanged": True}
+        return _result(ws, staged, t0, "zensical", same, unchanged=True)
     (ws.cache_dir / BUILT_STAMP).unlink(missing_ok=True)
     built = zensical.build(ws.state_dir, ws.site_dir, staged["config"], strict=strict)
     _built(ws, stamp, built["warnings"])
+    return _result(ws, staged, t0, "zensical", built["warnings"], unchanged=False)
+
+
+def _result(ws: Workspace, staged: dict[str, Any], t0: float, engine: str, warnings: list[str], *,
+            unchanged: bool) -> dict[str, Any]:
+    """What a build reports: pages, papers, surveys, seconds, site_dir, warnings (staging's and the engine's),
+    engine, and whether site/ was left as the last build made it (`unchanged`)."""
     return {"pages": staged["pages"], "papers": staged["papers"], "surveys": staged["surveys"],
             "seconds": round(time.monotonic() - t0, 2), "site_dir": str(ws.site_dir),
-            "warnings": staged["warnings"] + built["warnings"], "engine": "zensical", "unchanged": False}
+            "warnings": staged["warnings"] + list(warnings), "engine": engine, "unchanged": unchanged}
 
 
 # The last build's stamp (`.papervault/cache/site-built.json`): what it was built from and what it left in
