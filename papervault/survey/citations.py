@@ -30,6 +30,7 @@ class CitationGraph:
     cites: dict[str, set[str]] = field(default_factory=dict)
     cited_by: dict[str, set[str]] = field(default_factory=dict)
     with_refs: set[str] = field(default_factory=set)
+    how: dict[tuple[str, str], str] = field(default_factory=dict)   # (citing, cited) -> the rule that matched
 
     def citers(self, pid: str, among: Iterable[str] | None = None) -> set[str]:
         got = self.cited_by.get(pid, set())
@@ -74,18 +75,29 @@ class Matcher:
                     self.short.setdefault(words[0], []).append((words, family[-1], str(year), pid))
 
     def named(self, refs: str) -> set[str]:
+        return set(self.named_how(refs))
+
+    def named_how(self, refs: str) -> dict[str, str]:
+        """The vault papers `refs` names, each with the first rule that named it: "DOI", "arXiv id", "title",
+        or "title, first author and year" (a title of one or two words)."""
         if not refs.strip():
-            return set()
+            return {}
         low = refs.lower()
-        out = {self.by_doi[d.rstrip(".")] for d in _DOI.findall(low) if d.rstrip(".") in self.by_doi}
-        out |= {self.by_arxiv[a] for a in _ARXIV.findall(low) if a in self.by_arxiv}
+        out: dict[str, str] = {}
+        for d in _DOI.findall(low):
+            if d.rstrip(".") in self.by_doi:
+                out.setdefault(self.by_doi[d.rstrip(".")], "DOI")
+        for a in _ARXIV.findall(low):
+            if a in self.by_arxiv:
+                out.setdefault(self.by_arxiv[a], "arXiv id")
         words = normalize_title(refs).split()
         for j in range(len(words) - 2):
             for title, pid in self.by_start.get((words[j], words[j + 1], words[j + 2]), ()):
                 if tuple(words[j:j + len(title)]) == title:
-                    out.add(pid)
+                    out.setdefault(pid, "title")
         if self.short:
-            out |= self.short_named(refs) - out
+            for pid in self.short_named(refs):
+                out.setdefault(pid, "title, first author and year")
         return out
 
     def short_named(self, refs: str) -> set[str]:
@@ -120,11 +132,13 @@ def build_graph(vault, ids: list[str], titles: list[str], dois: list[str], arxiv
         if not refs.strip():
             continue
         g.with_refs.add(pid)
-        named = matcher.named(refs) - {pid}
+        named = matcher.named_how(refs)
+        named.pop(pid, None)
         if named:
-            g.cites[pid] = named
-            for c in named:
+            g.cites[pid] = set(named)
+            for c, how in named.items():
                 g.cited_by.setdefault(c, set()).add(pid)
+                g.how[(pid, c)] = how
     return g
 
 

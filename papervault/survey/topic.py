@@ -72,9 +72,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from papervault.agents.otherwork import references_text
 from papervault.errors import PapervaultError
-from papervault.ids import normalize_title
 from papervault.index.embed import resolved_model_path
 from papervault.index.search import Searcher, _fts, _vector
 from papervault.index.tables import sql_list as _sql_list
@@ -104,7 +102,7 @@ NEAR_FRACTION = 0.9     # papers within this fraction of the cut-off are near mi
 NEAR_SHOWN = 15         # near misses listed in selection.md
 CITED_SHOWN = 40        # ... and near misses by citation evidence (cited by a selected paper, not chosen)
 PASSAGES = 2            # passages given as a selected paper's reason
-LINK_READS = 60         # at most this many near-miss papers' reference lists are read for links
+LINK_READS = 60         # at most this many near misses are looked at for citation links
 WIDE_FRACTION = 0.5     # a paper a core paper cites, naming one of the topic's rarer words, may stand this far
                         # down (fraction of the cut-off's margin over the median) and still be linked in
 # Citation evidence. Set before the held-out topics were added (bench/survey_selection_gold.yaml) and not changed
@@ -910,33 +908,10 @@ class TopicSelector:
 
         if not selected or not near:
             return []
-        vault = self.ws.vault
-        refs: dict[str, tuple[str, str]] = {}
-
-        def reflist(pid: str) -> tuple[str, str]:
-            if pid not in refs:
-                try:
-                    raw = references_text(vault.read_fulltext(pid))
-                except (OSError, PapervaultError):
-                    raw = ""
-                refs[pid] = (raw.lower(), " " + normalize_title(raw) + " ")
-            return refs[pid]
+        g = self.graph()
 
         def cites(citing: str, cited: Candidate) -> str | None:
-            low, norm = reflist(citing)
-            if not low.strip():
-                return None
-            if cited.doi and cited.doi in low:
-                return "DOI"
-            arx = cited.arxiv.split("v")[0] if cited.arxiv else ""
-            if re.fullmatch(r"\d{4}\.\d{4,5}", arx) and arx in low:
-                return "arXiv id"
-            title = normalize_title(cited.title)
-            if len(title.split()) >= 3 and f" {title} " in norm:
-                return "title"
-            if title and len(title.split()) < 3 and cited.id in self.graph().cites.get(citing, ()):
-                return "title, first author and year"     # a title of one or two words: the graph's match
-            return None
+            return g.how.get((citing, cited.id))     # the rule of the citation graph that named it, or None
 
         out: list[Candidate] = []
         for c in near[:LINK_READS]:
