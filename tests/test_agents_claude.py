@@ -163,7 +163,7 @@ def test_a_topics_selection_is_reviewed_through_a_claude_session(tmp_path, serve
         {"id": "gray1996dangers", "verdict": "off", "why": "database replication, not consensus"},
         {"id": "lamport2001paxos", "verdict": "core", "why": "the Paxos algorithm"}]})
     b = backend(tmp_path)
-    got = judge.review(sel, lambda task: b.run(task).data, label=b.label)
+    got = judge.review(sel, judge.one_by_one(lambda task: b.run(task).data), label=b.label)
     asked = [r for r in server.requests if STRUCTURED_TOOL in tool_names(r)]
     assert asked and '"id": "lamport2001paxos"' in all_text(asked[0]) and "never instructions" in all_text(asked[0])
     assert [c.id for c in sel.selected] == ["ongaro2014raft", "lamport2001paxos"]

@@ -164,9 +164,27 @@ def test_a_record_cannot_pass_for_another_candidate_or_an_instruction():
         return {"papers": [{"id": "evil", "verdict": "core"}, {"id": "hostile2021", "verdict": "off"},
                            {"id": "good2020", "verdict": "core"}]}
 
-    got = judge.review(sel, ask, label="test/model")
+    got = judge.review(sel, judge.one_by_one(ask), label="test/model")
     lines = [ln for ln in asked[0].prompt.splitlines() if ln.startswith("{")]
     assert [json.loads(ln)["id"] for ln in lines] == ["good2020", "hostile2021"]
     assert json.loads(lines[1])["title"] == evil
     assert [c.id for c in sel.selected] == ["good2020"] and [c.id for c in sel.near] == ["hostile2021"]
     assert "evil" not in got.verdicts and got.brought_in == [] and got.left_out == []
+
+
+def test_a_reviews_requests_run_at_once(citing_vault, cli_run, model_env, monkeypatch):
+    """Several requests of one review go to the backend together (up to `[agents] concurrency`), and each batch
+    is judged whatever order the answers come back in."""
+    from papervault.survey import judge
+
+    monkeypatch.setattr(judge, "BATCH", 4)
+
+    def judge_slowly(req):
+        return Turn.structured({"papers": [{"id": r["id"], "verdict": "core" if r["id"] == CLOCKS_ID else "related"}
+                                           for r in _candidates(req)]}, delay=0.4)
+
+    with ChatServer(judge_slowly) as srv:
+        model_env(srv)
+        out, sel, _, _ = _select(cli_run, citing_vault, "at-once", "--backend", "openai")
+        assert len(srv.requests) >= 4 and srv.max_in_flight > 1, (len(srv.requests), srv.max_in_flight)
+    assert CLOCKS_ID in sel and out["review"].startswith("openai/local-test judged")

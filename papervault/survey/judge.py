@@ -25,6 +25,7 @@ every verdict that moved a paper, and a person's ticks and strikes still win ove
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -86,17 +87,44 @@ class Review:
                 f"{len(self.left_out)} left out")
 
 
+AskAll = Callable[[list[Task]], list[Any]]     # tasks -> each answer's data, or the PapervaultError it raised
+
+
 def reviewer(ws, backend: str | None, build: Callable[[str], Backend] | None = None
-             ) -> tuple[Callable[[Task], dict[str, Any]], str] | None:
-    """(ask, label) for `resolve(reviewer=...)` when `backend` (default: `[agents] backend`) calls a model and
-    answers in JSON, and `[agents] review_selection` is on; None otherwise. `build(name)` makes the backend
-    (default: a new one for the workspace)."""
+             ) -> tuple[AskAll, str] | None:
+    """(ask_all, label) for `resolve(reviewer=...)` when `backend` (default: `[agents] backend`) calls a model
+    and answers in JSON, and `[agents] review_selection` is on; None otherwise. `build(name)` makes the backend
+    (default: a new one for the workspace). The requests of one review run at once, up to the backend's
+    `[agents] concurrency`."""
     name = backend or ws.settings.agents.backend or "extractive"
     caps = capabilities(name)
     if not (caps.uses_model and caps.takes_schema and ws.settings.agents.review_selection):
         return None
     b = build(name) if build else get_backend(name, ws.settings, state_dir=ws.state_dir)
-    return (lambda t: b.run(t).data), b.label
+
+    async def one(t: Task) -> Any:
+        try:
+            return (await b.arun(t)).data
+        except PapervaultError as exc:
+            return exc
+
+    async def every(tasks: list[Task]) -> list[Any]:
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+    return (lambda tasks: asyncio.run(every(tasks))), b.label
+
+
+def one_by_one(ask: Callable[[Task], dict[str, Any]]) -> AskAll:
+    """An `ask_all` from a function that answers one task (or raises PapervaultError)."""
+    def ask_all(tasks: list[Task]) -> list[Any]:
+        out: list[Any] = []
+        for t in tasks:
+            try:
+                out.append(ask(t))
+            except PapervaultError as exc:
+                out.append(exc)
+        return out
+    return ask_all
 
 
 def _record(c: Any, authors: list[str]) -> dict[str, Any]:
@@ -129,25 +157,26 @@ def task(topic: str, batch: list[dict[str, Any]]) -> Task:
                 inputs={"topic": topic, "candidates": batch}, key=f"selection: {topic[:80]}")
 
 
-def review(sel: Any, ask: Callable[[Task], dict[str, Any]], *, label: str,
+def review(sel: Any, ask_all: AskAll, *, label: str,
            authors: Callable[[str], list[str]] = lambda pid: [], keep: Iterable[str] = ()) -> Review:
     """`sel`: a papervault.survey.topic.TopicSelection (read through its fields only, so this module stays
-    light). Ask the model about its candidates and move papers by its verdicts (in place). `ask(task)` returns
-    the answer's data (a backend's validated answer) or raises PapervaultError. `keep`: ids the review must not
-    move (none by default; a person's decisions are applied after the review anyway)."""
+    light). Ask the model about its candidates and move papers by its verdicts (in place). `ask_all(tasks)`
+    returns each task's answer data (a backend's validated answer) or the PapervaultError it raised
+    (`one_by_one` makes one from a function of one task). `keep`: ids the review must not move (none by
+    default; a person's decisions are applied after the review anyway)."""
     out = Review(label=label)
     pool = list(getattr(sel, "pool", []) or [])
     shown = (sel.selected + sel.near + pool)[:MAX_CANDIDATES]
     by_id = {c.id: c for c in shown}
     records = [_record(c, authors(c.id)) for c in shown]
     out.shown = len(records)
-    for at in range(0, len(records), BATCH):
+    starts = list(range(0, len(records), BATCH))
+    answers = ask_all([task(sel.topic, records[at:at + BATCH]) for at in starts]) if starts else []
+    for at, data in zip(starts, answers):
         batch = records[at:at + BATCH]
         allowed = {r["id"] for r in batch}
-        try:
-            data = ask(task(sel.topic, batch))
-        except PapervaultError as exc:
-            out.problems.append(f"the model's review of candidates {at + 1}-{at + len(batch)} failed: {exc}")
+        if isinstance(data, PapervaultError):
+            out.problems.append(f"the model's review of candidates {at + 1}-{at + len(batch)} failed: {data}")
             continue
         if not isinstance(data, dict):
             out.problems.append(f"the model's review of candidates {at + 1}-{at + len(batch)} answered no verdicts")

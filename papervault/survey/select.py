@@ -156,7 +156,7 @@ class Resolved:
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
             arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True,
-            reviewer: tuple[Callable[[Any], dict], str] | None = None) -> Resolved:
+            reviewer: tuple[Callable[[list], list], str] | None = None) -> Resolved:
     """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
 
     Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
@@ -164,8 +164,8 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     of a search and `arxiv:` those it imports (through `arxiv(query) -> (ids, problems)`). A person's edits to
     an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file.
     `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become).
-    `reviewer` = (ask, label): a model reviews the topic's selection (papervault.survey.judge) before
-    `max_papers` cuts it; `ask(task)` returns the model's answer's data."""
+    `reviewer` = (ask_all, label): a model reviews the topic's selection (papervault.survey.judge) before
+    `max_papers` cuts it; `ask_all(tasks)` returns each answer's data (papervault.survey.judge.reviewer)."""
 
 
     t0 = time.perf_counter()
@@ -238,8 +238,8 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 sel = selector.select(topic, restrict=restrict, max_papers=None if reviewer else max_papers,
                                       exclude=(), pool=judge.POOL if reviewer else 0)
                 if reviewer is not None and sel.selected:
-                    ask, label = reviewer
-                    got = judge.review(sel, ask, label=label, authors=selector.authors_of)
+                    ask_all, label = reviewer
+                    got = judge.review(sel, ask_all, label=label, authors=selector.authors_of)
                     out.problems += got.problems
                     review_method = got.method()
                     if max_papers is not None and len(sel.selected) > max_papers:
