@@ -31,6 +31,7 @@ class CitationGraph:
     cited_by: dict[str, set[str]] = field(default_factory=dict)
     with_refs: set[str] = field(default_factory=set)
     how: dict[tuple[str, str], str] = field(default_factory=dict)   # (citing, cited) -> the rule that matched
+    matcher: "Matcher | None" = field(default=None, repr=False, compare=False)   # what matched the lists
 
     def citers(self, pid: str, among: Iterable[str] | None = None) -> set[str]:
         got = self.cited_by.get(pid, set())
@@ -123,7 +124,7 @@ def build_graph(vault, ids: list[str], titles: list[str], dois: list[str], arxiv
     """The citation graph of the vault: the reference list of every paper of `with_text` (the papers with a
     paper.md) matched against all of `ids`. A paper whose full text cannot be read cites nothing."""
     matcher = Matcher(ids, titles, dois, arxivs, authors, years)
-    g = CitationGraph()
+    g = CitationGraph(matcher=matcher)
     for pid in with_text:
         try:
             refs = reference_list(vault.read_fulltext(pid))

@@ -579,7 +579,7 @@ class TopicSelector:
         (`_context_vectors`; about 3 ms a sentence to embed, 583 sentences 1.9 s, 0.07 s from the cache)."""
         if self._contexts is None:
             g = self.graph()
-            matcher = Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years)
+            matcher = g.matcher or Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years)
             found = build_contexts(self.ws.vault, matcher,
                                    sorted(g.with_refs), cache_dir=self.ws.cache_dir / "contexts")
             rows = [(self.pos[pid], c) for pid, cs in sorted(found.items()) if pid in self.pos for c in cs]
