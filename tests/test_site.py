@@ -176,7 +176,7 @@ def test_cli_build_json_and_strict(built, tmp_path, cli_run):
     assert callable(main)
 
 
-def test_a_build_of_an_unchanged_vault_is_not_run_again(tmp_path):
+def test_a_build_of_an_unchanged_vault_is_not_run_again(tmp_path, cli_run):
     """The second build of an unchanged vault stages, finds nothing changed and leaves site/ as it is; a changed
     note, a file of site/ gone, or an edited mkdocs.yml build again."""
     from papervault.site.build import build_site
@@ -204,6 +204,11 @@ def test_a_build_of_an_unchanged_vault_is_not_run_again(tmp_path):
     user.write_text(user.read_text(encoding="utf-8") + "\ncopyright: Written by the lab\n", encoding="utf-8")
     assert build_site(ws)["unchanged"] is False
     assert "Written by the lab" in index.read_text(encoding="utf-8")
+
+    # the command (with its "What's new" page, dated by the day) says so the second time
+    assert cli_run(["site", "build", "-w", ws.root]).stdout.startswith("Built ")
+    again = cli_run(["site", "build", "-w", ws.root]).stdout
+    assert "is current: nothing changed since its last build" in again, again
 
 
 # --- live preview --------------------------------------------------------------------------------------

@@ -731,8 +731,9 @@ class _Planner:
                              "url": rel_link(self.note_path(pid), "whatsnew.md") if pid in papers else "",
                              "detail": str(detail)[:400]})
         rows += surveys_gained_rows(whats_new, {s.slug: s.title for s in self.snap.surveys})
+        # the day, not the instant: the page of an unchanged vault is the same all day, so its site is not rebuilt
         self.pages["whatsnew.md"] = self.env.get_template("whatsnew.md.j2").render(
-            since=whats_new.get("since", ""), rows=rows)
+            since=str(whats_new.get("since") or "")[:10], rows=rows)
 
     def home_page(self, site_name: str, recent: int, tag_count: int, survey_rows: list[dict],
                   code_rows: list[dict], user_rows: list[dict]) -> None:
