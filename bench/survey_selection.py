@@ -17,6 +17,8 @@ in a vault.
     python bench/survey_selection.py --vault /work/bench-ws/ws200d --split tune --no-ablation   # while tuning
     python bench/survey_selection.py --vault WS --no-ablation --review openai   # with a model's review (its
                                                    # credentials and [openai] settings as for `papervault survey`)
+    python bench/survey_selection.py --vault ROOT/wslarge --split heldout8 --no-ablation --review claude
+                                                   # the held-out set kept clean for a model's review
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
@@ -58,7 +60,8 @@ REFS3 = ROOT / "bench" / "survey_selection_refs3.csl.json"
 # the heldout4 topics, on top as well, with the three records of the conference library that the second cites
 REFS4 = ROOT / "bench" / "survey_selection_refs4.csl.json"
 REFS4_LIBRARY = ("nips1989-6b1d90ca8b", "cvpr2015-b6e9f3be59", "nips2014-4348")
-SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
+SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
+          "heldout8")
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
