@@ -92,6 +92,9 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
     assert got == (set(before["papers"]) - {OFF_ID}) | {CLOCKS_ID, POOL_ID}
     assert "nobody2020unknown" not in got and "nobody2020unknown" not in body
     assert re.search(r"model review: openai/local-test judged \d+ candidates: 2 brought in, 1 left out", body), body
+    # the citation lines are counted in the reviewed selection, the paper brought in from the pool included
+    assert set(re.findall(r"of the (\d+) selected papers", body)) == {str(len(got))}, body
+    assert re.search(r"citations: cited by \d+ of the", sel[POOL_ID]), sel[POOL_ID]
     assert out["review"].startswith("openai/local-test judged") and before["review"] == ""
 
 

@@ -245,6 +245,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                     if max_papers is not None and len(sel.selected) > max_papers:
                         sel.near = sel.selected[max_papers:] + sel.near
                         sel.selected, sel.capped = sel.selected[:max_papers], True
+                    selector.recount(sel)   # "cited by k of the n selected papers": n is the file's own count
             except PapervaultError as exc:
                 if not adding:
                     raise

@@ -744,6 +744,16 @@ class TopicSelector:
                 c.evidence.append(Reason("citations"))      # its text: _recount, against the final selection
         return final, near, len(g.with_refs)
 
+    def recount(self, sel: TopicSelection) -> None:
+        """The citation lines of `sel` counted again after its lists changed (a model's review moved papers in
+        or out, papervault.survey.judge): a paper brought in from beyond the near misses gets its line too."""
+        if not sel.citing:
+            return
+        for c in sel.selected + sel.near:
+            if not any(r.kind in ("citations", "cocited", "chain") for r in c.evidence):
+                c.evidence.append(Reason("citations"))
+        self._recount(sel.selected, sel.near)
+
     def _recount(self, selected: list[Candidate], near: list[Candidate]) -> None:
         """The citation lines of every listed paper ("cited by 2 of the 9 selected papers: @a, @b"), counted in
         the final selection (citation evidence's papers included, `max_papers` applied), so that its numbers are
