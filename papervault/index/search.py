@@ -103,39 +103,25 @@ TIE_GROWTH = 4
 TIE_MAX_ROWS = 4096
 
 
-def _fetched(n: int) -> int:
-    return n + max(8, int(n * TIE_MARGIN))
-
-
-def _ties_past(rows: list[dict], n: int, key, fetched: int) -> bool:
-    """True when the rows tied at place `n` may continue past the `fetched` rows read."""
-    if len(rows) < fetched or len(rows) <= n:
-        return False
-    ordered = sorted(rows, key=key)
-    return key(ordered[-1])[0] == key(ordered[n - 1])[0]
-
-
-def _top(rows: list[dict], n: int, key, fetched: int) -> list[dict]:
-    """The first `n` of `rows` (fetched with limit `fetched`) in the order `key`: the same rows every time.
-    When the tie group at the boundary may still continue past what was fetched (more than TIE_MAX_ROWS rows
-    tie), it is left out whole, unless nothing else is left."""
-    rows = sorted(rows, key=key)
-    if len(rows) <= n:
-        return rows
-    edge = key(rows[n - 1])[0]
-    if len(rows) >= fetched and key(rows[-1])[0] == edge:
-        return [r for r in rows[:n] if key(r)[0] != edge] or rows[:n]
-    return rows[:n]
+def _open_tie(rows: list[dict], n: int, key, fetched: int) -> bool:
+    """True when `rows` (sorted by `key`, read with limit `fetched`) tie at place `n` up to the last row read:
+    the tie group may continue past what was read."""
+    return n < len(rows) >= fetched and key(rows[-1])[0] == key(rows[n - 1])[0]
 
 
 def _read_past_ties(read, n: int, key) -> list[dict]:
-    """`_top` of `read(limit)`, reading further while the tie group at the boundary runs past what was read."""
-    fetched = _fetched(n)
-    rows = read(fetched)
-    while _ties_past(rows, n, key, fetched) and fetched < TIE_MAX_ROWS:
+    """The first `n` rows of `read(limit)` in the order `key`: the same rows every time. While the tie group at
+    the boundary runs past what was read, more is read (TIE_GROWTH times as many rows, up to TIE_MAX_ROWS); a
+    group longer still is left out whole, unless nothing else is left."""
+    fetched = n + max(8, int(n * TIE_MARGIN))
+    rows = sorted(read(fetched), key=key)
+    while _open_tie(rows, n, key, fetched) and fetched < TIE_MAX_ROWS:
         fetched = min(TIE_MAX_ROWS, fetched * TIE_GROWTH)
-        rows = read(fetched)
-    return _top(rows, n, key, fetched)
+        rows = sorted(read(fetched), key=key)
+    if _open_tie(rows, n, key, fetched):
+        edge = key(rows[n - 1])[0]
+        return [r for r in rows[:n] if key(r)[0] != edge] or rows[:n]
+    return rows[:n]
 
 
 def _fts(table, query: str, where: str | None, n: int, columns: list[str]) -> list[dict]:

@@ -31,7 +31,7 @@ class CitationGraph:
     cited_by: dict[str, set[str]] = field(default_factory=dict)
     with_refs: set[str] = field(default_factory=set)
     how: dict[tuple[str, str], str] = field(default_factory=dict)   # (citing, cited) -> the rule that matched
-    matcher: "Matcher | None" = field(default=None, repr=False, compare=False)   # what matched the lists
+    matcher: "Matcher | None" = field(default=None, repr=False, compare=False)   # what matched the lists (build_graph)
 
     def citers(self, pid: str, among: Iterable[str] | None = None) -> set[str]:
         got = self.cited_by.get(pid, set())

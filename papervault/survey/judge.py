@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from papervault.agents import Backend, Task, capabilities, get_backend
 from papervault.errors import PapervaultError
@@ -158,16 +158,14 @@ def task(topic: str, batch: list[dict[str, Any]]) -> Task:
 
 
 def review(sel: Any, ask_all: AskAll, *, label: str,
-           authors: Callable[[str], list[str]] = lambda pid: [], keep: Iterable[str] = ()) -> Review:
+           authors: Callable[[str], list[str]] = lambda pid: []) -> Review:
     """`sel`: a papervault.survey.topic.TopicSelection (read through its fields only, so this module stays
     light). Ask the model about its candidates and move papers by its verdicts (in place). `ask_all(tasks)`
     returns each task's answer data (a backend's validated answer) or the PapervaultError it raised
-    (`one_by_one` makes one from a function of one task). `keep`: ids the review must not move (none by
-    default; a person's decisions are applied after the review anyway)."""
+    (`one_by_one` makes one from a function of one task). A person's decisions are applied after the review."""
     out = Review(label=label)
     pool = list(getattr(sel, "pool", []) or [])
     shown = (sel.selected + sel.near + pool)[:MAX_CANDIDATES]
-    by_id = {c.id: c for c in shown}
     records = [_record(c, authors(c.id)) for c in shown]
     out.shown = len(records)
     starts = list(range(0, len(records), BATCH))
@@ -197,11 +195,8 @@ def review(sel: Any, ask_all: AskAll, *, label: str,
                             "applied")
         out.verdicts.clear()
         return out
-    held = set(keep)
-    leaving = [c for c in sel.selected
-               if out.verdicts.get(c.id, ("",))[0] == "off" and c.id not in held]
-    entering = [c for c in sel.near + pool
-                if out.verdicts.get(c.id, ("",))[0] == "core" and c.id not in held and c.id in by_id]
+    leaving = [c for c in sel.selected if out.verdicts.get(c.id, ("",))[0] == "off"]
+    entering = [c for c in sel.near + pool if out.verdicts.get(c.id, ("",))[0] == "core"]
     for c in leaving:
         c.links.append(Reason("model", f"{label} judged it off the topic: {out.verdicts[c.id][1] or 'no reason given'}"))
     for c in entering:

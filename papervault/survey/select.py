@@ -242,10 +242,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                     got = judge.review(sel, ask_all, label=label, authors=selector.authors_of)
                     out.problems += got.problems
                     review_method = got.method()
-                    if max_papers is not None and len(sel.selected) > max_papers:
-                        sel.near = sel.selected[max_papers:] + sel.near
-                        sel.selected, sel.capped = sel.selected[:max_papers], True
-                    selector.recount(sel)   # "cited by k of the n selected papers": n is the file's own count
+                    selector.finish(sel, max_papers)   # cut, and "cited by k of the n selected" counted again
             except PapervaultError as exc:
                 if not adding:
                     raise

@@ -77,7 +77,7 @@ from papervault.index.embed import resolved_model_path
 from papervault.index.search import Searcher, _fts, _vector
 from papervault.index.tables import sql_list as _sql_list
 from papervault.index.vector_cache import VectorCache
-from papervault.survey.citations import Matcher, build_graph
+from papervault.survey.citations import build_graph
 from papervault.survey.contexts import Context, build_contexts
 from papervault.survey.selection import Entry, Reason
 
@@ -515,10 +515,7 @@ class TopicSelector:
             ok = (lambda i: bool(allowed[i])) if allowed is not None else (lambda i: True)
             selected, near, citing = self._cited(selected, near, cand, lambda pid: ok(self.pos[pid]), excluded,
                                                  core={c.id for c in core})
-        capped = False
-        if max_papers is not None and len(selected) > max_papers:
-            near = selected[max_papers:] + near
-            selected, capped = selected[:max_papers], True
+        selected, near, capped = _capped(selected, near, max_papers)
         if citing:
             self._recount(selected, near)
         # Two lists of near misses: by score (just below the cut-off) and by citations (cited by selected papers,
@@ -579,8 +576,7 @@ class TopicSelector:
         (`_context_vectors`; about 3 ms a sentence to embed, 583 sentences 1.9 s, 0.07 s from the cache)."""
         if self._contexts is None:
             g = self.graph()
-            matcher = g.matcher or Matcher(self.ids, self.titles, self.dois, self.arxivs, self.authors, self.years)
-            found = build_contexts(self.ws.vault, matcher,
+            found = build_contexts(self.ws.vault, g.matcher,
                                    sorted(g.with_refs), cache_dir=self.ws.cache_dir / "contexts")
             rows = [(self.pos[pid], c) for pid, cs in sorted(found.items()) if pid in self.pos for c in cs]
             vecs = (self._context_vectors([c.text for _, c in rows])
@@ -744,9 +740,12 @@ class TopicSelector:
                 c.evidence.append(Reason("citations"))      # its text: _recount, against the final selection
         return final, near, len(g.with_refs)
 
-    def recount(self, sel: TopicSelection) -> None:
-        """The citation lines of `sel` counted again after its lists changed (a model's review moved papers in
-        or out, papervault.survey.judge): a paper brought in from beyond the near misses gets its line too."""
+    def finish(self, sel: TopicSelection, max_papers: int | None) -> None:
+        """`sel` after its lists changed (a model's review moved papers in or out, papervault.survey.judge): cut
+        to `max_papers`, and its citation lines counted again in the final selection (a paper brought in from
+        beyond the near misses gets its line too)."""
+        sel.selected, sel.near, cut = _capped(sel.selected, sel.near, max_papers)
+        sel.capped = sel.capped or cut
         if not sel.citing:
             return
         for c in sel.selected + sel.near:
@@ -918,25 +917,30 @@ class TopicSelector:
 
         if not selected or not near:
             return []
-        g = self.graph()
-
-        def cites(citing: str, cited: Candidate) -> str | None:
-            return g.how.get((citing, cited.id))     # the rule of the citation graph that named it, or None
+        how = self.graph().how       # (citing, cited) -> the rule of the citation graph that named it
 
         out: list[Candidate] = []
         for c in near[:LINK_READS]:
             for s in selected:
-                via = cites(s.id, c) if s.has_fulltext else None
+                via = how.get((s.id, c.id)) if s.has_fulltext else None
                 if via:
                     c.links.append(Reason("cited", f"its reference list names it by {via}", other=s.id))
                     break
-                via = cites(c.id, s) if c.has_fulltext and c.id not in unspecific else None
+                via = how.get((c.id, s.id)) if c.has_fulltext and c.id not in unspecific else None
                 if via:
                     c.links.append(Reason("citing", f"names it by {via} in its references", other=s.id))
                     break
             if c.links:
                 out.append(c)
         return out
+
+
+def _capped(selected: list[Candidate], near: list[Candidate], max_papers: int | None
+            ) -> tuple[list[Candidate], list[Candidate], bool]:
+    """The first `max_papers` of the selection, the rest first among the near misses, and whether it cut."""
+    if max_papers is None or len(selected) <= max_papers:
+        return selected, near, False
+    return selected[:max_papers], selected[max_papers:] + near, True
 
 
 def _joined(selected: list[Candidate], near: list[Candidate], added: list[Candidate]
