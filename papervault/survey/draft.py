@@ -212,7 +212,7 @@ def evidence_for(section: Section, topic: str, papers: dict[str, SurveyPaper], *
         if p is None:
             continue
         for s in pick_sentences(p, query, limit=per_paper, used=set()):
-            out.append({"paper": p.id, "title": p.title, "page": s.page, "text": s.text})
+            out.append({"paper": p.id, "title": p.title, "page": s.page, "text": s.text, "about": None, "remark": None})
         # another paper's description of this one: the model must say whose remark it is
         for src, s in remarks_about(p, list(papers.values()), query, limit=1):
             out.append({"paper": src.id, "title": src.title, "page": s.page, "text": s.text, "about": p.id,
