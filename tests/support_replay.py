@@ -128,16 +128,17 @@ class Replay:
 
     def __init__(self, *names: str):
         self.answers: dict[tuple[str, str], Any] = {}
-        self.verdicts: dict[str, dict] = {}        # review answers, per candidate id
+        self.verdicts: dict[tuple[str, str], dict] = {}     # review answers, per topic and candidate id
         for name in names:
             for ex in load(name):
                 req, data = ex["request"], json.loads(ex["answer"])
                 kind = kind_of(req)
                 text = request_text(req)
                 if kind == "review":
+                    topic = key_of(kind, text)
                     for v in data.get("papers") or []:
                         if isinstance(v, dict) and v.get("id"):
-                            self.verdicts[v["id"]] = v
+                            self.verdicts.setdefault((topic, v["id"]), v)
                     continue
                 self.answers.setdefault((kind, key_of(kind, text)), data)
         self.asked: list[tuple[str, str]] = []
@@ -151,7 +152,7 @@ class Replay:
             self.asked.append((kind, key))
         if kind == "review":
             shown = [c["id"] for c in candidates(text)]
-            got = [self.verdicts[i] for i in shown if i in self.verdicts]
+            got = [self.verdicts[(key, i)] for i in shown if (key, i) in self.verdicts]
             if got:
                 return {"papers": got}
         elif (kind, key) in self.answers:

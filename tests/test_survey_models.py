@@ -86,6 +86,12 @@ RECORDED = {  # recording -> (topic, slug)
 }
 
 
+def _recorded_notes(recording: str) -> list[str]:
+    from support_replay import key_of, kind_of, load, request_text
+
+    return [key_of("note", request_text(ex["request"])) for ex in load(recording) if kind_of(ex["request"]) == "note"]
+
+
 def _model_prose(recording: str) -> list[str]:
     """The first words of each section the model wrote in a recording."""
     from support_replay import kind_of, load
@@ -114,6 +120,9 @@ def test_recorded_model_surveys_complete(backend, corpus_workspace_copy, prefect
         out = outs[name]
         assert set(STAGES) <= set(out["timings"]) and out["backend"] == backend
         survey = (ws / "vault" / "surveys" / slug / "survey.md").read_text(encoding="utf-8")
+        # the papers are those the model analysed when it was recorded (its review brought in what it judged core)
+        recorded = {key for kind, key in replay.answers if kind == "note"} & set(_recorded_notes(name))
+        assert set(out["papers"]) == recorded, (out["papers"], recorded, out.get("review"))
         # the model's own prose is in the survey: its sections, not the extractive fallback
         found = [p for p in _model_prose(name) if p in survey]
         assert len(found) >= len(_model_prose(name)) - 1, (name, _model_prose(name), survey[:3000])
