@@ -165,7 +165,7 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
                   reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)))
     log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
     return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits,
-            "review": got.review}
+            "review": got.review, "missing": [w.as_dict() for w in got.missing]}
 
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:
@@ -477,7 +477,8 @@ class _SurveyRun:
         """What every run reports: the survey, its selection, commits and times (`extra`: where it stopped)."""
         return {"slug": self.slug, "topic": self.topic, "backend": self.backend, "dir": str(self.sdir),
                 "papers": sel["ids"], "retrieved": sel["retrieved"], "problems": sel["problems"] + (problems or []),
-                "selection": sel["how"], "review": sel.get("review", ""), "edits": sel["edits"], **extra,
+                "selection": sel["how"], "review": sel.get("review", ""), "missing": sel.get("missing", []),
+                "edits": sel["edits"], **extra,
                 "commits": self.commits,
                 "timings": self.timings, "seconds": round(time.perf_counter() - self.t_start, 2)}
 

@@ -131,6 +131,9 @@ def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
     edits = result["edits"]
     kept = (f" (keeping your {len(edits['added'])} added and {len(edits['struck'])} struck out)"
             if any(edits.values()) else "")
+    if result.get("missing"):
+        click.echo(f"{plural(len(result['missing']), 'work')} cited by the selection {'is' if len(result['missing']) == 1 else 'are'} "
+                   "not in the vault: listed in selection.md (`papervault inbox` offers those with a DOI or arXiv id).")
     if result.get("review"):
         click.echo(f"Reviewed by the model: {result['review']} (each move says why in selection.md).")
     click.echo(f"Selected {plural(len(result['papers']), 'paper')}{kept} in "

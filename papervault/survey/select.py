@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable
 from papervault import pages
 from papervault.errors import NotFoundError, PapervaultError
 from papervault.models import PaperMeta
-from papervault.survey import judge
+from papervault.survey import canon, judge
 from papervault.survey import selection as S
+from papervault.survey.citations import Matcher
 from papervault.survey.papers import SurveyPaper
 from papervault.vault.aliases import alias_map
 from papervault.vault.paper import figure_sources
@@ -152,6 +153,7 @@ class Resolved:
     seconds: float = 0.0
     entries: dict[str, Any] = field(default_factory=dict)    # id -> selection.Entry (selected and near misses)
     review: str = ""                    # what a model's review did ("openai/x judged 120 candidates: ..."), or ""
+    missing: list[Any] = field(default_factory=list)   # canon.MissingWork: cited by the selection, not in the vault
 
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
@@ -185,6 +187,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     order: list[str] = []
     near: list[S.Entry] = []
     method: dict[str, Any] = {}
+    selector = None             # the topic's selector, when it runs (its citation graph serves `canon` too)
 
     def add(entry: S.Entry) -> None:
         if entry.id in entries:
@@ -277,15 +280,36 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     struck = [by_id.get(pid) or S.Entry(pid) for pid in edits.struck if ws.vault.has_paper(pid)]
     near_entries = struck + [e for e in near if e.id not in set(ids) and e.id not in set(edits.struck)]
     _fill_titles(ws, sel_entries + near_entries)
+    out.missing = canon.for_selection(ws.vault, ids, _matcher(ws, selector).named)
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)
         ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
-                                    method=method, specs=[str(s) for s in parsed]))
+                                    method=method, specs=[str(s) for s in parsed], missing=out.missing))
     out.entries = {e.id: e for e in near_entries + sel_entries}
     out.ids = ids
     out.edits = {"added": list(edits.added), "struck": list(edits.struck)}
     out.seconds = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _matcher(ws, selector=None):
+    """The citation graph's matcher (DOI, arXiv id, title) over the whole vault: the topic selector's when it
+    ran, else one built from the vault's notes."""
+    if selector is not None:
+        return selector.graph().matcher
+    ids, titles, dois, arxivs, authors, years = [], [], [], [], [], []
+    for pid in ws.vault.paper_ids():
+        try:
+            m = ws.vault.read_meta(pid)
+        except PapervaultError:
+            continue
+        ids.append(pid)
+        titles.append(m.title or "")
+        dois.append(m.doi or "")
+        arxivs.append(m.arxiv or "")
+        authors.append(list(m.authors or []))
+        years.append(m.year)
+    return Matcher(ids, titles, dois, arxivs, authors, years)
 
 
 def index_missing(ws, among: set[str] | None = None, embedder=None) -> int:

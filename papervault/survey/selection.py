@@ -158,7 +158,7 @@ def _entry_line(e: Entry, mark: str) -> list[str]:
 
 
 def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, edits: Edits, generated: list[str],
-           method: dict[str, Any] | None = None, specs: list[str] | None = None) -> str:
+           method: dict[str, Any] | None = None, specs: list[str] | None = None, missing: list[Any] = ()) -> str:
     """The whole `selection.md`: frontmatter (what was generated, the person's decisions) and the body."""
     struck = set(edits.struck)
     lines = [f"# Selection: {_one_line(topic, 200)}", "",
@@ -196,6 +196,15 @@ def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, e
                 "other papers of the vault too.", ""]
         for e in cited:
             lines += _entry_line(e, " ")
+        lines.append("")
+    if missing:
+        lines += ["## Cited by the selection, not in the vault", "",
+                  "Works the selected papers cite that the vault does not hold: a survey of the topic may need "
+                  "them. `papervault inbox` offers each one with a DOI or an arXiv id to accept.", ""]
+        for w in missing:
+            lines.append(f"- {_one_line(w.line(len(selected)), 400)}")
+            lines.append(f"    - cited by{_ids(','.join(w.cited_by))}"
+                         + (f"; entry (p. {int(w.page)}): " if w.page else "; entry: ") + f"“{_one_line(w.entry, 240)}”")
         lines.append("")
     body = "\n".join(lines).rstrip() + "\n"
     meta = {"survey": slug, "topic": topic, "kind": "selection", "generated": list(generated),
