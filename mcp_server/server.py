@@ -171,6 +171,14 @@ each match has paper_id, title, page, anchor, score (1.0 = exact), exact, text a
         return vt.locate(quote, paper=paper, limit=limit)
 
     @mcp.tool(annotations=READ_ONLY, description="""\
+A survey's selection (vault/surveys/<survey>/selection.md): the papers it covers (id, title, year) and
+`missing`, the works its papers cite that the vault does not hold (cited_by, title, author, year, doi, arxiv),
+most cited first: what to add before the survey is complete. `survey` is the survey's folder name.""")
+    @_errors
+    def survey_selection(survey: Annotated[str, Field(description="The survey's name (its folder under surveys/)", max_length=120)]) -> dict[str, Any]:
+        return vt.survey_selection(survey)
+
+    @mcp.tool(annotations=READ_ONLY, description="""\
 A paper's citation neighbourhood in the vault: `cites` (the vault papers its reference list names) and
 `cited_by` (the vault papers whose reference lists name it), each with id, title, year and evidence: the
 citing paper (`in`), the reference line that names the cited paper, its page, printed_page, anchor

@@ -17,10 +17,11 @@ from papervault.app.ids import resolve_id
 from papervault.app.indexing import update_index
 from papervault.app.reading import FigureRef, cut as _cut, outline, page_spans  # noqa: F401 - the tools' API
 from papervault.app.search import search_papers
-from papervault.errors import InputError
+from papervault.errors import InputError, NotFoundError, PapervaultError
 from papervault.pages import printed
 from papervault.pdfstore import kept
 from papervault.status import workspace_status
+from papervault.vault import frontmatter
 from papervault.vault.markdown import agent_markdown
 from papervault.vault.paper import page_link
 from papervault.vault.reader import FILENAME, parse
@@ -263,6 +264,38 @@ class VaultTools:
             ev["cite"] = f"[@{ev['in']}, p. {ev['printed_page']}]" if ev["page"] else f"[@{ev['in']}]"
         got["paper"]["title"] = agent_markdown(got["paper"]["title"])
         return {**renamed, **got}
+
+    @_agent_answer
+    def survey_selection(self, slug: str) -> dict[str, Any]:
+        """A survey's selection as `selection.md` holds it: the papers ticked (with title and year), and the works
+        the selected papers cite that the vault lacks (`missing`: cited by, title, first author, year, DOI or
+        arXiv id), so an agent can say what the vault is missing for the topic."""
+        from papervault.survey import selection as S     # deferred: only a survey question needs it
+
+        path = self.vault.guard(self.vault.survey_dir(slug) / S.FILENAME)
+        if not path.is_file():
+            raise NotFoundError(f"no survey {slug!r} with a selection.md",
+                                fix=f"surveys in this vault: {', '.join(self.vault.survey_slugs()) or 'none'}")
+        meta, body = frontmatter.split(path.read_text(encoding="utf-8")[:2_000_000])
+        ticked, _ = S.parse_ids(body)
+        papers = []
+        for pid in ticked[:500]:
+            try:
+                m = self.vault.read_meta(pid)
+                papers.append({"id": pid, "title": m.title, "year": m.year})
+            except PapervaultError:
+                papers.append({"id": pid, "title": None, "year": None, "note": "not in the vault"})
+
+        def work(w: Any) -> dict[str, Any] | None:
+            if not isinstance(w, dict):
+                return None
+            text = lambda k, n: str(w.get(k))[:n] if isinstance(w.get(k), (str, int)) else None  # noqa: E731
+            cited = [str(c)[:200] for c in w.get("cited_by") or [] if isinstance(c, str)][:100]
+            return {"title": text("title", 300), "author": text("author", 60), "year": text("year", 4),
+                    "doi": text("doi", 200), "arxiv": text("arxiv", 40), "cited_by": cited, "key": text("key", 240)}
+
+        missing = [x for x in (work(w) for w in (meta.get("missing") or [])[:100]) if x]
+        return {"survey": slug, "topic": str(meta.get("topic") or "")[:1000], "papers": papers, "missing": missing}
 
     @_agent_answer
     def locate(self, quote: str, *, paper: str | None = None, limit: int = 5) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support_mcp import free_port, papervault_cmd, paxos_harvest, server_env, wait_port
 
 READ_TOOLS = {"search", "search_code", "get_paper", "read", "get_figure", "list_papers", "status", "locate",
-              "changes", "citations"}
+              "changes", "citations", "survey_selection"}
 WRITE_TOOLS = {"add_paper", "add_repo", "delete_paper"}
 PAXOS, HARVEST = "vanrenesse2015paxos", "fox1999harvest"
 

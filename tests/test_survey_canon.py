@@ -56,7 +56,8 @@ def test_a_work_several_selected_papers_cite_is_listed_as_missing(tmp_path, cli_
     assert ("cited by 3 of the 3 selected papers, not in the vault: Lamport, The Part-Time Parliament, 1998 "
             "(doi:10.1145/279227.279229)") in section, section
     # a hostile entry stays text: no tag, no paper line a person could tick, no citation of a paper id
-    assert "<script" not in text and not re.search(r"^- \[x\] @evil", text, re.M)
+    body = text.split("\n---\n", 1)[1]        # the frontmatter keeps the entries as data (YAML strings)
+    assert "<script" not in body and not re.search(r"^- \[x\] @evil", text, re.M)
     assert "@evil2020paper" not in section
     # the ids stay the three papers selected
     assert sorted(out["papers"]) == ["howard2016flexible", "moraru2013more", "ongaro2014search"]
@@ -77,3 +78,28 @@ def test_titles_that_differ_by_a_typo_are_one_work_and_a_share_of_the_selection_
     many = [("p1", refs(a)), ("p2", refs(b))] + [(f"q{i}", refs(f"[1] Z. Writer. Progress in {f} over a decade. 2000."))
                                                   for i, f in enumerate(fields)]
     assert missing_canon(many, lambda text: set(), selected=12) == []
+
+
+def test_mcp_shows_what_the_selection_lacks(tmp_path, cli_run):
+    from mcp_server.tools import VaultTools
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    ws = Workspace(ws_path).require()
+    _paper(ws.vault, "a2014", "First Consensus Paper About Replication", [PARLIAMENT[0], HOSTILE])
+    _paper(ws.vault, "b2016", "Second Consensus Paper About Quorums", [PARLIAMENT[2], HOSTILE])
+    ws.vault.commit("add: test papers")
+    cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--workspace", ws_path])
+    got = VaultTools(ws).survey_selection("c")
+    assert [p["id"] for p in got["papers"]] == ["a2014", "b2016"]
+    titles = {w["title"]: w for w in got["missing"]}
+    assert titles["The part-time parliament"]["cited_by"] == ["a2014", "b2016"]
+    assert titles["The part-time parliament"]["author"] == "Lamport"
+    # the hostile entry is cited by both too: it comes back as text, never as markup
+    assert all("<script" not in json.dumps(w) for w in got["missing"])
+    import pytest
+
+    from papervault.errors import NotFoundError
+    with pytest.raises(NotFoundError):
+        VaultTools(ws).survey_selection("../../etc")

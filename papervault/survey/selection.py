@@ -209,6 +209,9 @@ def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, e
     body = "\n".join(lines).rstrip() + "\n"
     meta = {"survey": slug, "topic": topic, "kind": "selection", "generated": list(generated),
             "added": list(edits.added), "struck": list(edits.struck), "generated_hash": frontmatter.body_hash(body)}
+    if missing:         # read back by the MCP server and the inbox (data, never rendered unescaped)
+        meta["missing"] = [{k: w.as_dict()[k] for k in ("key", "title", "author", "year", "doi", "arxiv", "cited_by")}
+                           for w in missing]
     if specs:
         meta["papers"] = list(specs)        # the --papers selection, so `survey --refresh` chooses the same way
     return frontmatter.join(meta, body)
