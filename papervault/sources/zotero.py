@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote
@@ -24,6 +25,7 @@ from papervault.errors import SourceError
 from papervault.models import SourceRecord
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import order_main_first
+from papervault.sources.limits import cap_record
 from papervault.sources.problems import SourceProblem
 
 REQUIRED_TABLES = ("items", "itemTypes", "fields", "itemData", "itemDataValues", "creators", "itemCreators",
@@ -118,20 +120,46 @@ def html_to_markdown(note: str) -> str:
 
 # --- the database copy ---------------------------------------------------------------------------
 
+COPY_TRIES = 3       # copies of a database that changed while it was copied, before the pass gives up
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
 def _copy_database(data_dir: Path, tmp: Path) -> Path:
+    """A copy of `zotero.sqlite` with its `-wal` and `-journal` files, so that opening the copy gives SQLite's
+    committed view: changes Zotero has not checkpointed yet live only in the `-wal`, and in rollback-journal mode a
+    writer in the middle of a transaction has already written uncommitted pages into the database file, whose
+    committed content is in the `-journal` (SQLite rolls the copy back when it first reads it). A database that
+    changes while it is copied is copied again; one that keeps changing is a one-line error, nothing read."""
     db = data_dir / "zotero.sqlite"
     if not db.is_file():
         raise SourceError(f"no zotero.sqlite in {data_dir}",
                           fix="pass the Zotero data directory (Zotero: Settings > Advanced > Files and Folders)")
     target = tmp / "zotero.sqlite"
-    try:
-        shutil.copyfile(db, target)
-        wal = data_dir / "zotero.sqlite-wal"
-        if wal.is_file():   # changes Zotero has not checkpointed yet live only here
-            shutil.copyfile(wal, tmp / "zotero.sqlite-wal")
-    except OSError as exc:
-        raise SourceError(f"cannot copy {db}: {exc.strerror or exc}", fix="check the file's permissions") from None
-    return target
+    files = [db, data_dir / "zotero.sqlite-wal", data_dir / "zotero.sqlite-journal"]
+    for attempt in range(COPY_TRIES):
+        before = [_stat(f) for f in files]
+        try:
+            for f, st in zip(files, before):
+                (tmp / f.name).unlink(missing_ok=True)
+                if st is not None:
+                    shutil.copyfile(f, tmp / f.name)
+        except FileNotFoundError:
+            pass            # a -journal or -wal removed while copied: the writer committed; copy again
+        except OSError as exc:
+            raise SourceError(f"cannot copy {db}: {exc.strerror or exc}", fix="check the file's permissions") from None
+        else:
+            if [_stat(f) for f in files] == before:
+                return target
+        time.sleep(0.1 * (attempt + 1))
+    raise SourceError(f"{db}: Zotero is writing it (it changed while it was copied); nothing was read",
+                      fix="try again in a moment")
 
 
 def _connect(copy: Path, original: Path) -> sqlite3.Connection:
@@ -305,9 +333,10 @@ class _Library:
                                      "ORDER BY c.collectionName", ids) if "collectionItems" in self.tables else {}
             for item_id, key, library_id, type_name in chunk:
                 try:
-                    yield self._record(item_id, key, library_id, type_name, data.get(item_id, []),
-                                       creators.get(item_id, []), atts.get(item_id, []), att_data,
-                                       notes.get(item_id, []), annots, tags.get(item_id, []), colls.get(item_id, []))
+                    yield cap_record(self._record(item_id, key, library_id, type_name, data.get(item_id, []),
+                                                  creators.get(item_id, []), atts.get(item_id, []), att_data,
+                                                  notes.get(item_id, []), annots, tags.get(item_id, []),
+                                                  colls.get(item_id, [])))
                 except Exception as exc:  # one odd item never stops the library
                     yield SourceProblem(f"zotero item {key}", f"skipped: {type(exc).__name__}: {exc}")
 
