@@ -249,7 +249,51 @@ def _snapshot(rec: SourceRecord) -> dict:
     return {f: getattr(rec, f) for f in (*FIELDS, *LISTS)}
 
 
-def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> str:
+# A pass that would mark more than half of a source's papers as gone, and at least this many, is not what a person
+# does (an emptied or half-written Zotero database, a folder unmounted or emptied): the source is stopped, nothing
+# changed, until it looks sane again or the person confirms with `papervault sync --accept-removals SOURCE`.
+REMOVALS_MIN = 3
+
+
+def _check_removals(label: str, gone: int, total: int, accept: bool) -> None:
+    if accept or gone < REMOVALS_MIN or 2 * gone <= total:
+        return
+    raise SourceError(f"{label} looks emptied: this pass would mark {gone} of its {total} papers as gone from it, "
+                      "so nothing was changed", fix="if you did remove them, run `papervault sync "
+                      f"--accept-removals {label}`; otherwise the next pass tries again")
+
+
+def _clear_marks(ws: Workspace, report: SyncReport, label: str, back: dict[str, str]) -> None:
+    """Papers `back` ({item: paper}) in their source again: the `left_source` mark this source put on them is
+    removed (one commit), and the pass says so instead of "already in the vault"."""
+    todo = {}
+    for item, pid in back.items():
+        try:
+            left = getattr(ws.vault.read_meta(pid), "left_source", None) if ws.vault.has_paper(pid) else None
+        except PapervaultError:
+            continue
+        if isinstance(left, dict) and left.get("source") == label:
+            todo[item] = pid
+    if not todo:
+        return
+    with ws.write_lock("sync"):
+        writer = _Writer(ws, label)
+        for item, pid in todo.items():
+            writer.journal.touch(pid)
+            ws.vault.update_meta(pid, left_source=None)
+            writer.touched.append(ws.vault.paper_dir(pid))
+            writer.lines.append(f"- {pid}: back in the source")
+        sha = writer.commit()
+    if sha:
+        report.commits.append(sha)
+    cleared = set(todo)
+    report.skipped[:] = [e for e in report.skipped if not (e.get("source") == label and e.get("item") in cleared
+                                                           and "nothing new" in e.get("reason", ""))]
+    report.updated += [{"source": label, "item": item, "paper": pid, "fields": ["left_source"],
+                        "reason": "back in the source: its mark was cleared"} for item, pid in todo.items()]
+
+
+def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False, accept: bool = False) -> str:
     """One pass over the Zotero library of `[sync] zotero`; returns "changed" or "unchanged"."""
 
     s = ws.settings.sync
@@ -300,6 +344,9 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+    gone = [k for k in known if k not in current]
+    _check_removals("zotero", sum(1 for k in gone if known[k].get("paper")),
+                    sum(1 for e in known.values() if e.get("paper")), accept)
     new = {k: r for k, r in records.items() if k not in known or not known[k].get("paper")}
     changed = {k: r for k, r in records.items() if k not in new}
     if new:
@@ -310,7 +357,7 @@ def sync_zotero(ws: Workspace, report: SyncReport, *, force: bool = False) -> st
             if papers.get(r.source):
                 known[k] = {"stamp": current[k][1], "paper": papers[r.source], "fields": _snapshot(r),
                             "pdfs": _file_stats(r.pdfs)}
-    gone = [k for k in known if k not in current]
+        _clear_marks(ws, report, "zotero", {k: papers[r.source] for k, r in new.items() if papers.get(r.source)})
     if changed or gone:
         with ws.write_lock("sync"):
             writer = _Writer(ws, "zotero")
@@ -432,8 +479,12 @@ def _pdfs(folder: Path) -> dict[str, list[int]]:
     return out
 
 
-def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
-    """One pass over a watched folder of PDFs; returns "changed" or "unchanged"."""
+def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport, *, accept: bool = False) -> str:
+    """One pass over a watched folder of PDFs; returns "changed" or "unchanged".
+
+    Files are known by their content: a file whose bytes are another known file's (moved, renamed, two files
+    swapped) is that paper, never parsed into the other one. A file that no longer reads as a paper (cut short,
+    emptied) leaves its paper as it was, with one line in the report."""
 
     folder = Path(folder_setting).expanduser()
     if not folder.is_absolute():
@@ -444,11 +495,16 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
         raise SourceError(f"watched folder {folder} does not exist", fix="create it or remove it from [sync] folders")
     cursor = load_cursor(ws, name)
     known: dict[str, dict] = cursor.get("files", {})
+    by_sha = {e["sha"]: e["paper"] for e in known.values() if e.get("sha") and e.get("paper")}
     now = _pdfs(folder)
-    fresh, replaced = [], []
+    fresh, replaced, moved = [], [], {}
     for rel, st in now.items():
         before = known.get(rel)
         if before and before.get("stat") == st:
+            continue
+        if before and before.get("refused") == st:
+            report.skipped.append({"source": label, "item": rel, "paper": before.get("paper"),
+                                   "reason": before.get("problem") or "the file does not read as its paper"})
             continue
         try:
             sha = file_sha256(folder / rel)
@@ -456,10 +512,25 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
             report.skipped.append({"source": label, "item": rel, "reason": f"cannot read: {exc.strerror or exc}"})
             continue
         if before and before.get("sha") == sha:
-            before["stat"] = st         # touched, same bytes
+            before["stat"] = st         # touched, same bytes (or back as they were)
+            before.pop("refused", None)
+            before.pop("problem", None)
+            continue
+        if sha in by_sha:               # another known file's bytes: that paper, moved here
+            moved[rel] = {"stat": st, "sha": sha, "paper": by_sha[sha]}
             continue
         (replaced if before and before.get("paper") else fresh).append((rel, st, sha))
     gone = [rel for rel in known if rel not in now]
+    held = {e["paper"] for rel, e in known.items() if rel in now and rel not in moved and e.get("paper")}
+    held |= {e["paper"] for e in moved.values()} | {known[rel]["paper"] for rel, _, _ in replaced}
+    leaving = {known[rel]["paper"]: rel for rel in known if (rel not in now or rel in moved)
+               and known[rel].get("paper") and known[rel]["paper"] not in held}
+    _check_removals(label, len(leaving), len({e["paper"] for e in known.values() if e.get("paper")}), accept)
+    for rel, entry in moved.items():
+        was = next((r for r, e in known.items() if e.get("sha") == entry["sha"] and r != rel), None)
+        known[rel] = entry
+        report.skipped.append({"source": label, "item": rel, "paper": entry["paper"],
+                               "reason": f"the same file as {was or 'before'} (moved or renamed): its paper"})
     if fresh:
         recs = {rel: pdf_record([folder / rel]) for rel, _, _ in fresh}
         add_report, papers = _ingest(ws, list(recs.values()), "sync folder")
@@ -469,35 +540,65 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport) -> str:
             pid = papers.get(recs[rel].source)
             if pid:
                 known[rel] = {"stat": st, "sha": sha, "paper": pid}
+        _clear_marks(ws, report, label, {rel: known[rel]["paper"] for rel, _, _ in fresh if rel in known})
+    _clear_marks(ws, report, label, {rel: e["paper"] for rel, e in moved.items()})
     for rel, st, sha in replaced:
         pid = known[rel]["paper"]
         try:
             done = _reparse(ws, pid, folder / rel, sha)
         except PapervaultError as exc:
-            report.skipped.append({"source": label, "item": rel, "paper": pid, "reason": str(exc)})
-            continue
+            done = {"error": str(exc)}
         if done.get("error"):
-            report.skipped.append({"source": label, "item": rel, "paper": pid, "reason": done["error"]})
+            problem = f"not read again, the paper is kept as it was: {done['error']}"
+            report.skipped.append({"source": label, "item": rel, "paper": pid, "reason": problem})
+            known[rel]["refused"], known[rel]["problem"] = st, problem[:500]
             continue
         report.commits += [c for c in [done.get("commit")] if c]
         report.updated.append({"source": label, "item": rel, "paper": pid, "fields": ["full text"],
                                "reason": "the file's content changed: parsed again"
                                          + ("; the note was edited by a person and kept" if done.get("kept") else "")})
         known[rel] = {"stat": st, "sha": sha, "paper": pid}
-    if gone:
+    for rel in gone:
+        del known[rel]
+    found = {known[rel]["paper"] for rel, _, _ in fresh if rel in known}
+    leaving = {pid: rel for pid, rel in leaving.items() if pid not in found}     # merged into by a new file
+    if leaving:
         with ws.write_lock("sync"):
             writer = _Writer(ws, label)
-            for rel in gone:
-                pid = known[rel].get("paper")
-                reason = "file removed from the watched folder"
-                if pid and writer.mark(pid, label, reason):
+            for pid, rel in leaving.items():
+                reason = ("file removed from the watched folder" if rel not in now else
+                          "the file now holds another paper's content")
+                if writer.mark(pid, label, reason):
                     report.marked.append({"source": label, "item": rel, "paper": pid, "reason": reason})
-                del known[rel]
             sha = writer.commit()
             if sha:
                 report.commits.append(sha)
     save_cursor(ws, name, {"folder": str(folder), "files": known, "synced": now_iso()})
-    return "changed" if (fresh or replaced or gone) else "unchanged"
+    return "changed" if (fresh or replaced or gone or moved) else "unchanged"
+
+
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_ANCHOR = re.compile(r'<a id="page-\d+"></a>')
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(_ANCHOR.sub("", text)))
+
+
+def _shrank(vault, pid: str, parsed) -> str | None:
+    """Why a new parse of a paper's file is not the paper any more (a file cut short or emptied reads as a few
+    words, or none), or None. Such a parse never replaces the full text and note the paper has."""
+    now = _words(parsed.markdown)
+    if now < 5:
+        return f"the file now reads as {now} words on {parsed.pages} page(s) (cut short or emptied?)"
+    try:
+        path = vault.guard(vault.paper_dir(pid) / "paper.md")
+        had = _words(path.read_text(encoding="utf-8")) if path.is_file() else 0
+    except (OSError, PapervaultError):
+        return None
+    if had >= 100 and now * 10 < had:
+        return f"the file now reads as {now} words where the paper had {had} (cut short?)"
+    return None
 
 
 def _reparse(ws: Workspace, pid: str, paths: Path | list[Path], sha: str, *, source: str | None = None,
@@ -512,6 +613,9 @@ def _reparse(ws: Workspace, pid: str, paths: Path | list[Path], sha: str, *, sou
         parsed = job.parse_one(rec)
         if isinstance(parsed, str):
             return {"error": parsed}
+        shrank = _shrank(job.vault, pid, parsed)
+        if shrank:
+            return {"error": shrank}
         meta = job.vault.read_meta(pid)
         meta.sources = list(dict.fromkeys([*meta.sources, rec.source]))
         edited = job.vault.is_edited(pid)
@@ -542,14 +646,16 @@ def sync_arxiv(ws: Workspace, query: str, report: SyncReport) -> str:
 
 # --- the pass ------------------------------------------------------------------------------------
 
-def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
-    """(name, one pass) of every source `[sync]` follows, in order."""
+def sources(ws: Workspace, accept: frozenset[str] = frozenset()) -> list[tuple[str, Callable[[SyncReport], str]]]:
+    """(name, one pass) of every source `[sync]` follows, in order; `accept` names the sources whose removals
+    a person confirmed (`--accept-removals`)."""
     s = ws.settings.sync
     out: list[tuple[str, Callable[[SyncReport], str]]] = []
     if s.zotero:
-        out.append(("zotero", lambda r: sync_zotero(ws, r)))
+        out.append(("zotero", lambda r: sync_zotero(ws, r, accept="zotero" in accept)))
     for folder in s.folders:
-        out.append((f"folder:{folder}", lambda r, f=folder: sync_folder(ws, f, r)))
+        out.append((f"folder:{folder}",
+                    lambda r, f=folder: sync_folder(ws, f, r, accept=f"folder:{f}" in accept)))
     for query in s.arxiv:
         out.append((f"arxiv:{query}", lambda r, q=query: sync_arxiv(ws, q, r)))
     if s.arxiv_versions:
@@ -558,23 +664,41 @@ def sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
     return out
 
 
-def require_sources(ws: Workspace) -> list[tuple[str, Callable[[SyncReport], str]]]:
+def require_sources(ws: Workspace, accept: frozenset[str] = frozenset()
+                    ) -> list[tuple[str, Callable[[SyncReport], str]]]:
     """`sources`, or the error that says how to follow one."""
 
-    todo = sources(ws)
+    todo = sources(ws, accept)
     if not todo:
         raise WorkspaceError("papervault.toml follows no source", fix="add a [sync] section: zotero = \"~/Zotero\", "
                              "folders = [\"~/Papers\"] or arxiv = [\"a saved query\"] (docs/sources.md)")
     return todo
 
 
-def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True) -> SyncReport:
+def removable(ws: Workspace, names: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The sources `--accept-removals` names (`zotero`, `folder:PATH` or the folder's PATH as papervault.toml
+    writes it); a name no followed Zotero or folder has is a one-line error."""
+    s = ws.settings.sync
+    have = (["zotero"] if s.zotero else []) + [f"folder:{f}" for f in s.folders]
+    out = set()
+    for name in names:
+        name = name if name in have else f"folder:{name}"
+        if name not in have:
+            raise InputError(f"--accept-removals {name.removeprefix('folder:')!r} names no source this workspace "
+                             "follows", fix="give one of: " + (", ".join(have) or "(none: see [sync])"))
+        out.add(name)
+    return frozenset(out)
+
+
+def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True,
+         accept_removals: tuple[str, ...] | list[str] = ()) -> SyncReport:
     """One pass over every followed source, then the index (when anything changed, or an earlier pass died
-    before its index was brought up to date)."""
+    before its index was brought up to date). `accept_removals` names the sources whose papers may all be
+    marked as gone this pass (a person emptied them on purpose)."""
     ws.require()
     t0 = time.perf_counter()
     report = SyncReport()
-    todo = require_sources(ws)
+    todo = require_sources(ws, removable(ws, accept_removals))
     cat = catalog_path(ws)
     seen = start = catalog_counters(cat)
     for n, (name, run) in enumerate(todo, 1):
@@ -719,6 +843,7 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
         for e in entry.get("inbox", []):
             out["inbox"].append({"id": e.get("id"), "at": entry["at"], "query": e.get("query"),
                                  "title": e.get("title"), "score": e.get("score"), "reason": e.get("reason")})
+    out["marked"] = _still_marked(vault, out["marked"])
     for kind in ("marked", "versions", "inbox"):
         out[kind] = out[kind][:MAX_CHANGES]
 
@@ -726,3 +851,23 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
     out["inbox"] = [e for e in out["inbox"] if e["id"] in held]      # accepted or dismissed since: not news
     out["stale_surveys"] = stale_surveys(ws)
     return out
+
+
+def _still_marked(vault, marked: list[dict]) -> list[dict]:
+    """The marks of the sync log whose paper still carries one (a paper back in its source is not news), the
+    latest mark of a paper once."""
+    out: dict[str, dict] = {}
+    for m in marked:
+        pid = m.get("id")
+        if not isinstance(pid, str) or pid in out and out[pid] is None:
+            continue
+        if pid not in out:
+            try:
+                left = getattr(vault.read_meta(pid), "left_source", None) if vault.has_paper(pid) else None
+            except PapervaultError:
+                left = None
+            if not left:
+                out[pid] = None
+                continue
+        out[pid] = m
+    return [m for m in out.values() if m is not None][:MAX_CHANGES]

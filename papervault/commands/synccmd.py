@@ -5,20 +5,26 @@ from __future__ import annotations
 import click
 
 from papervault.commands.common import Progress, emit_json, json_option, open_workspace, plural, workspace_option
-from papervault.errors import SourceError
+from papervault.errors import InputError, SourceError
 
 
 @click.command()
 @click.option("--every", metavar="INTERVAL", help="Run a pass every INTERVAL (30m, 1h, 1d) with Prefect's own "
               "serving, until stopped; each pass is a run of the `sync` flow.")
 @click.option("--no-index", "no_index", is_flag=True, help="Do not bring the index up to date after the pass.")
+@click.option("--accept-removals", "accept", multiple=True, metavar="SOURCE",
+              help="Mark this source's papers as gone even when most of them left at once (zotero, or "
+                   "folder:PATH as [sync] folders writes it); without it such a pass stops the source. Repeatable.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @workspace_option
 @json_option
-def sync(every, no_index, quiet, workspace, as_json):
+def sync(every, no_index, accept, quiet, workspace, as_json):
     """One pass over every source papervault.toml [sync] follows (Zotero, folders, arXiv queries): add what is
     new, update what changed, mark what left its source, then update the index."""
     ws = open_workspace(workspace)
+    if every and accept:
+        raise InputError("--accept-removals confirms one pass, not every pass of --every",
+                         fix="run `papervault sync --accept-removals SOURCE` once, then --every again")
     if every:
         # deferred: the library and Prefect (the flows) are kept out of the CLI's start-up
         from papervault.app.sync import require_sources
@@ -34,7 +40,7 @@ def sync(every, no_index, quiet, workspace, as_json):
 
     progress = Progress(quiet or as_json)
     try:
-        report = run_sync(ws, progress=progress, index=not no_index)
+        report = run_sync(ws, progress=progress, index=not no_index, accept_removals=accept)
     finally:
         progress.close()
     out = report.as_dict()
