@@ -24,6 +24,7 @@ from identity_pdfs import make  # noqa: E402
 
 DOI = "10.1145/1234567.1234568"
 RETRACTED = "10.5555/retracted.2020"
+HOSTILE = "10.5555/hostile.2020"
 
 CROSSREF = {
     DOI: {"DOI": DOI, "title": ["Grounding in <i>Communication</i>"], "type": "book-chapter",
@@ -87,6 +88,12 @@ class _Handler(BaseHTTPRequestHandler):
                                         "display_name": "Learning Sparse Codes for Time Series",
                                         "publication_year": 2020, "is_retracted": True, "authorships": [],
                                         "abstract_inverted_index": index})
+            if doi == HOSTILE:         # a hostile answer: a 1 MB author, a dict for a volume, odd types
+                return self._send(200, {"doi": f"https://doi.org/{doi}", "display_name": "Hostile Answers",
+                                        "publication_year": "2020", "authorships": [
+                                            {"author": {"display_name": "B" * 1_000_000}},
+                                            {"author": {"display_name": "Ada Lovelace"}}, {"author": "x"}, 7],
+                                        "biblio": {"volume": {"x": "y" * 1000}, "issue": 7, "first_page": [1]}})
             return self._send(404, {"error": "not found"})
         self._send(404)
 
@@ -326,3 +333,17 @@ def test_enrich_doubtful_asks_only_about_low_confidence_identities(ws, tmp_path,
     assert "no paper has a low-confidence" in cli_run(["enrich", "--doubtful", *w]).stdout
     bad = cli_run(["enrich", weak, "--doubtful", *w], check=False)
     assert bad.exit_code == 2 and "not both" in bad.output
+
+
+def test_a_service_s_values_are_typed_and_bounded(ws, tmp_path, services):
+    """OpenAlex's answer is held to the bounds and types of an import: a 1 MB author is cut to 300 characters,
+    a dict is no volume, a number is an issue."""
+    bib = tmp_path / "hostile.bib"
+    bib.write_text("@article{hostile, title = {Hostile Answers}, doi = {%s}}\n" % HOSTILE, encoding="utf-8")
+    add(ws, [str(bib)])
+    assert enrich(ws)["enriched"]["hostile"]
+    meta = ws.vault.read_meta("hostile")
+    assert meta.authors == ["B" * 299 + "…", "Ada Lovelace"]
+    assert "volume" not in meta.bib and meta.bib["number"] == "7" and "pages" not in meta.bib
+    assert ws.vault.note_path("hostile").stat().st_size < 20_000
+

@@ -19,14 +19,17 @@ from papervault.errors import SourceError
 from papervault.models import SourceRecord
 from papervault.sources import web
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
+from papervault.sources.limits import FIELD_CAPS, MAX_AUTHOR_CHARS, MAX_AUTHORS, MAX_TAGS, cap_record
 
 NS = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom",
       "os": "http://a9.com/-/spec/opensearch/1.1/"}
 ID_BATCH = 50   # ids per metadata request; keeps URLs short
 
 
-def _t(el: ET.Element | None) -> str:
-    return re.sub(r"\s+", " ", el.text or "").strip() if el is not None and el.text else ""
+def _t(el: ET.Element | None, cap: int = 4 * FIELD_CAPS["abstract"]) -> str:
+    """An element's text, spaces collapsed, read up to a few times the largest field a record keeps (the rest of
+    a hostile feed's 27 MB title is never copied; `cap_record` cuts it to its field's cap with a warning)."""
+    return " ".join((el.text or "")[:cap].split()) if el is not None and el.text else ""
 
 
 def parse_atom(xml: bytes | str, source: str = "arxiv") -> list[SourceRecord]:
@@ -45,14 +48,15 @@ def parse_atom(xml: bytes | str, source: str = "arxiv") -> list[SourceRecord]:
         pdf = next((l.get("href") for l in e.findall("a:link", NS)
                     if l.get("title") == "pdf" or l.get("type") == "application/pdf"), None)
         cats = [c.get("term") for c in e.findall("a:category", NS) if c.get("term")]
-        out.append(SourceRecord(
+        names = [_t(a.find("a:name", NS), 4 * MAX_AUTHOR_CHARS) for a in e.findall("a:author", NS)[:MAX_AUTHORS]]
+        out.append(cap_record(SourceRecord(
             origin="arxiv", source=f"arxiv:{ax}", title=_t(e.find("a:title", NS)) or None,
-            authors=[_t(a.find("a:name", NS)) for a in e.findall("a:author", NS) if _t(a.find("a:name", NS))],
+            authors=[n for n in names if n],
             year=int(published[:4]) if published[:4].isdigit() else None,
             venue=_t(e.find("arxiv:journal_ref", NS)) or None, doi=normalize_doi(_t(e.find("arxiv:doi", NS))),
             arxiv=ax, url=f"https://arxiv.org/abs/{ax}", abstract=_t(e.find("a:summary", NS)) or None,
-            tags=cats, pdf_url=pdf,
-        ))
+            tags=cats[:MAX_TAGS], pdf_url=pdf if isinstance(pdf, str) else None,
+        )))
     return out
 
 
@@ -67,7 +71,7 @@ def fetch_metadata(ids: Iterable[str], settings) -> dict[str, SourceRecord]:
     policy = web.arxiv_policy(settings)
     for i in range(0, len(norm), ID_BATCH):
         batch = norm[i:i + ID_BATCH]
-        body, _ = web.get(settings.arxiv.api_url, policy,
+        body, _ = web.get(settings.arxiv.api_url, web.feed_policy(policy),
                           params={"id_list": ",".join(batch), "max_results": str(len(batch))})
         for rec in parse_atom(body, settings.arxiv.api_url):
             out[rec.arxiv] = rec.model_copy(update={"pdf_url": _pdf_url(settings, rec.arxiv)})
@@ -82,7 +86,7 @@ def latest_versions(ids: Iterable[str], settings) -> dict[str, tuple[int, Source
     policy = web.arxiv_policy(settings)
     for i in range(0, len(norm), ID_BATCH):
         batch = norm[i:i + ID_BATCH]
-        body, _ = web.get(settings.arxiv.api_url, policy,
+        body, _ = web.get(settings.arxiv.api_url, web.feed_policy(policy),
                           params={"id_list": ",".join(batch), "max_results": str(len(batch))})
         records = {r.arxiv: r for r in parse_atom(body, settings.arxiv.api_url)}
         for e in ET.fromstring(body).findall("a:entry", NS):
@@ -227,7 +231,7 @@ def search(query: str, max_results: int, settings, *, embedder=None, pool: int |
     pool = pool or min(100, max(20, 3 * max_results))
     q = query if re.search(r"\b(ti|au|abs|cat|all|co|jr|rn|id):", query) else \
         " AND ".join(f"all:{w}" for w in re.findall(r"[\w\-]+", query)) or f"all:{query}"
-    body, _ = web.get(settings.arxiv.api_url, web.arxiv_policy(settings),
+    body, _ = web.get(settings.arxiv.api_url, web.feed_policy(web.arxiv_policy(settings)),
                       params={"search_query": q, "start": "0", "max_results": str(pool), "sortBy": "relevance",
                               "sortOrder": "descending"})
     records = [r.model_copy(update={"pdf_url": _pdf_url(settings, r.arxiv)})

@@ -22,7 +22,9 @@ from urllib.parse import quote
 from papervault.errors import SourceError
 from papervault.vault.head import refresh_head
 from papervault.ids import READ_FROM_PDF, key_base, normalize_title
-from papervault.sources.web import HttpPolicy, get
+from papervault.sources.limits import (FIELD_CAPS, MAX_AUTHOR_CHARS, MAX_AUTHORS, bib_fields, field_value,
+                                       name_list, text_value, year_value)
+from papervault.sources.web import HttpPolicy, feed_policy, get
 from papervault.wording import plural
 from papervault.sources.arxiv import fetch_metadata
 
@@ -57,8 +59,8 @@ def require_online(settings) -> None:
 
 def _policy(settings) -> HttpPolicy:
     s = settings.sources
-    return HttpPolicy(delay=s.enrich_delay, timeout=s.timeout, retries=s.retries, max_bytes=8 * 2**20,
-                      user_agent=s.user_agent, backoff=max(0.05, min(2.0, s.enrich_delay)))
+    return feed_policy(HttpPolicy(delay=s.enrich_delay, timeout=s.timeout, retries=s.retries,
+                                  user_agent=s.user_agent, backoff=max(0.05, min(2.0, s.enrich_delay))))
 
 
 def _json(url: str, settings, params: dict | None = None) -> dict | None:
@@ -76,14 +78,15 @@ def _json(url: str, settings, params: dict | None = None) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _text(v) -> str | None:
+def _text(v, cap: int = FIELD_CAPS["title"]) -> str | None:
+    """A service's text value (a string, or the first of a list of them) as one line, tags dropped, bounded by
+    `cap` (`papervault.sources.limits`); anything else is no value."""
     if isinstance(v, list):
         v = v[0] if v else None
     if not isinstance(v, str):
         return None
-    v = re.sub(r"<[^>]{1,40}>", "", v)          # Crossref titles carry JATS/MathML tags
-    v = " ".join(v.split())
-    return v[:1000] or None
+    v = re.sub(r"<[^>]{1,40}>", "", v[: 4 * cap])          # Crossref titles carry JATS/MathML tags
+    return text_value(" ".join(v.split()), cap)
 
 
 def _abstract(v) -> str | None:
@@ -115,59 +118,56 @@ def _inverted(index) -> str | None:
 
 def from_crossref(msg: dict) -> Found:
     authors = []
-    for a in msg.get("author") or []:
+    for a in (msg.get("author") if isinstance(msg.get("author"), list) else [])[:MAX_AUTHORS]:
         if isinstance(a, dict):
-            name = " ".join(x for x in (_text(a.get("given")), _text(a.get("family"))) if x) or _text(a.get("name"))
+            name = " ".join(x for x in (_text(a.get("given"), MAX_AUTHOR_CHARS), _text(a.get("family"), MAX_AUTHOR_CHARS))
+                            if x) or _text(a.get("name"), MAX_AUTHOR_CHARS)
             if name:
                 authors.append(name)
+    authors = name_list(authors)
     year = None
     for k in ("published-print", "published-online", "issued", "published"):
         parts = (msg.get(k) or {}).get("date-parts") if isinstance(msg.get(k), dict) else None
-        if parts and parts[0] and isinstance(parts[0][0], int):
-            year = parts[0][0]
+        if isinstance(parts, list) and parts and isinstance(parts[0], list) and parts[0] and year_value(parts[0][0]):
+            year = year_value(parts[0][0])
             break
     bib = {}
     for src, dst in (("page", "pages"), ("volume", "volume"), ("issue", "number"), ("publisher", "publisher")):
         t = _text(msg.get(src))
         if t:
             bib[dst] = t.replace("-", "--") if dst == "pages" and "--" not in t else t
-    issn = msg.get("ISSN")
-    if isinstance(issn, list) and issn:
-        bib["issn"] = str(issn[0])
-    isbn = msg.get("ISBN")
-    if isinstance(isbn, list) and isbn:
-        bib["isbn"] = str(isbn[0])
+    for src, dst in (("ISSN", "issn"), ("ISBN", "isbn")):
+        t = _text(msg.get(src))
+        if t:
+            bib[dst] = t
     retracted = None
-    for upd in (msg.get("updated-by") or []) + (msg.get("update-to") or []):
+    for upd in [*(msg.get("updated-by") if isinstance(msg.get("updated-by"), list) else []),
+                *(msg.get("update-to") if isinstance(msg.get("update-to"), list) else [])]:
         if isinstance(upd, dict) and "retract" in str(upd.get("type", "")).lower():
             retracted = True
-    doi = _text(msg.get("DOI"))
+    doi = _text(msg.get("DOI"), FIELD_CAPS["doi"])
     return Found("crossref", "doi", title=_text(msg.get("title")), authors=authors, year=year,
-                 venue=_text(msg.get("container-title")), doi=doi.lower() if doi else None, bib=bib,
-                 retracted=retracted, abstract=_abstract(msg.get("abstract")))
+                 venue=_text(msg.get("container-title"), FIELD_CAPS["venue"]), doi=doi.lower() if doi else None,
+                 bib=bib_fields(bib), retracted=retracted, abstract=_abstract(msg.get("abstract")))
 
 
 def from_openalex(w: dict) -> Found:
-    authors = [a["author"]["display_name"] for a in w.get("authorships") or []
-               if isinstance(a, dict) and isinstance(a.get("author"), dict) and a["author"].get("display_name")]
+    ships = w.get("authorships") if isinstance(w.get("authorships"), list) else []
+    authors = name_list([a["author"].get("display_name") for a in ships[:MAX_AUTHORS]
+                         if isinstance(a, dict) and isinstance(a.get("author"), dict)])
     loc = w.get("primary_location") or {}
     src = loc.get("source") if isinstance(loc, dict) else None
     venue = src.get("display_name") if isinstance(src, dict) else None
-    b = w.get("biblio") or {}
-    bib = {}
-    if b.get("volume"):
-        bib["volume"] = str(b["volume"])
-    if b.get("issue"):
-        bib["number"] = str(b["issue"])
-    if b.get("first_page"):
-        bib["pages"] = f"{b['first_page']}--{b['last_page']}" if b.get("last_page") else str(b["first_page"])
-    doi = w.get("doi")
-    if isinstance(doi, str):
+    b = w.get("biblio") if isinstance(w.get("biblio"), dict) else {}
+    first, last = text_value(b.get("first_page"), 100), text_value(b.get("last_page"), 100)
+    bib = bib_fields({"volume": b.get("volume"), "number": b.get("issue"),
+                      "pages": (f"{first}--{last}" if last else first) if first else None})
+    doi = field_value("doi", w.get("doi"))
+    if doi:
         doi = re.sub(r"^https?://(dx\.)?doi\.org/", "", doi).lower()
-    year = w.get("publication_year") if isinstance(w.get("publication_year"), int) else None
     return Found("openalex", "doi", title=_text(w.get("display_name") or w.get("title")), authors=authors,
-                 year=year, venue=_text(venue), doi=doi, bib=bib,
-                 retracted=bool(w["is_retracted"]) if isinstance(w.get("is_retracted"), bool) else None,
+                 year=year_value(w.get("publication_year")), venue=_text(venue, FIELD_CAPS["venue"]), doi=doi,
+                 bib=bib, retracted=bool(w["is_retracted"]) if isinstance(w.get("is_retracted"), bool) else None,
                  abstract=_inverted(w.get("abstract_inverted_index")))
 
 

@@ -37,6 +37,76 @@ MAX_TAGS = 200                      # tags and collections, each
 MAX_TAG_CHARS = 200
 MAX_READER_NOTES = 200
 MAX_READER_NOTE_CHARS = 200_000
+MAX_BIB_FIELDS = 64                 # `PaperMeta.bib`: the other bibliographic fields, by their BibTeX names
+MAX_BIB_CHARS = 2_000               # ... each value, as BibTeX and CSL-JSON imports keep it
+MAX_BIB_NAME_CHARS = 40
+
+# --- what a service answers ----------------------------------------------------------------------
+#
+# An answer of a metadata service (an arXiv Atom feed, a Crossref or OpenAlex JSON record, a DOI's CSL-JSON) is
+# read up to this many bytes; a longer one is refused as a whole. An arXiv search page of 100 entries is about
+# 300 KB, one Crossref record with its reference list rarely 1 MB.
+MAX_FEED_BYTES = 8 << 20
+
+
+# --- values: one type and one bound for every source ----------------------------------------------
+#
+# What a feed, a database or a state file hands over may be of any type and any size. These turn such a value
+# into what a record keeps, or nothing: text is a string (a number is written as text; a list, a dict or a bool
+# is not a title), cut to its cap; a name list is a list of such strings; a year an integer in a sane range.
+# Every source calls them at its boundary, so a 27 MB title or a dict for a volume never reaches a note.
+
+def text_value(value, cap: int) -> str | None:
+    """`value` as one text of at most `cap` characters (surrounding space stripped), or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    text = (value[: 4 * cap] if isinstance(value, str) else str(value)).strip()
+    if not text:
+        return None
+    return text if len(text) <= cap else cut_text(text, cap)
+
+
+def field_value(name: str, value) -> str | None:
+    """A record field (`FIELD_CAPS`: title, abstract, venue, url, doi, ...) from any value, bounded."""
+    return text_value(value, FIELD_CAPS[name])
+
+
+def name_list(values, limit: int = MAX_AUTHORS, cap: int = MAX_AUTHOR_CHARS) -> list[str]:
+    """A list of names (authors) or labels (tags, `limit`/`cap` of their own): strings only, each bounded."""
+    if not isinstance(values, (list, tuple)):
+        return []
+    out = []
+    for v in values[: limit * 2]:
+        t = text_value(v, cap)
+        if t:
+            out.append(t)
+            if len(out) == limit:
+                break
+    return out
+
+
+def year_value(value) -> int | None:
+    """A publication year: an integer (or digits) between 1000 and 2999, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) == 4:
+        value = int(value.strip())
+    return value if isinstance(value, int) and 1000 <= value <= 2999 else None
+
+
+def bib_fields(values) -> dict[str, str]:
+    """`PaperMeta.bib` from any mapping: short names, text values (numbers as text), each bounded."""
+    if not isinstance(values, dict):
+        return {}
+    out: dict[str, str] = {}
+    for k, v in list(values.items())[: 4 * MAX_BIB_FIELDS]:
+        if isinstance(k, str) and 0 < len(k) <= MAX_BIB_NAME_CHARS:
+            t = text_value(v, MAX_BIB_CHARS)
+            if t:
+                out[k] = t
+                if len(out) == MAX_BIB_FIELDS:
+                    break
+    return out
 
 
 def cut_text(text: str, cap: int) -> str:
@@ -70,6 +140,10 @@ def cap_record(rec: SourceRecord) -> SourceRecord:
             said.append(f"{len(values):,} {name} (or one over {MAX_TAG_CHARS} characters); "
                         f"kept the first {MAX_TAGS}, each at most {MAX_TAG_CHARS} characters")
             upd[name] = [v if len(v) <= MAX_TAG_CHARS else _cut(v, MAX_TAG_CHARS) for v in values[:MAX_TAGS]]
+    bib = bib_fields(rec.bib)
+    if bib != rec.bib:
+        said.append(f"bibliographic fields over {MAX_BIB_FIELDS} or {MAX_BIB_CHARS:,} characters each were cut")
+        upd["bib"] = bib
     notes = rec.reader_notes
     if len(notes) > MAX_READER_NOTES or any(len(n) > MAX_READER_NOTE_CHARS for n in notes):
         said.append(f"reader notes over {MAX_READER_NOTES} notes or {MAX_READER_NOTE_CHARS:,} characters "

@@ -77,7 +77,7 @@ def resolve_doi(doi: str, settings) -> SourceRecord:
     if not norm:
         raise SourceError(f"{doi!r} is not a DOI", fix="DOIs look like 10.1145/568425.568433")
     url = settings.sources.doi_url.rstrip("/") + "/" + norm
-    body, ctype = web.get(url, web.sources_policy(settings),
+    body, ctype = web.get(url, web.feed_policy(web.sources_policy(settings)),
                           accept="application/vnd.citationstyles.csl+json, application/json;q=0.5")
     try:
         item = json.loads(body)

@@ -32,6 +32,7 @@ class HttpPolicy:
     max_bytes: int = 100 * 2**20
     user_agent: str = "papervault/0.1"
     backoff: float = 1.0
+    too_big: str = "download it yourself and add the file, or raise max_pdf_mb"   # the fix past max_bytes
 
 
 def _wait_turn(host: str, delay: float) -> None:
@@ -83,7 +84,7 @@ def _get_once(url: str, host: str, policy: HttpPolicy, headers: dict, params: di
                 length = int(resp.headers.get("content-length") or 0)
                 if length > policy.max_bytes:
                     raise SourceError(f"{url}: {length / 2**20:.0f} MB is over the {policy.max_bytes / 2**20:.0f} MB limit",
-                                      fix="download it yourself and add the file, or raise max_pdf_mb")
+                                      fix=policy.too_big)
                 return _body(resp, url, ctype, policy, stream_to, expect_pdf), ctype
     except httpx.TimeoutException:
         raise RetryLater(f"timed out after {policy.timeout:g} s") from None
@@ -112,7 +113,7 @@ def _body(resp: httpx.Response, url: str, ctype: str, policy: HttpPolicy, stream
             total += len(chunk)
             if total > policy.max_bytes:
                 raise SourceError(f"{url}: more than {policy.max_bytes / 2**20:.0f} MB",
-                                  fix="download it yourself and add the file, or raise max_pdf_mb")
+                                  fix=policy.too_big)
             if out is not None:
                 out.write(chunk)
             else:
@@ -145,6 +146,16 @@ def sources_policy(settings) -> HttpPolicy:
     s = settings.sources
     return HttpPolicy(delay=0.0, timeout=s.timeout, retries=s.retries, max_bytes=int(s.max_pdf_mb * 2**20),
                       user_agent=s.user_agent)
+
+
+def feed_policy(policy: HttpPolicy) -> HttpPolicy:
+    """`policy` for a metadata answer (Atom feed, JSON record): its body bounded by `limits.MAX_FEED_BYTES`."""
+    from dataclasses import replace
+
+    from papervault.sources.limits import MAX_FEED_BYTES
+
+    return replace(policy, max_bytes=min(policy.max_bytes, MAX_FEED_BYTES),
+                   too_big="no metadata answer is that large: the service (or its address in the settings) is wrong")
 
 
 def arxiv_policy(settings) -> HttpPolicy:
