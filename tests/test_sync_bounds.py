@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from papervault.errors import InputError
+
 from support_arxiv import Catalog, LoopbackServer, Paper
 
 
@@ -35,3 +39,34 @@ def test_a_feed_s_huge_fields_and_bodies_are_bounded(tmp_path, workspace_env, mo
     assert entry["authors"][0] == "A" * 299 + "…" and entry["authors"][1] == "Ada Lovelace"
     sync = ws / ".papervault" / "sync"
     assert (sync / "inbox.json").stat().st_size < 20_000 and (sync / "log.jsonl").stat().st_size < 20_000
+
+
+def test_hand_made_inbox_keys_are_not_arxiv_ids(tmp_path, workspace_env, monkeypatch, cli_run):
+    ws = workspace_env
+    with LoopbackServer(Catalog()) as srv:
+        srv.settings_env(monkeypatch)
+        cli_run(["init"])
+        sync = ws / ".papervault" / "sync"
+        sync.mkdir(parents=True)
+        entry = {"title": {"x": 1}, "authors": "not a list", "score": "9", "reason": "r", "query": "q"}
+        (sync / "inbox.json").write_text(json.dumps({"items": {
+            "../../../../tmp/x": entry, "-x --upload-pack=touch /tmp/pwned": entry, "2401.00007": entry},
+            "dismissed": ["../y"]}), encoding="utf-8")
+        items = json.loads(cli_run(["inbox", "--json"]).output)["items"]
+        assert [(e["id"], e["title"], e["authors"], e["score"]) for e in items] == [("2401.00007", None, [], 0.0)]
+        for key in ("../../../../tmp/x", "-x --upload-pack=touch /tmp/pwned"):
+            with pytest.raises(InputError, match="is not an arXiv id"):
+                cli_run(["inbox", "accept", "--no-index", "--", key])
+        assert srv.catalog.requests == []           # nothing was asked for, anywhere
+
+
+@pytest.mark.parametrize("since, said", [("999999d", "before the year 1"), ("2100-01-01", "in the future")])
+def test_changes_since_far_away_is_one_line(workspace_env, cli_run, capsys, since, said):
+    from papervault.cli import main
+
+    cli_run(["init"])
+    with pytest.raises(SystemExit) as exc:
+        main(["changes", "--since", since])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -21,11 +21,13 @@ from papervault.app.syncstate import ingest_records as _ingest, sync_dir
 from papervault.errors import InputError, PapervaultError
 from papervault.models import SourceRecord
 from papervault.sources import arxiv
-from papervault.sources.dedup import normalize_arxiv
+from papervault.sources.dedup import normalize_arxiv, normalize_doi
+from papervault.sources.limits import MAX_TAG_CHARS, field_value, name_list, text_value, year_value
 from papervault.vault.store import atomic_write
 from papervault.workspace import Workspace
 
 W_QUERY, W_VAULT, W_RECENT = 0.6, 0.2, 0.2
+ABSTRACT_CHARS = 3000      # an inbox entry's abstract (the paper's own comes with it when accepted)
 VAULT_SAMPLE = 3000         # vault papers compared with a candidate (the most recently updated)
 
 
@@ -33,15 +35,38 @@ def _path(ws: Workspace):
     return sync_dir(ws) / "inbox.json"
 
 
+def _number(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e6 else 0.0
+
+
+def _entry(key, e) -> dict | None:
+    """An inbox entry as the inbox writes it, from whatever `inbox.json` holds (a hand-made file is hostile): its
+    key an arXiv id (a `../../x` or `--option` never reaches a URL, a path or a command), every field of its type
+    and bounded as a source's record is (`papervault.sources.limits`); None when it is no entry."""
+    if not isinstance(key, str) or normalize_arxiv(key) != key or not isinstance(e, dict):
+        return None
+    return {"id": key, "query": text_value(e.get("query"), 1_000) or "", "title": field_value("title", e.get("title")),
+            "authors": name_list(e.get("authors"), 20), "year": year_value(e.get("year")),
+            "abstract": text_value(e.get("abstract"), ABSTRACT_CHARS), "doi": normalize_doi(field_value("doi", e.get("doi"))),
+            "venue": field_value("venue", e.get("venue")), "tags": name_list(e.get("tags"), 20, MAX_TAG_CHARS),
+            "score": _number(e.get("score")), "relevance": _number(e.get("relevance")),
+            "vault": _number(e.get("vault")), "near": text_value(e.get("near"), 200),
+            "recency": _number(e.get("recency")), "reason": text_value(e.get("reason"), 2_000) or "",
+            "found": text_value(e.get("found"), 40) or ""}
+
+
 def load(ws: Workspace) -> dict:
+    """The inbox (`inbox.json`): entries keyed by arXiv id and the ids dismissed for good. Derived state read
+    back is data: what is not an entry is left out (see `_entry`)."""
     try:
         data = json.loads(_path(ws).read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("items"), dict):
-            data.setdefault("dismissed", [])
-            return data
     except (OSError, ValueError):
-        pass
-    return {"items": {}, "dismissed": []}
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
+        return {"items": {}, "dismissed": []}
+    items = {k: e for k, e in ((k, _entry(k, v)) for k, v in data["items"].items()) if e is not None}
+    dismissed = data.get("dismissed") if isinstance(data.get("dismissed"), list) else []
+    return {"items": items, "dismissed": [d for d in dismissed if isinstance(d, str) and normalize_arxiv(d) == d]}
 
 
 def save(ws: Workspace, data: dict) -> None:
@@ -93,10 +118,12 @@ def add_matches(ws: Workspace, query: str, found: list, in_vault: set[str], vaul
         reason = (f"matches the saved query {query!r} (relevance {c.relevance:.2f}); "
                   + (f"close to {pid} in the vault ({sim:.2f}); " if pid else "close to nothing in the vault; ")
                   + f"{r.year or 'undated'} (recency {c.recency:.2f})")
-        entry = {"id": r.arxiv, "query": query, "title": r.title, "authors": r.authors[:20], "year": r.year,
-                 "abstract": (r.abstract or "")[:3000], "doi": r.doi, "venue": r.venue, "tags": r.tags[:20],
-                 "score": score, "relevance": round(c.relevance, 3), "vault": sim, "near": pid,
-                 "recency": round(c.recency, 3), "reason": reason, "found": when}
+        entry = _entry(r.arxiv, {
+            "query": query, "title": r.title, "authors": r.authors, "year": r.year, "abstract": r.abstract,
+            "doi": r.doi, "venue": r.venue, "tags": r.tags, "score": score, "relevance": round(c.relevance, 3),
+            "vault": sim, "near": pid, "recency": round(c.recency, 3), "reason": reason, "found": when})
+        if entry is None:
+            continue
         items[r.arxiv] = entry
         new.append(entry)
     if new:
@@ -112,7 +139,9 @@ def listing(ws: Workspace) -> list[dict]:
 
 def _take(ws: Workspace, ident: str) -> tuple[dict, dict, str]:
     data = load(ws)
-    ax = normalize_arxiv(ident) or ident.strip()
+    ax = normalize_arxiv(ident)
+    if ax is None:
+        raise InputError(f"{ident[:200]!r} is not an arXiv id", fix="see `papervault inbox` for the ids it holds")
     if ax not in data["items"]:
         raise InputError(f"{ident!r} is not in the inbox", fix="see `papervault inbox` for the ids it holds")
     return data, data["items"][ax], ax

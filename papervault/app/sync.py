@@ -753,14 +753,21 @@ def parse_since(since: str | None) -> _dt.datetime:
     now = _dt.datetime.now(_dt.timezone.utc)
     if m:
         n = int(m.group(1))
-        return now - {"m": _dt.timedelta(minutes=n), "h": _dt.timedelta(hours=n), "d": _dt.timedelta(days=n),
-                      "w": _dt.timedelta(weeks=n)}[m.group(2)]
+        try:
+            return now - {"m": _dt.timedelta(minutes=n), "h": _dt.timedelta(hours=n), "d": _dt.timedelta(days=n),
+                          "w": _dt.timedelta(weeks=n)}[m.group(2)]
+        except OverflowError:
+            raise InputError(f"--since {since!r} reaches back before the year 1",
+                             fix="give a shorter duration, or a date like 2000-01-01") from None
     try:
         when = _dt.datetime.fromisoformat(text.upper() if "t" in text else text)
     except ValueError:
         raise InputError(f"--since {since!r} is neither a duration nor a date",
                          fix="give 7d, 12h, 30m, 2w, or a date like 2026-01-31") from None
-    return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
+    when = when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
+    if when > now:
+        raise InputError(f"--since {since!r} is in the future", fix="give a date before today, or 7d, 12h, 2w")
+    return when
 
 
 MAX_CHANGES = 1000      # entries per kind in one answer (the rest counted)
@@ -775,16 +782,26 @@ def changes(ws: Workspace, since: str | None = "7d") -> dict:
     vault = ws.vault
     out: dict[str, Any] = {"since": when.isoformat(), "added": [], "updated": [], "marked": [], "deleted": [],
                            "versions": [], "inbox": [], "stale_surveys": [], "surveys_gained": []}
-    proc = subprocess.run(["git", "-C", str(vault.root), "log", f"--since={when.isoformat()}", "--reverse",
+    # git reads --since itself (a long history is not walked past it) but does not read every date: far ones
+    # (before 1970, after 2099) it ignores, listing everything. Each commit's own time is compared below too.
+    git_since = [f"--since={when.isoformat()}"] if 1971 <= when.year <= 2099 else []
+    proc = subprocess.run(["git", "-C", str(vault.root), "log", *git_since, "--reverse",
                            "--format=@@%H %cI %s", "--name-status", "--", "papers"],
                           capture_output=True, text=True)
     added: dict[str, dict] = {}
     updated: dict[str, dict] = {}
     deleted: dict[str, dict] = {}
     sha = at = subject = ""
+    early = False
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
         if line.startswith("@@"):
             sha, at, subject = (line[2:].split(" ", 2) + ["", ""])[:3]
+            try:
+                early = _dt.datetime.fromisoformat(at) < when
+            except ValueError:
+                early = False
+            continue
+        if early:
             continue
         parts = line.split("\t")
         if len(parts) < 2:
