@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -199,6 +200,17 @@ def test_a_build_of_an_unchanged_vault_is_not_run_again(tmp_path, cli_run):
 
     (ws.site_dir / "tags.html").unlink()
     assert build_site(ws)["unchanged"] is False and (ws.site_dir / "tags.html").is_file()
+
+    # a page changed with its mtime (and the folder's) put back: the content says so, and the build runs
+    page = ws.site_dir / "tags.html"
+    st, folder = page.stat(), ws.site_dir.stat()
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace("<body", "<body data-x=1", 1)[:len(text)], encoding="utf-8")
+    os.utime(page, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.utime(ws.site_dir, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    assert build_site(ws)["unchanged"] is False and page.read_text(encoding="utf-8") == text
+    os.utime(page, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))      # touched, the same bytes: still current
+    assert build_site(ws)["unchanged"] is True
 
     user = ws.root / "mkdocs.yml"
     user.write_text(user.read_text(encoding="utf-8") + "\ncopyright: Written by the lab\n", encoding="utf-8")

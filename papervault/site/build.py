@@ -326,7 +326,7 @@ def _unchanged(ws: Workspace, stamp: dict[str, Any], staged: dict[str, Any], str
     last = _read_json(ws.cache_dir / BUILT_STAMP)
     if not isinstance(last, dict) or last.get("stamp") != stamp:
         return None
-    if not (ws.site_dir / "index.html").is_file() or list(vault_signature(ws.site_dir)) != last.get("site"):
+    if not (ws.site_dir / "index.html").is_file() or not _same_files(ws.site_dir, last.get("files")):
         return None
     warnings = [str(w) for w in last.get("warnings") or []]
     if strict and warnings:
@@ -335,8 +335,54 @@ def _unchanged(ws: Workspace, stamp: dict[str, Any], staged: dict[str, Any], str
 
 
 def _built(ws: Workspace, stamp: dict[str, Any], warnings: list[str]) -> None:
-    _write_json(ws.cache_dir / BUILT_STAMP, {"stamp": stamp, "site": list(vault_signature(ws.site_dir)),
-                                             "warnings": list(warnings)})
+    files = {rel: [*st, _sha256(path)] for rel, path, st in _site_files(ws.site_dir)}
+    _write_json(ws.cache_dir / BUILT_STAMP, {"stamp": stamp, "files": files, "warnings": list(warnings)})
+
+
+# What the last build left in site/ is known by content: each file's sha256 with its size, mtime and ctime. A
+# file whose stat is as the build left it is taken as it was (its ctime moves with any write, and no program can
+# set it back, as `touch` sets an mtime back); any other file is hashed, and only other bytes build again. So a
+# page edited and its mtime restored is built again, a site copied or touched is not, and an unchanged site costs
+# one stat per file, as before.
+
+def _site_files(root: Path):
+    """(relative path, path, [size, mtime_ns, ctime_ns]) of each file under `root`, hidden folders left out."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            yield os.path.relpath(path, root), path, [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _same_files(root: Path, files: Any) -> bool:
+    """Whether `root` holds exactly the files the last build recorded (`files`), with the same bytes."""
+    if not isinstance(files, dict):
+        return False
+    count = 0
+    for rel, path, st in _site_files(root):
+        count += 1
+        was = files.get(rel)
+        if not isinstance(was, list) or len(was) != 4:
+            return False
+        if st != was[:3]:
+            try:
+                if st[0] != was[0] or _sha256(path) != was[3]:
+                    return False
+            except OSError:
+                return False
+    return count == len(files)
 
 
 def with_sanitiser(cfg, *, live: bool = False):
