@@ -153,6 +153,7 @@ def test_watched_files_swapped_truncated_or_all_gone(tmp_path, workspace_env, cl
     assert (out["added"], out["updated"], out["marked"]) == ([], [], [])
     said = {e["item"]: e for e in out["skipped"]}
     assert said["a.pdf"]["paper"] == papers["b.pdf"] and said["b.pdf"]["paper"] == papers["a.pdf"]
+    assert "the same file as b.pdf was" in said["a.pdf"]["reason"]
     assert said["c.pdf"]["paper"] == papers["c.pdf"] and "kept as it was" in said["c.pdf"]["reason"]
     for name, d in pdir.items():        # nothing overwritten
         assert ((d / "paper.md").read_text(encoding="utf-8"), (d / "note.md").read_text(encoding="utf-8")) \

@@ -526,11 +526,12 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport, *, accep
     leaving = {known[rel]["paper"]: rel for rel in known if (rel not in now or rel in moved)
                and known[rel].get("paper") and known[rel]["paper"] not in held}
     _check_removals(label, len(leaving), len({e["paper"] for e in known.values() if e.get("paper")}), accept)
+    where = {e["sha"]: r for r, e in known.items() if e.get("sha") and e.get("paper")}
     for rel, entry in moved.items():
-        was = next((r for r, e in known.items() if e.get("sha") == entry["sha"] and r != rel), None)
+        was = where.get(entry["sha"])
         known[rel] = entry
         report.skipped.append({"source": label, "item": rel, "paper": entry["paper"],
-                               "reason": f"the same file as {was or 'before'} (moved or renamed): its paper"})
+                               "reason": f"the same file as {was} was (moved, renamed or swapped): its paper"})
     if fresh:
         recs = {rel: pdf_record([folder / rel]) for rel, _, _ in fresh}
         add_report, papers = _ingest(ws, list(recs.values()), "sync folder")
