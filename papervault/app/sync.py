@@ -49,6 +49,7 @@ from papervault.sources import zotero as z
 from papervault.sources.catalog import catalog_path, counters as catalog_counters
 from papervault.sources.files import pdf_record
 from papervault.vault.journal import Journal
+from papervault.vault.paper import without_anchors
 from papervault.workspace import Workspace
 
 Progress = Callable[[str, int, int | None], None]
@@ -579,11 +580,10 @@ def sync_folder(ws: Workspace, folder_setting: str, report: SyncReport, *, accep
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
-_ANCHOR = re.compile(r'<a id="page-\d+"></a>')
 
 
 def _words(text: str) -> int:
-    return len(_WORD.findall(_ANCHOR.sub("", text)))
+    return len(_WORD.findall(without_anchors(text)))
 
 
 def _shrank(vault, pid: str, parsed) -> str | None:
@@ -593,8 +593,7 @@ def _shrank(vault, pid: str, parsed) -> str | None:
     if now < 5:
         return f"the file now reads as {now} words on {parsed.pages} page(s) (cut short or emptied?)"
     try:
-        path = vault.guard(vault.paper_dir(pid) / "paper.md")
-        had = _words(path.read_text(encoding="utf-8")) if path.is_file() else 0
+        had = _words(vault.read_fulltext(pid))
     except (OSError, PapervaultError):
         return None
     if had >= 100 and now * 10 < had:

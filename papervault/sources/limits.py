@@ -41,13 +41,6 @@ MAX_BIB_FIELDS = 64                 # `PaperMeta.bib`: the other bibliographic f
 MAX_BIB_CHARS = 2_000               # ... each value, as BibTeX and CSL-JSON imports keep it
 MAX_BIB_NAME_CHARS = 40
 
-# --- what a service answers ----------------------------------------------------------------------
-#
-# An answer of a metadata service (an arXiv Atom feed, a Crossref or OpenAlex JSON record, a DOI's CSL-JSON) is
-# read up to this many bytes; a longer one is refused as a whole. An arXiv search page of 100 entries is about
-# 300 KB, one Crossref record with its reference list rarely 1 MB.
-MAX_FEED_BYTES = 8 << 20
-
 
 # --- values: one type and one bound for every source ----------------------------------------------
 #

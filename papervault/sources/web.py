@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -148,12 +148,15 @@ def sources_policy(settings) -> HttpPolicy:
                       user_agent=s.user_agent)
 
 
+# An answer of a metadata service (an arXiv Atom feed, a Crossref or OpenAlex JSON record, a DOI's CSL-JSON) is
+# read up to this many bytes; a longer one is refused as a whole. An arXiv search page of 100 entries is about
+# 300 KB, one Crossref record with its reference list rarely 1 MB. (The values it holds are bounded by
+# `papervault.sources.limits`.)
+MAX_FEED_BYTES = 8 << 20
+
+
 def feed_policy(policy: HttpPolicy) -> HttpPolicy:
-    """`policy` for a metadata answer (Atom feed, JSON record): its body bounded by `limits.MAX_FEED_BYTES`."""
-    from dataclasses import replace
-
-    from papervault.sources.limits import MAX_FEED_BYTES
-
+    """`policy` for a metadata answer (Atom feed, JSON record): its body bounded by `MAX_FEED_BYTES`."""
     return replace(policy, max_bytes=min(policy.max_bytes, MAX_FEED_BYTES),
                    too_big="no metadata answer is that large: the service (or its address in the settings) is wrong")
 
