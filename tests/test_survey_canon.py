@@ -103,3 +103,48 @@ def test_mcp_shows_what_the_selection_lacks(tmp_path, cli_run):
     from papervault.errors import NotFoundError
     with pytest.raises(NotFoundError):
         VaultTools(ws).survey_selection("../../etc")
+
+
+def test_the_inbox_offers_a_missing_work_and_accepts_it_by_its_doi(tmp_path, cli_run, monkeypatch):
+    from support_arxiv import Catalog, LoopbackServer
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    v = Workspace(ws_path).require().vault
+    _paper(v, "a2014", "First Consensus Paper About Replication", [PARLIAMENT[1]])
+    _paper(v, "b2016", "Second Consensus Paper About Quorums", [PARLIAMENT[0]])
+    _paper(v, "c2018", "Third Consensus Paper About Leaders", [PARLIAMENT[2]])
+    v.commit("add: test papers")
+    cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--workspace", ws_path])
+    listed = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)
+    entries = listed["items"] if isinstance(listed, dict) else listed
+    (entry,) = [e for e in entries if e["id"] == "10.1145/279227.279229"]
+    assert "cited by 3 of the 3 selected papers of the survey 'c'" in entry["reason"] and entry["year"] == 1998
+    # a second run offers it once
+    cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--workspace", ws_path])
+    again = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)
+    assert len(again["items"] if isinstance(again, dict) else again) == len(entries)
+
+    cat = Catalog(dois={"10.1145/279227.279229": {
+        "type": "article-journal", "title": "The part-time parliament", "author": [{"family": "Lamport", "given": "Leslie"}],
+        "issued": {"date-parts": [[1998, 5]]}, "container-title": "ACM Transactions on Computer Systems",
+        "DOI": "10.1145/279227.279229"}})
+    with LoopbackServer(cat) as srv:
+        srv.settings_env(monkeypatch)
+        out = json.loads(cli_run(["inbox", "--workspace", ws_path, "accept", "10.1145/279227.279229", "--json"]).stdout)
+    assert out["paper"] and out["added"], out
+    meta = Workspace(ws_path).require().vault.read_meta(out["paper"])
+    assert meta.doi == "10.1145/279227.279229" and meta.year == 1998 and "Lamport" in meta.authors[0]
+    # taken out of the inbox; the next selection names it among the vault's papers, not as missing
+    left = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)
+    assert not [e for e in (left["items"] if isinstance(left, dict) else left) if e["id"] == "10.1145/279227.279229"]
+    sel = json.loads(cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--json",
+                              "--workspace", ws_path]).stdout)
+    assert not [m for m in sel["missing"] if m["doi"] == "10.1145/279227.279229"], sel["missing"]
+    # a DOI that would climb on the resolver is no inbox key
+    import pytest
+
+    from papervault.errors import InputError
+    with pytest.raises(InputError, match="not an arXiv id or a DOI"):
+        cli_run(["inbox", "--workspace", ws_path, "accept", "10.1145/../../etc"])

@@ -21,6 +21,7 @@ from papervault.app.syncstate import ingest_records as _ingest, sync_dir
 from papervault.errors import InputError, PapervaultError
 from papervault.models import SourceRecord
 from papervault.sources import arxiv
+from papervault.sources.resolve import resolve_doi
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.limits import MAX_TAG_CHARS, field_value, name_list, text_value, year_value
 from papervault.vault.store import atomic_write
@@ -39,11 +40,25 @@ def _number(v) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e6 else 0.0
 
 
+def inbox_key(value) -> str | None:
+    """An inbox key: an arXiv id (a saved query's match, or a work a survey's papers cite), or a DOI (a cited work
+    with no arXiv id); anything else (a `../../x`, an `--option`, a DOI with `.` or `..` segments) is None."""
+    if not isinstance(value, str) or len(value) > 200:
+        return None
+    if normalize_arxiv(value) == value:
+        return value
+    doi = normalize_doi(value)
+    if doi == value and not any(seg in (".", "..") for seg in doi.split("/")):
+        return doi
+    return None
+
+
 def _entry(key, e) -> dict | None:
     """An inbox entry as the inbox writes it, from whatever `inbox.json` holds (a hand-made file is hostile): its
-    key an arXiv id (a `../../x` or `--option` never reaches a URL, a path or a command), every field of its type
-    and bounded as a source's record is (`papervault.sources.limits`); None when it is no entry."""
-    if not isinstance(key, str) or normalize_arxiv(key) != key or not isinstance(e, dict):
+    key an arXiv id or a DOI (`inbox_key`: a `../../x` or `--option` never reaches a URL, a path or a command),
+    every field of its type and bounded as a source's record is (`papervault.sources.limits`); None when it is no
+    entry."""
+    if inbox_key(key) is None or not isinstance(e, dict):
         return None
     return {"id": key, "query": text_value(e.get("query"), 1_000) or "", "title": field_value("title", e.get("title")),
             "authors": name_list(e.get("authors"), 20), "year": year_value(e.get("year")),
@@ -66,7 +81,7 @@ def load(ws: Workspace) -> dict:
         return {"items": {}, "dismissed": []}
     items = {k: e for k, e in ((k, _entry(k, v)) for k, v in data["items"].items()) if e is not None}
     dismissed = data.get("dismissed") if isinstance(data.get("dismissed"), list) else []
-    return {"items": items, "dismissed": [d for d in dismissed if isinstance(d, str) and normalize_arxiv(d) == d]}
+    return {"items": items, "dismissed": [d for d in dismissed if inbox_key(d) == d]}
 
 
 def save(ws: Workspace, data: dict) -> None:
@@ -137,11 +152,38 @@ def listing(ws: Workspace) -> list[dict]:
     return sorted(items, key=lambda e: (-(e.get("score") or 0), e.get("found") or "", e["id"]))
 
 
+def add_cited(ws: Workspace, slug: str, works: list, selected: int, when: str) -> list[dict]:
+    """Offer in the inbox the works a survey's selected papers cite that the vault lacks (papervault.survey.canon)
+    and that carry an arXiv id or a DOI (what `accept` can fetch); a work already in the inbox, dismissed or in
+    the vault is left. Returns the new entries."""
+    data = load(ws)
+    items, dismissed = data["items"], set(data["dismissed"])
+    new = []
+    for w in works:
+        key = inbox_key(w.arxiv) if w.arxiv else inbox_key(normalize_doi(w.doi)) if w.doi else None
+        if key is None or key in items or key in dismissed:
+            continue
+        share = len(w.cited_by) / max(1, selected)
+        entry = _entry(key, {
+            "query": f"survey {slug}", "title": w.title, "authors": [w.author] if w.author else [], "year": w.year,
+            "doi": w.doi, "score": round(min(1.0, share), 3), "relevance": round(min(1.0, share), 3),
+            "near": w.cited_by[0] if w.cited_by else None,
+            "reason": f"cited by {len(w.cited_by)} of the {selected} selected papers of the survey {slug!r}, "
+                      "not in the vault", "found": when})
+        if entry is not None:
+            items[key] = entry
+            new.append(entry)
+    if new:
+        save(ws, data)
+    return new
+
+
 def _take(ws: Workspace, ident: str) -> tuple[dict, dict, str]:
     data = load(ws)
-    ax = normalize_arxiv(ident)
+    ax = normalize_arxiv(ident) or inbox_key(normalize_doi(ident))
     if ax is None:
-        raise InputError(f"{ident[:200]!r} is not an arXiv id", fix="see `papervault inbox` for the ids it holds")
+        raise InputError(f"{ident[:200]!r} is not an arXiv id or a DOI",
+                         fix="see `papervault inbox` for the ids it holds")
     if ax not in data["items"]:
         raise InputError(f"{ident!r} is not in the inbox", fix="see `papervault inbox` for the ids it holds")
     return data, data["items"][ax], ax
@@ -160,6 +202,8 @@ def accept(ws: Workspace, ident: str, *, index: bool = True) -> dict[str, Any]:
     does), record its arXiv version, and take it out of the inbox."""
     ws.require()
     data, entry, ax = _take(ws, ident)
+    if normalize_arxiv(ax) != ax:
+        return _accept_doi(ws, data, entry, ax, index=index)
     version = None
     try:
         found = arxiv.latest_versions([ax], ws.settings).get(ax)
@@ -188,6 +232,28 @@ def accept(ws: Workspace, ident: str, *, index: bool = True) -> dict[str, Any]:
     del data["items"][ax]
     save(ws, data)
     out = {"id": ax, "paper": pid, "version": version, "added": pid in report.added, "commits": commits,
+           "warnings": [w.error for w in report.warnings]}
+    if index:
+        out["index"] = update_index(ws)
+    return out
+
+
+def _accept_doi(ws: Workspace, data: dict, entry: dict, doi: str, *, index: bool) -> dict[str, Any]:
+    """A cited work known by its DOI: its metadata from the DOI resolver, added as `papervault add DOI` adds it
+    (metadata only until its PDF is added, unless the answer links an open PDF)."""
+    try:
+        rec = resolve_doi(doi, ws.settings)
+    except PapervaultError as exc:
+        return {"id": doi, "paper": None, "error": str(exc), "commits": []}
+    rec = rec.model_copy(update={"reason": f"accepted from the inbox: {entry.get('reason', '')}"[:500]})
+    report, papers = _ingest(ws, [rec], "inbox accept")
+    pid = papers.get(rec.source)
+    if not pid:
+        problems = [p.error for p in report.problems if p.source == rec.source]
+        return {"id": doi, "paper": None, "error": problems[0] if problems else "not added", "commits": report.commits}
+    del data["items"][doi]
+    save(ws, data)
+    out = {"id": doi, "paper": pid, "version": None, "added": pid in report.added, "commits": list(report.commits),
            "warnings": [w.error for w in report.warnings]}
     if index:
         out["index"] = update_index(ws)

@@ -12,6 +12,7 @@ the survey templates that are actually rendered (a workspace's `templates/survey
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import logging
@@ -23,6 +24,7 @@ from typing import Any, Callable, TypeVar
 
 from papervault import templating
 from papervault.agents import Backend, Task, capabilities, get_backend
+from papervault.app import inbox
 from papervault.app.indexing import update_index
 from papervault.app.versions import pin_versions
 from papervault.errors import PapervaultError
@@ -164,6 +166,9 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
                   arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug),
                   reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)))
     log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
+    if got.missing:     # what the selection cites and the vault lacks, offered where a person accepts papers
+        inbox.add_cited(ws, slug, got.missing, len(got.ids),
+                        _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits,
             "review": got.review, "missing": [w.as_dict() for w in got.missing]}
 

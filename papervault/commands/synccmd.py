@@ -120,7 +120,8 @@ def changes(since, workspace, as_json):
 @json_option
 @click.pass_context
 def inbox(ctx, workspace, as_json):
-    """New matches of the saved arXiv queries, best first, metadata only until accepted."""
+    """New matches of the saved arXiv queries, and works a survey's papers cite that the vault lacks, best first,
+    metadata only until accepted."""
     ctx.ensure_object(dict)
     ctx.obj["workspace"] = workspace
     if ctx.invoked_subcommand is not None:
@@ -146,7 +147,8 @@ def inbox(ctx, workspace, as_json):
 @json_option
 @click.pass_context
 def inbox_accept(ctx, ident, no_index, as_json):
-    """Add inbox entry ID (an arXiv id) to the vault fully: metadata, PDF, full text and note."""
+    """Add inbox entry ID (an arXiv id, or the DOI of a cited work) to the vault: metadata, and the PDF, full text
+    and note where one can be fetched."""
     from papervault.app.inbox import accept  # deferred: not at CLI start-up
 
     ws = open_workspace(ctx.obj.get("workspace"))
@@ -154,11 +156,11 @@ def inbox_accept(ctx, ident, no_index, as_json):
     if as_json:
         emit_json(out)
     elif out.get("paper"):
-        click.echo(f"Added {out['paper']} (arXiv {out['id']}" + (f"v{out['version']}" if out.get("version") else "")
-                   + ")")
+        what = f"arXiv {out['id']}" if "/" not in out["id"] else f"doi:{out['id']}"
+        click.echo(f"Added {out['paper']} ({what}" + (f"v{out['version']}" if out.get("version") else "") + ")")
     if not out.get("paper"):
-        raise SourceError(f"{out['id']} not added: {out.get('error')}", fix="try again later, or `papervault add "
-                          f"arxiv:{out['id']}`")
+        again = f"arxiv:{out['id']}" if "/" not in out["id"] else out["id"]
+        raise SourceError(f"{out['id']} not added: {out.get('error')}", fix=f"try again later, or `papervault add {again}`")
 
 
 @inbox.command("dismiss")

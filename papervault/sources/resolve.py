@@ -74,7 +74,7 @@ def resolve_doi(doi: str, settings) -> SourceRecord:
     subscription, so the paper stays metadata-only until its PDF is added.
     """
     norm = normalize_doi(doi)
-    if not norm:
+    if not norm or any(seg in (".", "..") for seg in norm.split("/")):     # never a path that climbs on the resolver
         raise SourceError(f"{doi!r} is not a DOI", fix="DOIs look like 10.1145/568425.568433")
     url = settings.sources.doi_url.rstrip("/") + "/" + norm
     body, ctype = web.get(url, web.feed_policy(web.sources_policy(settings)),
