@@ -163,7 +163,8 @@ def _splits(rows: list[dict]) -> dict:
     return out
 
 
-def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: str | None = None) -> dict:
+def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: str | None = None,
+            related: str | None = None) -> dict:
     """Recall and precision per topic; with `ablation`, the same with each signal of the selection switched
     off (papervault.survey.topic.SIGNALS), per split. With `review` (a backend's name, or "" for the vault's
     own), a model reviews each selection as `papervault survey` does (papervault.survey.judge)."""
@@ -198,7 +199,7 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
             # must-cite papers among them are the most any review can reach
             shown = {c.id for c in (sel.selected + sel.near + sel.pool)[:judge.MAX_CANDIDATES]}
             if reviewer is not None and not without:
-                judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of)
+                judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of, related=related)
             dt = time.perf_counter() - t0
             got = set(sel.ids)
             # a vault paper that at least half of the selected papers cite, left out
@@ -274,6 +275,14 @@ def main() -> None:
     ap.add_argument("--review", nargs="?", const="", metavar="BACKEND",
                     help="a model reviews each selection (papervault.survey.judge): the vault's [agents] backend, "
                          "or this one (claude, openai), configured as for `papervault survey`")
+    ap.add_argument("--topic", action="append", metavar="NAME",
+                    help="measure only this topic of the gold file (its `name`; repeatable)")
+    ap.add_argument("--replay", type=Path, action="append", metavar="FILE",
+                    help="with --review: answer the review's requests from a recording of a model's answers "
+                         "(tests/support_replay.py; repeatable) through a loopback chat-completions server")
+    ap.add_argument("--review-related", action="append", metavar="POLICY",
+                    help="with --review: what a selected paper judged related does (papervault.survey.judge."
+                         "_related_out: stay, drop, top:F, core:F); repeatable, one measurement each")
     ap.add_argument("--split", action="append", choices=SPLITS,
                     help="measure only the topics of this split (repeatable): tune while changing the selector, "
                          "the held-out splits once at the end")
@@ -283,16 +292,34 @@ def main() -> None:
     if args.build:
         build(args.build, args.only, args.size)
         return
-    topics = [t for t in gold_topics() if not args.split or t.get("split", "tune") in args.split]
+    topics = [t for t in gold_topics() if (not args.split or t.get("split", "tune") in args.split)
+              and (not args.topic or t["name"] in args.topic)]
     vaults = args.vault or [args.root / name for name in ("ws200", "wslarge")]
-    out = {"vaults": [quality(v, topics, not args.no_ablation, args.review) for v in vaults if (v / "papervault.toml").is_file()]}
+    replay = None
+    if args.replay:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from support_llm import ChatServer
+        from support_replay import Replay
+
+        replay = Replay(*args.replay)
+        server = ChatServer(replay).start()
+        os.environ.update(PAPERVAULT_OPENAI_BASE_URL=server.url + "/v1", PAPERVAULT_OPENAI_MODEL="recorded",
+                          PAPERVAULT_OPENAI_API_KEY="sk-bench", PAPERVAULT_AGENTS_RETRIES="1")
+        args.review = args.review or "openai"
+    out = {"vaults": [{**quality(v, topics, not args.no_ablation, args.review, pol), "review_related": pol}
+                      for pol in (args.review_related or [None])
+                      for v in vaults if (v / "papervault.toml").is_file()]}
+    if replay is not None:
+        out["replay_misses"] = len(replay.misses)
+        print(f"review requests not in the recordings: {len(replay.misses)}", file=sys.stderr)
     if args.scale:
         out["scale"] = scale(args.root, args.large)
     if args.json:
         print(json.dumps(out, indent=2))
         return
     for v in out["vaults"]:
-        print(f"\n{v['vault']}: {v['papers']} papers (index opened in {v['open_seconds']} s)")
+        print(f"\n{v['vault']}: {v['papers']} papers (index opened in {v['open_seconds']} s)"
+              + (f"; related papers: {v['review_related']}" if v.get("review_related") else ""))
         print(f"{'topic':<22} {'split':<8} {'must':>5} {'sel':>5} {'recall':>7} {'prec':>6} {'time s':>7} "
               f"{'by cit.':>7} {'half-cited missed':>17} {'pool R':>6}")
         for r in v["topics"]:

@@ -108,15 +108,17 @@ def candidates(text: str) -> list[dict]:
 
 # --- a recording ---------------------------------------------------------------------------------------
 
-def load(name: str) -> list[dict]:
-    """The exchanges of a recording: dicts with `request` (the body) and `answer` (the model's text)."""
-    with gzip.open(DATA / f"{name}.jsonl.gz", "rt", encoding="utf-8") as fh:
+def load(name: str | Path) -> list[dict]:
+    """The exchanges of a recording (a name under tests/data/recorded/, or a path): dicts with `request` (the
+    body) and `answer` (the model's text)."""
+    path = name if isinstance(name, Path) else DATA / f"{name}.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def save(name: str, exchanges: list[dict]) -> Path:
-    DATA.mkdir(parents=True, exist_ok=True)
-    path = DATA / f"{name}.jsonl.gz"
+def save(name: str | Path, exchanges: list[dict]) -> Path:
+    path = name if isinstance(name, Path) else DATA / f"{name}.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
         for ex in exchanges:
             fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
@@ -126,7 +128,7 @@ def save(name: str, exchanges: list[dict]) -> Path:
 class Replay:
     """A responder that answers from one or more recordings by (kind, key); misses are kept in `misses`."""
 
-    def __init__(self, *names: str):
+    def __init__(self, *names: str | Path):
         self.answers: dict[tuple[str, str], Any] = {}
         self.verdicts: dict[tuple[str, str], dict] = {}     # review answers, per topic and candidate id
         for name in names:
@@ -274,6 +276,7 @@ if __name__ == "__main__":     # python tests/support_replay.py FOLDER NAME: a f
     import sys
 
     folder, name = Path(sys.argv[1]), sys.argv[2]
+    name = Path(name) if name.endswith(".jsonl.gz") else name
     exchanges = from_queue_dir(folder)
     for ex in exchanges:
         kind = kind_of(ex["request"])

@@ -42,6 +42,7 @@ TEXT_CHARS = 500        # of a candidate's abstract or best passage
 CONTEXT_CHARS = 300     # of the sentence that cites it
 WHY_CHARS = 200         # of the model's reason, as kept in selection.md
 VERDICTS = ("core", "related", "off")
+RELATED = "stay"        # what a selected paper judged "related" does (`_related_out`; chosen on the tune topics)
 
 SYSTEM = (
     "You are a careful researcher choosing the papers a literature survey on a given topic must cover. You judge "
@@ -157,8 +158,32 @@ def task(topic: str, batch: list[dict[str, Any]]) -> Task:
                 inputs={"topic": topic, "candidates": batch}, key=f"selection: {topic[:80]}")
 
 
+def _related_out(sel: Any, verdicts: dict[str, tuple[str, str]], policy: str) -> list[Any]:
+    """The selected papers judged "related" that leave the selection under `policy`: "stay" (none), "drop"
+    (all), "top:F" (those not among the best F share of the selection by score), "core:F" (those scoring under
+    F times the lowest score of a selected paper judged core)."""
+    related = [c for c in sel.selected if verdicts.get(c.id, ("",))[0] == "related"]
+    if not related or policy == "stay":
+        return []
+    if policy == "drop":
+        return related
+    kind, _, value = policy.partition(":")
+    share = float(value or 0)
+    if kind == "top":
+        ranked = sorted(sel.selected, key=lambda c: -(c.score or 0.0))
+        keep = {c.id for c in ranked[:max(1, round(share * len(ranked)))]}
+        return [c for c in related if c.id not in keep]
+    if kind == "core":
+        cores = [c.score or 0.0 for c in sel.selected if verdicts.get(c.id, ("",))[0] == "core"]
+        if not cores:
+            return []
+        floor = share * min(cores)
+        return [c for c in related if (c.score or 0.0) < floor]
+    raise ValueError(f"unknown review policy for related papers: {policy!r}")
+
+
 def review(sel: Any, ask_all: AskAll, *, label: str,
-           authors: Callable[[str], list[str]] = lambda pid: []) -> Review:
+           authors: Callable[[str], list[str]] = lambda pid: [], related: str | None = None) -> Review:
     """`sel`: a papervault.survey.topic.TopicSelection (read through its fields only, so this module stays
     light). Ask the model about its candidates and move papers by its verdicts (in place). `ask_all(tasks)`
     returns each task's answer data (a backend's validated answer) or the PapervaultError it raised
@@ -195,12 +220,20 @@ def review(sel: Any, ask_all: AskAll, *, label: str,
                             "applied")
         out.verdicts.clear()
         return out
+    policy = (related or RELATED).split(",")
     leaving = [c for c in sel.selected if out.verdicts.get(c.id, ("",))[0] == "off"]
-    entering = [c for c in sel.near + pool if out.verdicts.get(c.id, ("",))[0] == "core"]
+    aside = _related_out(sel, out.verdicts, policy[0])
+    entering = [c for c in sel.near + pool if out.verdicts.get(c.id, ("",))[0] == "core"
+                or ("near-in" in policy and c in sel.near and out.verdicts.get(c.id, ("",))[0] == "related")]
     for c in leaving:
         c.links.append(Reason("model", f"{label} judged it off the topic: {out.verdicts[c.id][1] or 'no reason given'}"))
+    for c in aside:
+        c.links.append(Reason("model", f"{label} judged it related to the topic, not central to it, and its score is "
+                                       f"below the papers judged core: {out.verdicts[c.id][1] or 'no reason given'}"))
+    leaving += aside
     for c in entering:
-        c.links.append(Reason("model", f"{label} judged it core to the topic: {out.verdicts[c.id][1] or 'no reason given'}"))
+        said = "core to" if out.verdicts[c.id][0] == "core" else "related to"
+        c.links.append(Reason("model", f"{label} judged it {said} the topic: {out.verdicts[c.id][1] or 'no reason given'}"))
     gone = {c.id for c in leaving}
     came = {c.id for c in entering}
     sel.selected = [c for c in sel.selected if c.id not in gone] + entering
