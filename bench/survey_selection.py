@@ -61,7 +61,7 @@ REFS3 = ROOT / "bench" / "survey_selection_refs3.csl.json"
 REFS4 = ROOT / "bench" / "survey_selection_refs4.csl.json"
 REFS4_LIBRARY = ("nips1989-6b1d90ca8b", "cvpr2015-b6e9f3be59", "nips2014-4348")
 SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-          "heldout8")
+          "heldout8", "heldout9")
 SCALE_TOPIC = "sign-language"
 SMALL = 200
 
