@@ -11,7 +11,10 @@ selected papers, the near misses and the next POOL papers by score) for a verdic
 
 - "core": a survey of the topic must cite it. A near miss (or a paper of the pool) judged core is chosen, with
   the model's reason;
-- "related": the topic is a substantial part of it. It stays where the scores put it;
+- "related": the topic is a substantial part of it. A selected paper stays, and a near miss (just below the
+  cut-off) comes in; a paper of the pool (far below it) stays out. Chosen on the tune topics with a capable
+  model's recorded verdicts (bench/review-answers/): dropping related papers, or keeping only the best-scored
+  ones, lost recall and gained no precision (the papers a gold set calls wrong were judged core);
 - "off": it is about something else. A selected paper judged off becomes a near miss, with the model's reason.
 
 The model only sorts the candidates it is shown: an id it names that is not among them is ignored, and it can
@@ -42,7 +45,7 @@ TEXT_CHARS = 500        # of a candidate's abstract or best passage
 CONTEXT_CHARS = 300     # of the sentence that cites it
 WHY_CHARS = 200         # of the model's reason, as kept in selection.md
 VERDICTS = ("core", "related", "off")
-RELATED = "stay"        # what a selected paper judged "related" does (`_related_out`; chosen on the tune topics)
+RELATED = "stay,near-in"     # a selected paper judged related stays; a near miss judged related comes in (tune)
 
 SYSTEM = (
     "You are a careful researcher choosing the papers a literature survey on a given topic must cover. You judge "
