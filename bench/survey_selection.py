@@ -198,8 +198,9 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
             # what a model's review is shown (the selection, its near misses, the next papers by score): the
             # must-cite papers among them are the most any review can reach
             shown = {c.id for c in (sel.selected + sel.near + sel.pool)[:judge.MAX_CANDIDATES]}
+            cost = None
             if reviewer is not None and not without:
-                judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of, related=related)
+                cost = judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of, related=related)
             dt = time.perf_counter() - t0
             got = set(sel.ids)
             # a vault paper that at least half of the selected papers cite, left out
@@ -216,7 +217,9 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
                          "missed_near": sorted((must - got) & {c.id for c in sel.near}),
                          "by_citations": sorted(c.id for c in sel.selected
                                                 if any(r.kind == "cocited" for r in c.evidence)),
-                         "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4)})
+                         "expansion": sel.expansion, "cutoff": round(sel.cutoff, 4),
+                         **({"review_candidates": cost.shown, "review_requests": cost.requests,
+                             "review_chars": cost.chars} if cost is not None else {})})
         return rows
 
     rows = measure()

@@ -155,6 +155,8 @@ class AgentSettings(Section):
     review_selection: bool = Field(True, description="a backend that calls a model reviews a survey's topic "
                                    "selection: near misses it judges core come in, selected papers it judges off "
                                    "the topic go out (papervault.survey.judge)")
+    review_max_candidates: int = Field(200, ge=1, le=1000, description="most candidates a selection review "
+                                       "shows the model (40 per request): its cost bound")
 
 
 class ClaudeSettings(Section):
@@ -336,6 +338,7 @@ DEFAULT_TOML = """\
 [agents]
 backend = "extractive"               # extractive (no model) | claude | openai
 # review_selection = true             # with a model: it reviews a topic's selection (canonical papers in, off-topic out)
+# review_max_candidates = 200         # ... showing it at most this many candidates, 40 per request
 
 [site]
 name = "papervault"

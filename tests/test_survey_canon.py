@@ -9,6 +9,7 @@ import re
 from papervault.models import ParsedPaper, PaperMeta
 from papervault.survey.canon import missing_canon
 from papervault.survey.citations import Reference
+from test_enrich import services  # noqa: F401  (the fixture: loopback Crossref and OpenAlex)
 
 PARLIAMENT = [
     "[3] L. Lamport. The part-time parliament. ACM Transactions on Computer Systems, 16(2):133-169, 1998.",
@@ -148,3 +149,25 @@ def test_the_inbox_offers_a_missing_work_and_accepts_it_by_its_doi(tmp_path, cli
     from papervault.errors import InputError
     with pytest.raises(InputError, match="not an arXiv id or a DOI"):
         cli_run(["inbox", "--workspace", ws_path, "accept", "10.1145/../../etc"])
+
+
+def test_a_missing_work_known_by_title_gets_its_doi_online(tmp_path, cli_run, services):
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    v = Workspace(ws_path).require().vault
+    grounding = ["[2] H. H. Clark and S. E. Brennan. Grounding in communication. In Perspectives on Socially Shared "
+                 "Cognition, 1991.", "Clark, H.H., Brennan, S.E.: Grounding in Communication. APA (1991)"]
+    _paper(v, "a2014", "Conversation as a Joint Activity in Dialogue Systems", [grounding[0]])
+    _paper(v, "b2016", "Common Ground in Spoken Dialogue With Robots", [grounding[1]])
+    v.commit("add: test papers")
+    out = json.loads(cli_run(["survey", "dialogue", "--papers", "all", "--select-only", "--slug", "d", "--json",
+                              "--workspace", ws_path]).stdout)
+    (work,) = out["missing"]
+    assert work["doi"] == "10.1145/1234567.1234568" and work["key"] == "doi:10.1145/1234567.1234568"
+    assert any(p.startswith("/crossref/works") for p in services.seen)
+    text = (ws_path / "vault" / "surveys" / "d" / "selection.md").read_text(encoding="utf-8")
+    assert "(doi:10.1145/1234567.1234568)" in text
+    inbox = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)["items"]
+    assert [e["id"] for e in inbox] == ["10.1145/1234567.1234568"]

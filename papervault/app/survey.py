@@ -164,13 +164,37 @@ def retrieve(root: str, specs: list[str], backend: str, slug: str, arxiv_max: in
     ws = _ws(root)
     got = resolve(ws, topic, specs, slug=slug, max_papers=max_papers,
                   arxiv=lambda query: _retrieve_arxiv(ws, query, backend, arxiv_max, slug),
-                  reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)))
+                  reviewer=judge.reviewer(ws, backend, lambda name: backend_for(ws.root, name)),
+                  lookup=lambda works: _resolve_missing(ws, works))
     log.info("selected %d papers (%s) in %.2f s", len(got.ids), ", ".join(specs or ["topic"]), got.seconds)
     if got.missing:     # what the selection cites and the vault lacks, offered where a person accepts papers
         inbox.add_cited(ws, slug, got.missing, len(got.ids),
                         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits,
             "review": got.review, "missing": [w.as_dict() for w in got.missing]}
+
+
+RESOLVE_MISSING = 10        # works known by their title only that one survey run looks up online, at most
+
+
+def _resolve_missing(ws: Workspace, works: list) -> list[str]:
+    """With `[sources] online = true`, the DOI of each missing work known by its title only, from Crossref's
+    bibliographic search (taken only when the title found is the same, normalised: `enrich.by_title`); at most
+    RESOLVE_MISSING lookups a run. Returns one problem line when the service cannot be reached."""
+    if not ws.settings.sources.online:
+        return []
+    from papervault.sources import enrich  # deferred: HTTP clients, only for a survey that looks works up
+
+    for w in [w for w in works if not (w.doi or w.arxiv) and w.title][:RESOLVE_MISSING]:
+        try:
+            found = enrich.by_title(w.title, [w.author] if w.author else [], ws.settings)
+        except PapervaultError as exc:
+            return [f"looking up the works the selection cites failed: {exc}"]
+        if found is not None and found.doi:
+            w.doi = found.doi
+            w.year = w.year or found.year
+            w.key = f"doi:{found.doi.lower()}"
+    return []
 
 
 def _retrieve_arxiv(ws: Workspace, query: str, backend: str, max_results: int, slug: str) -> tuple[list[str], list[str]]:

@@ -83,12 +83,14 @@ class Review:
     left_out: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     shown: int = 0
+    requests: int = 0           # what the review cost: requests sent and the characters of their prompts
+    chars: int = 0
 
     def method(self) -> str:
         if not self.verdicts:
             return ""
         return (f"{self.label} judged {self.shown} candidates: {len(self.brought_in)} brought in, "
-                f"{len(self.left_out)} left out")
+                f"{len(self.left_out)} left out ({self.requests} requests, {self.chars:,} characters sent)")
 
 
 AskAll = Callable[[list[Task]], list[Any]]     # tasks -> each answer's data, or the PapervaultError it raised
@@ -186,18 +188,22 @@ def _related_out(sel: Any, verdicts: dict[str, tuple[str, str]], policy: str) ->
 
 
 def review(sel: Any, ask_all: AskAll, *, label: str,
-           authors: Callable[[str], list[str]] = lambda pid: [], related: str | None = None) -> Review:
+           authors: Callable[[str], list[str]] = lambda pid: [], related: str | None = None,
+           max_candidates: int = MAX_CANDIDATES) -> Review:
     """`sel`: a papervault.survey.topic.TopicSelection (read through its fields only, so this module stays
     light). Ask the model about its candidates and move papers by its verdicts (in place). `ask_all(tasks)`
     returns each task's answer data (a backend's validated answer) or the PapervaultError it raised
     (`one_by_one` makes one from a function of one task). A person's decisions are applied after the review."""
     out = Review(label=label)
     pool = list(getattr(sel, "pool", []) or [])
-    shown = (sel.selected + sel.near + pool)[:MAX_CANDIDATES]
+    shown = (sel.selected + sel.near + pool)[:max(1, max_candidates)]
     records = [_record(c, authors(c.id)) for c in shown]
     out.shown = len(records)
     starts = list(range(0, len(records), BATCH))
-    answers = ask_all([task(sel.topic, records[at:at + BATCH]) for at in starts]) if starts else []
+    tasks = [task(sel.topic, records[at:at + BATCH]) for at in starts]
+    out.requests = len(tasks)
+    out.chars = sum(len(t.system) + len(t.prompt) for t in tasks)
+    answers = ask_all(tasks) if tasks else []
     for at, data in zip(starts, answers):
         batch = records[at:at + BATCH]
         allowed = {r["id"] for r in batch}

@@ -158,7 +158,8 @@ class Resolved:
 
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
             arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True,
-            reviewer: tuple[Callable[[list], list], str] | None = None) -> Resolved:
+            reviewer: tuple[Callable[[list], list], str] | None = None,
+            lookup: Callable[[list], list[str]] | None = None) -> Resolved:
     """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
 
     Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
@@ -167,7 +168,9 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     an existing `selection.md` (papers added, papers struck out) are applied last and kept in the new file.
     `write=False` leaves `selection.md` as it is (`papervault survey --refresh`: what it would become).
     `reviewer` = (ask_all, label): a model reviews the topic's selection (papervault.survey.judge) before
-    `max_papers` cuts it; `ask_all(tasks)` returns each answer's data (papervault.survey.judge.reviewer)."""
+    `max_papers` cuts it; `ask_all(tasks)` returns each answer's data (papervault.survey.judge.reviewer).
+    `lookup(works)` may complete the works the selection cites and the vault lacks (papervault.survey.canon) with
+    a DOI found online, before `selection.md` lists them; it returns problem lines."""
 
 
     t0 = time.perf_counter()
@@ -242,7 +245,8 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                                       exclude=(), pool=judge.POOL if reviewer else 0)
                 if reviewer is not None and sel.selected:
                     ask_all, label = reviewer
-                    got = judge.review(sel, ask_all, label=label, authors=selector.authors_of)
+                    got = judge.review(sel, ask_all, label=label, authors=selector.authors_of,
+                                       max_candidates=ws.settings.agents.review_max_candidates)
                     out.problems += got.problems
                     review_method = got.method()
                     selector.finish(sel, max_papers)   # cut, and "cited by k of the n selected" counted again
@@ -281,6 +285,8 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     near_entries = struck + [e for e in near if e.id not in set(ids) and e.id not in set(edits.struck)]
     _fill_titles(ws, sel_entries + near_entries)
     out.missing = canon.for_selection(ws.vault, ids, _matcher(ws, selector).named)
+    if out.missing and lookup is not None and write:      # DOIs of the works known by title only (online)
+        out.problems += lookup(out.missing)
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)
         ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
