@@ -195,6 +195,9 @@ class Backend:
     model = ""
     #: whether answers are quotations from the paper only (the note says so)
     verbatim = False
+    #: the longest paper text one request may carry (a longer paper is read in parts, see
+    #: `papervault.survey.analyse`); None when the backend reads the paper's files itself or takes any length
+    max_input_chars: int | None = None
 
     def __init__(self, *, retries: int = 3, backoff: float = 1.0, breaker_failures: int = 5,
                  concurrency: int = 4, timeout: float = 600.0, state_dir: Path | None = None,

@@ -251,3 +251,91 @@ def section_sentences(section: DocSection) -> list[Sentence]:
                 page = p
         out.append(Sentence(text=t, page=page, section=section.label))
     return out
+
+
+# --- a long paper in parts, for a backend that takes the text in its message ----------------------
+
+@dataclass
+class PaperPart:
+    """One part of a paper read in parts: its text (page anchors kept) and the pages it holds."""
+
+    index: int              # 1-based
+    count: int
+    first: int              # the first page it holds (a page cut in pieces counts in each of its pieces)
+    last: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        pages = f"page {self.first}" if self.first == self.last else f"pages {self.first}-{self.last}"
+        return f"{pages} (part {self.index} of {self.count})"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count, "first": self.first, "last": self.last}
+
+
+_HEADING_LINE = re.compile(r"^#{1,6}\s")
+
+
+def _pieces(text: str, budget: int) -> list[str]:
+    """`text` in pieces of at most `budget` characters: cut before a heading where one falls in the second
+    half of a piece, else at a paragraph break, else at a line break, else at a space (never inside a word
+    unless a 'word' is longer than the budget)."""
+    out: list[str] = []
+    while len(text) > budget:
+        window = text[:budget]
+        cut = -1
+        for m in re.finditer(r"\n(?=#{1,6}\s)", window):
+            if m.start() >= budget // 2:
+                cut = m.start() + 1
+        for sep in ("\n\n", "\n", " "):
+            if cut <= 0:
+                at = window.rfind(sep)
+                cut = at + len(sep) if at > 0 else -1
+        if cut <= 0:
+            cut = budget
+        out.append(text[:cut])
+        text = text[cut:]
+    if text:
+        out.append(text)
+    return out
+
+
+def split_paper(markdown: str, budget: int) -> list[PaperPart]:
+    """A `paper.md` in parts of at most `budget` characters each, whole pages where they fit.
+
+    Pages are packed in order while the part stays within the budget; a part ends before the page that would
+    pass it, and a new part starts at a page that opens with a heading when the current one is already four
+    fifths full (so a section is split less often). A page longer than the budget alone is cut in pieces (before a
+    heading, else at a paragraph break). Nothing is left out: the parts joined give the text back.
+    """
+    budget = max(1000, int(budget))
+    anchors = paper_md.read(markdown).anchors
+    units: list[tuple[int, str]] = []             # (page, text) in order
+    if not anchors:
+        units = [(1, markdown)]
+    else:
+        for k, (page, start) in enumerate(anchors):
+            end = anchors[k + 1][1] if k + 1 < len(anchors) else len(markdown)
+            units.append((page, markdown[start:end]))
+        if anchors[0][1] > 0:                       # whatever precedes the first anchor goes with page one
+            units[0] = (units[0][0], markdown[:anchors[0][1]] + units[0][1])
+    pieces: list[tuple[int, str]] = []
+    for page, text in units:
+        pieces += [(page, t) for t in _pieces(text, budget)]
+    parts: list[tuple[int, int, list[str]]] = []
+    size = 0
+    for page, text in pieces:
+        opens_section = any(_HEADING_LINE.match(ln) for ln in text.lstrip().splitlines()[:3])
+        if parts and (size + len(text) > budget or (opens_section and size > budget * 0.8)):
+            parts.append((page, page, [text]))
+            size = len(text)
+            continue
+        if not parts:
+            parts.append((page, page, []))
+        first, _, texts = parts[-1]
+        texts.append(text)
+        parts[-1] = (first, page, texts)
+        size += len(text)
+    n = len(parts)
+    return [PaperPart(i + 1, n, first, last, "".join(texts)) for i, (first, last, texts) in enumerate(parts)]

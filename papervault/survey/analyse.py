@@ -18,10 +18,10 @@ import tempfile
 
 import jinja2
 
-from papervault.agents import get_backend
+from papervault.agents import capabilities, get_backend
 from papervault.agents.base import Backend, Task, Usage
 from papervault.config import Settings
-from papervault.agents.paperdoc import PaperDoc, normalise, read_paper, top_sections
+from papervault.agents.paperdoc import PaperDoc, PaperPart, normalise, read_paper, split_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.models import PaperMeta
 from papervault.vault.paper import mentions
@@ -32,6 +32,8 @@ from papervault.vault.paper import alt_text
 
 DEFAULT_TEMPLATE = "note"
 TASK_KIND = "paper-note"
+MERGE_KIND = "paper-note-merge"
+PROMPTS = (f"prompts/{TASK_KIND}.system.md.j2", f"prompts/{TASK_KIND}.user.md.j2", f"prompts/{TASK_KIND}.merge.md.j2")
 
 
 @dataclass
@@ -118,7 +120,7 @@ def load_template(vault: Vault, name: str = DEFAULT_TEMPLATE, template_dir: Path
     parts: list[bytes] = []
     sources: dict[str, str] = {}
     try:
-        for rel in (f"{name}.md.j2", f"prompts/{TASK_KIND}.system.md.j2", f"prompts/{TASK_KIND}.user.md.j2"):
+        for rel in (f"{name}.md.j2", *PROMPTS):
             src, _, _ = env.loader.get_source(env, rel)  # type: ignore[union-attr]
             parts.append(src.encode("utf-8"))
             sources[rel] = src
@@ -227,9 +229,13 @@ FIGURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg")
 
 
 def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDoc, template: NoteTemplate,
-               pdir: Path | None = None) -> Task:
+               pdir: Path | None = None, *, reads_files: bool = True, part: PaperPart | None = None) -> Task:
     """The analysis task: prompts from templates, the schema, and the paper's files (only this paper's), from
-    its vault folder or from `pdir`, a folder laid out like it (`paper.md`, `figures/`)."""
+    its vault folder or from `pdir`, a folder laid out like it (`paper.md`, `figures/`).
+
+    `reads_files` says whether the backend opens the files itself (then the prompts tell it to read
+    `paper.md` with its tools) or takes the text in its message. `part`, for such a backend, is the part of a
+    long paper this task holds: the prompt names its pages and `inputs["markdown"]` is its text alone."""
     pdir = pdir if pdir is not None else vault.paper_dir(meta.id)
     files = {"paper.md": pdir / "paper.md"}
     fig_dir = pdir / "figures"
@@ -237,12 +243,91 @@ def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDo
         for f in sorted(fig_dir.iterdir()):
             if f.is_file() and f.suffix.lower() in FIGURE_SUFFIXES and is_safe(pdir, f):
                 files[f"figures/{f.name}"] = f
-    ctx = {"meta": meta, "doc": doc, "schema": template.schema}
-    return Task(kind=TASK_KIND, key=meta.id,
+    ctx = {"meta": meta, "doc": doc, "schema": template.schema, "reads_files": reads_files, "part": part}
+    inputs: dict[str, Any] = {"markdown": part.text if part else fulltext, "meta": meta.model_dump(exclude_none=True)}
+    if part is not None:
+        inputs["part"] = part.as_dict()
+        files = {}                    # the part travels in the message; the whole file is not offered
+    return Task(kind=TASK_KIND, key=f"{meta.id} {part.label}" if part else meta.id,
                 system=template.render(f"prompts/{TASK_KIND}.system.md.j2", **ctx),
                 prompt=template.render(f"prompts/{TASK_KIND}.user.md.j2", **ctx),
-                schema=template.schema, files=files,
-                inputs={"markdown": fulltext, "meta": meta.model_dump(exclude_none=True)})
+                schema=template.schema, files=files, inputs=inputs)
+
+
+# --- a long paper, in parts ------------------------------------------------------------------------------
+
+def _list_key(value: Any) -> str:
+    if isinstance(value, dict):
+        if "text" in value:
+            return "t:" + normalise(str(value.get("text") or "")).lower()
+        if "number" in value and len(value) <= 3:
+            return "n:" + str(value.get("number")).strip().upper()
+        return "d:" + json.dumps(value, sort_keys=True, default=str)
+    return "s:" + normalise(str(value)).lower()
+
+
+def merge_answers(answers: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+    """The parts' answers as one: every list joined in page order (a repeated item kept once, at its first
+    occurrence), every other field from the first part that gives it."""
+    out: dict[str, Any] = {}
+    for name, spec in schema.get("properties", {}).items():
+        types = spec.get("type", "array" if "$ref" in spec else "string")
+        if "array" in types or "$ref" in spec:
+            seen: set[str] = set()
+            items = []
+            for a in answers:
+                for item in a.get(name) or []:
+                    key = _list_key(item)
+                    if key not in seen:
+                        seen.add(key)
+                        items.append(item)
+            out[name] = items
+        else:
+            out[name] = next((a.get(name) for a in answers if a.get(name) not in (None, "", [])), None)
+    return out
+
+
+def _merge_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """What the merge request answers: the summary (claims, as the note's schema defines them) and the method."""
+    props = schema.get("properties", {})
+    keep = {k: props[k] for k in ("summary", "method") if k in props}
+    return {"type": "object", "$defs": schema.get("$defs", {}), "properties": keep, "required": list(keep)}
+
+
+async def _analyse_in_parts(meta: PaperMeta, fulltext: str, pdir: Path, doc: PaperDoc, backend: Backend,
+                            tmpl: NoteTemplate, budget: int) -> tuple[dict[str, Any], Usage, int, str]:
+    """A paper longer than the backend's message budget, read whole: one request per part (pages in order,
+    each part within the budget and labelled with its pages), the parts' answers merged (lists joined), and
+    one more request writing the summary and the one-line method from the parts' statements (the parts'
+    own summary and method stand when that request fails). Returns (answer, usage, attempts, model)."""
+    parts = split_paper(fulltext, budget)
+    tasks = [build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=False, part=p) for p in parts]
+    got = await asyncio.gather(*(backend.arun(t) for t in tasks))
+    usage, attempts = Usage(), 0
+    for a in got:
+        usage.add(a.usage)
+        attempts += a.attempts
+    answers = [_clamp_pages(a.data, doc.pages) for a in got]
+    merged = merge_answers(answers, tmpl.schema)
+    merged["summary"] = (merged.get("summary") or [])[:3]
+    schema = _merge_schema(tmpl.schema)
+    if schema["properties"]:
+        prompt = tmpl.render(f"prompts/{TASK_KIND}.merge.md.j2", meta=meta, pages=doc.pages,
+                             parts=[{"part": p, "answer": a} for p, a in zip(parts, answers)])
+        task = Task(kind=MERGE_KIND, key=f"{meta.id} merge of {len(parts)} parts",
+                    system=tasks[0].system.split("\n\n")[0], prompt=prompt, schema=schema,
+                    inputs={"meta": meta.model_dump(exclude_none=True)})
+        try:
+            answer = await backend.arun(task)
+        except BackendError:
+            pass                      # the parts' own summary and method stand
+        else:
+            usage.add(answer.usage)
+            attempts += answer.attempts
+            for k in schema["properties"]:
+                if answer.data.get(k):
+                    merged[k] = answer.data[k]
+    return merged, usage, attempts, got[0].model
 
 
 def _analysis_inputs(vault: Vault, paper_id: str, backend: Backend, force: bool, template_dir: Path | None,
@@ -279,12 +364,17 @@ async def compose_note(meta: PaperMeta, fulltext: str, pdir: Path, backend: Back
     """The analysis itself, from a paper folder's files and nothing else of the vault: the note's metadata and
     body, and what `write_note` reports (analyser, figures, coverage, usage)."""
     doc = read_paper(fulltext)
-    task = build_task(None, meta, fulltext, doc, tmpl, pdir=pdir)
-    answer = await backend.arun(task)
-    data = _clamp_pages(_fill_defaults(answer.data, tmpl.schema), doc.pages)
+    reads_files = capabilities(backend).reads_files
+    budget = None if reads_files else backend.max_input_chars
+    if budget and len(fulltext) > budget:
+        raw, usage, attempts, model = await _analyse_in_parts(meta, fulltext, pdir, doc, backend, tmpl, budget)
+    else:
+        answer = await backend.arun(build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=reads_files))
+        raw, usage, attempts, model = answer.data, answer.usage, answer.attempts, answer.model
+    data = _clamp_pages(_fill_defaults(raw, tmpl.schema), doc.pages)
     coverage = compute_coverage(doc, data)
     figures = {f.number: {"caption": f.caption, "page": f.page, "src": f.src} for f in doc.figures if f.number}
-    analyser = f"{answer.backend}/{answer.model}" if answer.model else answer.backend
+    analyser = f"{backend.name}/{model}" if model else backend.name
     body = tmpl.render(f"{tmpl.name}.md.j2", meta=meta, a=data, figures=figures, verbatim=backend.verbatim,
                        coverage=coverage, analyser=analyser, reader_notes=reader_notes)
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
@@ -300,7 +390,7 @@ async def compose_note(meta: PaperMeta, fulltext: str, pdir: Path, backend: Back
         setattr(meta, name, value)
     setattr(meta, "analysed_from", _source_hash(meta, fulltext))
     info = {"analyser": analyser, "template": tmpl.id, "figures": len(data.get("main_figures") or []),
-            "coverage": coverage, "usage": answer.usage, "attempts": answer.attempts}
+            "coverage": coverage, "usage": usage, "attempts": attempts}
     return meta, body, info
 
 
