@@ -38,12 +38,17 @@ def _log():
         return S.log
 
 
-def _analyse_key(context, params) -> str:
-    return S.analyse_key(params)
+def _fresh(params) -> bool:
+    """`survey --no-cache` (`[agents] answer_cache = false`): ask again, so no task result is served either."""
+    return not Workspace(params["root"]).settings.agents.answer_cache
 
 
-def _inputs_key(context, params) -> str:
-    return S.cache_key(context.task.name, params)
+def _analyse_key(context, params) -> str | None:
+    return None if _fresh(params) else S.analyse_key(params)
+
+
+def _inputs_key(context, params) -> str | None:
+    return None if _fresh(params) else S.cache_key(context.task.name, params)
 
 
 # --- the tasks: one stage function each ----------------------------------------------------------------

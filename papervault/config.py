@@ -152,6 +152,9 @@ class AgentSettings(Section):
     timeout: float = Field(600.0, description="seconds one model session may take")
     breaker_failures: int = Field(5, description="consecutive failures that open the circuit breaker")
     max_cost_usd: float | None = Field(None, description="stop a run once its recorded cost exceeds this")
+    answer_cache: bool = Field(True, description="keep a model's valid answers in .papervault/cache/answers/ and "
+                               "answer a task asked again with the same prompts, schema and files from there "
+                               "(`papervault survey --no-cache` asks again)")
     review_selection: bool = Field(True, description="a backend that calls a model reviews a survey's topic "
                                    "selection: near misses it judges core come in, selected papers it judges off "
                                    "the topic go out (papervault.survey.judge)")
@@ -178,7 +181,7 @@ class OpenAISettings(Section):
     model: str = Field("llama3.1", description="model name")
     json_mode: bool = Field(True, description="ask for response_format json_object")
     json_schema: bool = Field(True, description="first ask for response_format json_schema (falls back to json_object)")
-    max_input_chars: int = Field(120_000, description="longest paper text sent in one request (the rest is cut)")
+    max_input_chars: int = Field(120_000, description="longest paper text sent in one request (a longer paper is read in parts)")
     input_cost_per_mtok: float = Field(0.0, description="USD per million input tokens, for the run log")
     output_cost_per_mtok: float = Field(0.0, description="USD per million output tokens, for the run log")
 

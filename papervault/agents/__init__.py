@@ -98,14 +98,17 @@ def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None 
                 run_id: str | None = None) -> Backend:
     """The backend called `name` (default: `[agents] backend`), configured from `settings`.
 
-    `state_dir` is the workspace's `.papervault/` (run logs and quarantine); by default the one of the
+    `state_dir` is the workspace's `.papervault/` (run logs, quarantine and, for a backend that calls a model,
+    the answer cache in `cache/answers/` unless `[agents] answer_cache` is off); by default the one of the
     current workspace (`PAPERVAULT_WORKSPACE` or the nearest `papervault.toml`).
     """
     spec = _spec(name or settings.agents.backend or "extractive")
     if state_dir is None:
         state_dir = Workspace.resolve().state_dir
     a = settings.agents
+    # a model's valid answers are kept by what it was asked, so an unchanged task is not asked again
+    cache_dir = state_dir / "cache" / "answers" if spec.capabilities.uses_model and a.answer_cache else None
     common = dict(retries=a.retries, backoff=a.backoff, breaker_failures=a.breaker_failures,
                   concurrency=a.concurrency, timeout=a.timeout, state_dir=state_dir,
-                  max_cost_usd=a.max_cost_usd, run_id=run_id)
+                  max_cost_usd=a.max_cost_usd, run_id=run_id, cache_dir=cache_dir)
     return spec.factory(settings, **common)

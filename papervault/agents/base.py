@@ -3,13 +3,15 @@
 A backend implements `ask` (one attempt, raw text or data back). `Backend.arun` wraps it with what every
 backend needs the same way: schema validation, retries with backoff for empty or invalid answers (after the
 server's Retry-After when it sends one; `papervault.retrying`), quarantine of the raw output, a circuit
-breaker, a JSONL run log with token use and cost, and a cost ceiling.
+breaker, a JSONL run log with token use and cost, a cost ceiling, and an answer cache (`AnswerCache`): a task
+asked before with the same backend, model, kind, prompts, schema and files gets the valid answer it got then.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -140,6 +142,56 @@ def validate(data: Any, schema: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+class AnswerCache:
+    """Valid answers of model tasks on disk (`.papervault/cache/answers/`), one JSON file per task key.
+
+    The key hashes what the model is shown and who answers: the backend, the model, the task's kind, system
+    prompt, prompt, schema, the content of every file it may read and its plain-data inputs (the paper's text
+    for a backend that takes it in the message). A task whose key is stored is not asked again; only answers
+    that passed the schema are stored, and a stored answer is checked against the schema again when read.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    @staticmethod
+    def key(backend: str, model: str, task: Task) -> str:
+        h = hashlib.sha256()
+        files = {}
+        for name, path in sorted(task.files.items()):
+            try:
+                files[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except OSError:
+                files[name] = "-"
+        for part in (backend, model, task.kind, task.system, task.prompt,
+                     json.dumps(wire_schema(task.schema), sort_keys=True),
+                     json.dumps(files, sort_keys=True), json.dumps(task.inputs, sort_keys=True, default=str)):
+            h.update(part.encode("utf-8", "replace"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        path = self._path(key)
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            return validate(stored["data"], schema)
+        except (OSError, ValueError, KeyError, TypeError, InvalidAnswer):
+            return None               # absent, unreadable or no longer valid: ask the model
+
+    def put(self, key: str, data: dict[str, Any], *, kind: str, model: str) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}")
+            tmp.write_text(json.dumps({"kind": kind, "model": model, "data": data}, default=str), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass                      # a cache that cannot be written only costs a request next time
+
+
 class RunLog:
     """Token use and cost of one run, appended as JSONL to `.papervault/runs/<run>.jsonl`."""
 
@@ -201,7 +253,7 @@ class Backend:
 
     def __init__(self, *, retries: int = 3, backoff: float = 1.0, breaker_failures: int = 5,
                  concurrency: int = 4, timeout: float = 600.0, state_dir: Path | None = None,
-                 max_cost_usd: float | None = None, run_id: str | None = None):
+                 max_cost_usd: float | None = None, run_id: str | None = None, cache_dir: Path | None = None):
         self.retries = max(1, retries)
         self.backoff = backoff
         self.concurrency = max(1, concurrency)
@@ -209,6 +261,7 @@ class Backend:
         self.state_dir = state_dir
         self.breaker = Breaker(breaker_failures)
         self.log = RunLog(state_dir / "runs" if state_dir else None, run_id, max_cost_usd)
+        self.cache = AnswerCache(cache_dir) if cache_dir is not None else None
         self._slots: dict[int, asyncio.Semaphore] = {}
 
     def _slot(self) -> asyncio.Semaphore:
@@ -248,8 +301,16 @@ class Backend:
         if self.breaker.open:
             raise BreakerOpen(f"{self.label} failed {self.breaker.failures} times in a row; not asking it about {task.key or task.kind}",
                               fix="check the backend (server up? key valid? model name?) and run again")
+        started = time.monotonic()
+        key = AnswerCache.key(self.name, self.model, task) if self.cache is not None else ""
+        cached = self.cache.get(key, task.schema) if self.cache is not None else None
+        if cached is not None:
+            self.log.record(kind=task.kind, key=task.key, backend=self.name, model=self.model, ok=True, cached=True,
+                            attempts=0, seconds=round(time.monotonic() - started, 3), usage=asdict(Usage()))
+            return Answer(data=cached, backend=self.name, model=self.model, usage=Usage(), attempts=0,
+                          seconds=time.monotonic() - started, raw=json.dumps(cached, default=str))
         self.log.check_ceiling()
-        usage, started = Usage(), time.monotonic()
+        usage = Usage()
         failures: list[tuple[str, str]] = []
         fatal: BackendError | None = None
         try:
@@ -268,6 +329,8 @@ class Backend:
                             raw=reply.text or json.dumps(data, default=str))
             self.log.record(kind=task.kind, key=task.key, backend=self.name, model=answer.model, ok=True,
                             attempts=attempts, seconds=round(answer.seconds, 3), usage=asdict(usage))
+            if self.cache is not None:
+                self.cache.put(key, data, kind=task.kind, model=answer.model)
             return answer
         attempts = len(failures)
         self.breaker.failure()

@@ -120,16 +120,16 @@ def _ws(root: str | Path) -> Workspace:
     return Workspace(root).require()
 
 
-_BACKENDS: dict[tuple[str, str], Backend] = {}
+_BACKENDS: dict[tuple[str, str, bool], Backend] = {}
 _BACKENDS_LOCK = threading.Lock()
 
 
 def backend_for(root: str | Path, name: str) -> Backend:
     """One backend object per workspace and name in this process (its breaker and run log are shared)."""
+    ws = _ws(root)
     with _BACKENDS_LOCK:
-        key = (str(root), name)
+        key = (str(root), name, ws.settings.agents.answer_cache)      # `survey --no-cache` gets a backend of its own
         if key not in _BACKENDS:
-            ws = _ws(root)
             _BACKENDS[key] = get_backend(name, ws.settings, state_dir=ws.state_dir)
         return _BACKENDS[key]
 

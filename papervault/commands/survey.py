@@ -42,13 +42,19 @@ from papervault.commands.common import emit_json, json_option, open_workspace, p
                    "reasons); nothing is written unless --run.")
 @click.option("--run", "run_again", is_flag=True, help="With --refresh: run the survey again (its topic, slug and "
               "selection; your edits to selection.md kept).")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Ask the model again even where it answered the same request before (by default a request "
+                   "whose prompts, schema and files are unchanged is answered from .papervault/cache/answers/).")
 @workspace_option
 @json_option
 def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, workers, dask_address, threshold,
-           select_only, refresh, run_again, workspace, as_json):
+           select_only, refresh, run_again, no_cache, workspace, as_json):
     """Survey vault papers on TOPIC: correlation, outline, draft and polish in vault/surveys/<slug>/."""
     from papervault.survey.select import parse_spec  # deferred: not at CLI start-up
 
+    if no_cache:
+        # read by every backend this process (and the task runner's workers it starts) builds
+        os.environ["PAPERVAULT_AGENTS_ANSWER_CACHE"] = "false"
     ws = open_workspace(workspace)
     if run_again and not refresh:
         raise click.UsageError("--run goes with --refresh SLUG")
