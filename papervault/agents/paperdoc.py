@@ -274,30 +274,25 @@ class PaperPart:
         return {"index": self.index, "count": self.count, "first": self.first, "last": self.last}
 
 
-_HEADING_LINE = re.compile(r"^#{1,6}\s")
-
-
-def _pieces(text: str, budget: int) -> list[str]:
-    """`text` in pieces of at most `budget` characters: cut before a heading where one falls in the second
-    half of a piece, else at a paragraph break, else at a line break, else at a space (never inside a word
-    unless a 'word' is longer than the budget)."""
+def _pieces(text: str, budget: int, heads: list[int]) -> list[str]:
+    """`text` in pieces of at most `budget` characters: cut before a heading (`heads`: offsets in `text`) where
+    one falls in the second half of a piece, else at a paragraph break, else at a line break, else at a space
+    (inside a word only when a 'word' is longer than the budget)."""
     out: list[str] = []
-    while len(text) > budget:
-        window = text[:budget]
-        cut = -1
-        for m in re.finditer(r"\n(?=#{1,6}\s)", window):
-            if m.start() >= budget // 2:
-                cut = m.start() + 1
+    start = 0
+    while len(text) - start > budget:
+        window = text[start:start + budget]
+        cut = max((h - start for h in heads if start + budget // 2 <= h < start + budget), default=-1)
         for sep in ("\n\n", "\n", " "):
             if cut <= 0:
                 at = window.rfind(sep)
                 cut = at + len(sep) if at > 0 else -1
         if cut <= 0:
             cut = budget
-        out.append(text[:cut])
-        text = text[cut:]
-    if text:
-        out.append(text)
+        out.append(text[start:start + cut])
+        start += cut
+    if start < len(text):
+        out.append(text[start:])
     return out
 
 
@@ -306,27 +301,32 @@ def split_paper(markdown: str, budget: int) -> list[PaperPart]:
 
     Pages are packed in order while the part stays within the budget; a part ends before the page that would
     pass it, and a new part starts at a page that opens with a heading when the current one is already four
-    fifths full (so a section is split less often). A page longer than the budget alone is cut in pieces (before a
-    heading, else at a paragraph break). Nothing is left out: the parts joined give the text back.
+    fifths full (so a section is split less often). A page longer than the budget alone is cut in pieces (before
+    a heading, else at a paragraph break). Nothing is left out: the parts joined give the text back.
     """
     budget = max(1000, int(budget))
-    anchors = paper_md.read(markdown).anchors
-    units: list[tuple[int, str]] = []             # (page, text) in order
+    structure = paper_md.read(markdown)
+    anchors = structure.anchors
+    heads = paper_md.heading_offsets(markdown)
+    units: list[tuple[int, int, int]] = []             # (page, start, end) in order
     if not anchors:
-        units = [(1, markdown)]
+        units = [(1, 0, len(markdown))]
     else:
         for k, (page, start) in enumerate(anchors):
             end = anchors[k + 1][1] if k + 1 < len(anchors) else len(markdown)
-            units.append((page, markdown[start:end]))
-        if anchors[0][1] > 0:                       # whatever precedes the first anchor goes with page one
-            units[0] = (units[0][0], markdown[:anchors[0][1]] + units[0][1])
-    pieces: list[tuple[int, str]] = []
-    for page, text in units:
-        pieces += [(page, t) for t in _pieces(text, budget)]
+            units.append((page, 0 if k == 0 else start, end))     # what precedes the first anchor goes with it
+    pieces: list[tuple[int, int, str]] = []            # (page, offset, text)
+    for page, start, end in units:
+        offset = start
+        for t in _pieces(markdown[start:end], budget, [h - start for h in heads if start < h < end]):
+            pieces.append((page, offset, t))
+            offset += len(t)
     parts: list[tuple[int, int, list[str]]] = []
     size = 0
-    for page, text in pieces:
-        opens_section = any(_HEADING_LINE.match(ln) for ln in text.lstrip().splitlines()[:3])
+    for page, offset, text in pieces:
+        # a piece opens a section when a heading follows its start with nothing but a page anchor before it
+        opens_section = any(offset <= h < offset + 200 and not paper_md.without_anchors(markdown[offset:h]).strip()
+                            for h in heads)
         if parts and (size + len(text) > budget or (opens_section and size > budget * 0.8)):
             parts.append((page, page, [text]))
             size = len(text)

@@ -150,6 +150,24 @@ def read_page_link(href: str) -> tuple[str, str, str] | None:
     return (m.group(1), m.group(2), m.group(3) or "") if m else None
 
 
+def trailing_page_citation(text: str) -> tuple[str, int | None]:
+    """A statement as a note writes it, "text [p. 223](paper.md#page-1)": (the text without the citation, the
+    PDF page its link opens); (text, None) when it ends in no page citation."""
+    m = _TRAILING_CITATION.search(text)
+    if m is None:
+        return text.strip(), None
+    return text[:m.start()].strip(), int(m.group(1))
+
+
+_TRAILING_CITATION = re.compile(r"\s*\[p\. [^\]\n]+\]\((?:[^\s()]*/)?paper\.md#page-(\d+)\)\s*$")
+
+
+def heading_offsets(text: str) -> list[int]:
+    """The character offset in `text` of every heading line `read` finds, in order."""
+    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+    return [starts[s.start] for s in read(text).sections if s.start < len(starts)]
+
+
 # --- rewriting ---------------------------------------------------------------------------------------
 
 def without_anchors(text: str) -> str:
