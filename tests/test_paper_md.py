@@ -36,6 +36,7 @@ NOT_PAPER_MD = {
     ("papervault/survey/outline.py", "heading"): "outline.md",
     ("papervault/site/stage.py", "heading"): "the title of survey.md and other site pages",
     ("papervault/chunking/paper.py", "heading"): "note.md's sections",
+    ("papervault/survey/papers.py", "heading"): "note.md's sections",
     ("papervault/chunking/code/repository.py", "image line"): "a repository's README",
     ("papervault/chunking/code/repository.py", "heading"): "a repository's README",
     ("papervault/survey/polish.py", "image line"): "survey.md's images",

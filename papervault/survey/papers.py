@@ -5,11 +5,13 @@ survey cites one (`cite`). A leaf of the survey package: the stages import it, i
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from papervault.ids import last_name
 from papervault.pages import printed_for
+from papervault.vault.paper import trailing_page_citation
 
 
 @dataclass
@@ -51,6 +53,12 @@ class SurveyPaper:
         return h.hexdigest()[:16]
 
     @property
+    def analysis(self) -> dict[str, list[dict[str, Any]]]:
+        """The statements of the paper's analysed note by section ("summary", "method", "contributions",
+        "experiments", ...), each `{"text", "page"}` with the PDF page its link opens (None without one)."""
+        return note_statements(self.note)
+
+    @property
     def short_author(self) -> str:
         """"Lamport", "Lamport and Shostak", "Lamport et al." as a sentence names the paper."""
         names = [last_name(a) for a in self.authors if a.strip()]
@@ -67,3 +75,28 @@ def cite(pid: str, page: int | None = None) -> str:
     """A Pandoc citation of a vault paper, with a page locator when the page is known: the page the paper
     prints (`p. 223`), not the PDF's page index."""
     return f"[@{pid}, p. {printed_for(pid, page)}]" if page else f"[@{pid}]"
+
+
+_NOTE_HEADING = re.compile(r"^##\s+(?P<name>.+?)\s*$")      # a section of note.md ("## Summary")
+_NOT_STATEMENTS = ("coverage", "main figures", "code and reproducibility")
+
+
+def note_statements(note: str) -> dict[str, list[dict[str, Any]]]:
+    """The bulleted statements of an analysed note (`templates/note.md.j2`), by section title in lower case,
+    with the page each links to. The extractive note's quotation marks are taken off; the sections that list
+    what the note does not cover, its figures or its code links are not statements and are left out."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    name = ""
+    for line in note.splitlines():
+        h = _NOTE_HEADING.match(line)
+        if h:
+            name = h.group("name").strip().lower()
+            continue
+        line = line.strip()
+        if not name or name in _NOT_STATEMENTS or not line.startswith("- "):
+            continue
+        text, page = trailing_page_citation(line[2:])
+        text = text.strip().strip("“”\"").strip()
+        if text:
+            out.setdefault(name, []).append({"text": text, "page": page})
+    return out
