@@ -324,24 +324,27 @@ def outline(root: str, topic: str, ids: list[str], backend: str, correlation: di
 
 def draft(root: str, section: dict[str, Any], topic: str, ids: list[str], backend: str,
           correlation: dict[str, Any], inputs: str) -> dict[str, Any]:
-    """One section: quotations of its papers (extractive) or prose from their passages (a model)."""
+    """One section: quotations of its papers (extractive), or prose a model writes from each cited paper's
+    analysed note and the passages retrieved for the section (`draft.evidence_for`)."""
     sec = Section(**section)
     papers = {p.id: p for p in _papers(root, ids)}
     corr = Correlation.from_dict(correlation)
     result = D.draft_section(sec, topic, papers, corr)
     if sec.kind in ("comparison",):
         return result.as_dict()         # the comparison table is built from the papers, never written
-    evidence: list[dict[str, Any]] = []
+    evidence: dict[str, Any] = {"papers": [], "remarks": []}
 
     def task() -> Task:
-        evidence[:] = D.evidence_for(sec, topic, papers)
+        # each cited paper's analysed note and the passages the index retrieves for this section
+        evidence.update(D.evidence_for(sec, topic, papers, ws=_ws(root)))
         return Task(kind="survey-section", key=f"section:{sec.title[:40]}", system=_render(root, "system.md.j2"),
                     prompt=_render(root, "draft.prompt.md.j2", topic=topic, section=sec, evidence=evidence),
                     schema=D.SECTION_SCHEMA, inputs={"section": section, "evidence": evidence})
 
     def use(data: Any, label: str):
         text = data["markdown"].strip()
-        return D.SectionDraft(sec.title, text + "\n", list(sec.cites), label, evidence) if text else None
+        return D.SectionDraft(sec.title, text + "\n", list(sec.cites), label, D.evidence_quotes(evidence)) \
+            if text else None
 
     # on failure keep the extractive section: quoted, cited, never invented
     return model_or_extractive(root, backend, task, use, result).as_dict()

@@ -7,12 +7,15 @@ backend writes prose from the same evidence, and polishing checks what it wrote.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from papervault.survey.attribution import own_claim, remark, remarks_about, who
 from papervault.survey.correlate import Correlation
-from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences
+from papervault.agents.otherwork import other_work
+from papervault.agents.paperdoc import sentences
+from papervault.survey.evidence import Passage, index_passages, paper_sentences, quotable, rank_sentences
 from papervault.survey.outline import Section
 from papervault.survey.papers import SurveyPaper, cite
 from papervault.vault.paper import page_link as paper_link
@@ -203,18 +206,156 @@ SECTION_SCHEMA: dict[str, Any] = {
 }
 
 
-def evidence_for(section: Section, topic: str, papers: dict[str, SurveyPaper], *, per_paper: int = 4) -> list[dict[str, Any]]:
-    """The passages a model may draw on for a section: the best sentences of each cited paper, with pages."""
-    out = []
-    query = f"{topic} {section.title} {section.purpose}"
-    for c in section.cites:
-        p = papers.get(c)
-        if p is None:
+# What a model is given for a section: per cited paper its analysed note and passages retrieved for the
+# section; the prompt's size is bounded (`BRIEF_BUDGET`, `PAPER_BRIEF_MAX`, `ITEM_MAX`, `PASSAGE_MAX`).
+BRIEF_BUDGET = 40_000        # characters of material for all the section's papers together ...
+PAPER_BRIEF_MIN = 1_500      # ... but never less than this per paper (its summary and method) ...
+PAPER_BRIEF_MAX = 8_000      # ... nor more than this for one paper
+ITEM_MAX = 400               # one statement of a note
+PASSAGE_MAX = 700            # one retrieved passage
+PASSAGES = 4                 # passages per paper
+REMARKS = 6                  # other papers' descriptions of the cited ones, in all
+
+# Sentences that say nothing about the work: the paper's plan, front matter, and scan or layout debris.
+_BOILERPLATE = re.compile(
+    r"\b(?:the\s+)?(?:remainder|rest)\s+of\s+(?:this|the)\s+(?:paper|article|section)\b"
+    r"|\b(?:this|the)\s+(?:paper|article)\s+is\s+(?:organi[sz]ed|structured)\b"
+    r"|^\s*(?:in\s+)?section\s+\d+(?:\.\d+)*,?\s+(?:we\s+)?(?:describes?|presents?|discuss(?:es)?|introduces?|"
+    r"concludes?|reviews?|shows?|gives?|covers?|outlines?)\b"
+    r"|\bpermission\s+to\s+make\s+digital\b|\ball\s+rights\s+reserved\b|\bcopyright\b|\u00a9"
+    r"|\bproceedings\s+of\s+the\b|\bISBN\b|\bDOI:?\s*10\.|\bhttps?://"
+    r"|\bwork\s+(?:was|is)\s+(?:supported|funded)\b|\backnowledg",
+    re.I)
+
+
+def informative(text: str) -> bool:
+    """A sentence worth giving a model: prose that says something (`evidence.quotable`), not the paper's plan
+    of sections, front matter, a funding line, or scan noise such as "(N I 2)" and runs of one-letter tokens."""
+    if not quotable(text) or _BOILERPLATE.search(text):
+        return False
+    words = text.split()
+    short = sum(1 for w in words if len(w.strip("()[].,;:")) <= 1)
+    return short <= max(2, len(words) // 5)
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters of whole words and an ellipsis when it was longer."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit + 1]
+    head = head[:head.rfind(" ")] if " " in head else text[:limit]
+    return head.rstrip(" ,;:") + " …"
+
+
+def _passage_text(text: str, keep=informative) -> str:
+    """A retrieved passage with only its sentences that `keep` accepts, at most `PASSAGE_MAX` characters of
+    whole sentences ("" when none is left)."""
+    kept: list[str] = []
+    size = 0
+    for sent in sentences(text):
+        if not keep(sent):
             continue
-        for s in pick_sentences(p, query, limit=per_paper, used=set()):
-            out.append({"paper": p.id, "title": p.title, "page": s.page, "text": s.text, "about": None, "remark": None})
-        # another paper's description of this one: the model must say whose remark it is
-        for src, s in remarks_about(p, list(papers.values()), query, limit=1):
-            out.append({"paper": src.id, "title": src.title, "page": s.page, "text": s.text, "about": p.id,
-                        "remark": f"{who(src)} describing {who(p)}"})
+        if size + len(sent) > PASSAGE_MAX:
+            if not kept:
+                kept.append(_cut(sent, PASSAGE_MAX))
+            break
+        kept.append(sent)
+        size += len(sent) + 1
+    return " ".join(kept)
+
+
+def section_passages(p: SurveyPaper, query: str, ws=None, *, limit: int = PASSAGES) -> list[dict[str, Any]]:
+    """Passages of paper `p` for a section: the paragraphs the index's hybrid search ranks first for `query`
+    within this paper (its own sentences ranked for it when the index cannot answer), each cleared of
+    boilerplate and noise, describing the paper's own work (not other work), with its page."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def add(text: str, page: int | None, section: str) -> None:
+        def keep(sent: str) -> bool:
+            return informative(sent) and not other_work(sent, section, p.fulltext, title=p.title)
+
+        text = _passage_text(text, keep)
+        key = text[:80].lower()
+        if text and key not in seen and len(out) < limit:
+            seen.add(key)
+            out.append({"page": page, "section": section, "text": text})
+
+    if ws is not None:
+        for hit in index_passages(ws, p.id, query, limit=limit * 2, level="paragraph"):
+            add(hit.text, hit.page, hit.section)
+    if len(out) < limit:
+        for s in pick_sentences(p, query, limit=limit * 2, used=set()):      # the paper's own claims only
+            if informative(s.text):
+                add(s.text, s.page, s.section)
     return out
+
+
+def _printed(pid: str, page: Any) -> str | None:
+    """The page as the paper prints it (what a citation's `p. N` means), None without one."""
+    return printed_for(pid, page) if isinstance(page, int) and page > 0 else None
+
+
+def paper_brief(p: SurveyPaper, query: str, ws=None, *, budget: int = PAPER_BRIEF_MAX) -> dict[str, Any]:
+    """What a model is told of one cited paper: its analysed note (summary, one-line method, how the method
+    works, key results and results, each with its page as the paper prints it) and the passages retrieved for
+    the section, within `budget` characters: the summary and method first, then passages and method details,
+    then results."""
+    notes = p.analysis
+    candidates: list[tuple[str, dict[str, Any]]] = []
+    candidates += [("summary", c) for c in notes.get("summary", [])[:3]]
+    passages = section_passages(p, query, ws)
+    candidates += [("passages", x) for x in passages[:2]]
+    candidates += [("method", c) for c in notes.get("method", [])[:6]]
+    candidates += [("key_results", r) for r in p.key_results[:6] if isinstance(r, dict) and r.get("value")]
+    candidates += [("passages", x) for x in passages[2:]]
+    candidates += [("results", c) for c in notes.get("experiments", [])[:4]]
+    candidates += [("contributions", c) for c in notes.get("contributions", [])[:3]]
+    brief: dict[str, Any] = {"id": p.id, "title": p.title, "year": p.year, "who": who(p),
+                             "method_line": _cut(p.method, ITEM_MAX) if p.method else "",
+                             "summary": [], "method": [], "key_results": [], "results": [], "contributions": [],
+                             "passages": []}
+    size = len(p.title) + len(brief["method_line"]) + 80
+    for field_name, item in candidates:
+        if field_name == "key_results":
+            entry = {k: _cut(item.get(k) or "", 120) for k in ("setting", "metric", "value", "source")}
+            entry["page"] = _printed(p.id, item.get("page"))
+        elif field_name == "passages":
+            entry = {**item, "page": _printed(p.id, item.get("page"))}
+        else:
+            entry = {"text": _cut(item["text"], ITEM_MAX), "page": _printed(p.id, item.get("page"))}
+        cost = sum(len(str(v)) for v in entry.values()) + 16
+        if size + cost > budget:
+            continue
+        size += cost
+        brief[field_name].append(entry)
+    brief["size"] = size
+    return brief
+
+
+def evidence_for(section: Section, topic: str, papers: dict[str, SurveyPaper], ws=None) -> dict[str, Any]:
+    """What a model drafting `section` is given: a brief of each cited paper (`paper_brief`: its analysed note
+    and the passages the index retrieves for the section) and the other selected papers' descriptions of them
+    (`remarks`, at most `REMARKS`, each with `about` and `remark`: whose remark it is). The briefs share
+    `BRIEF_BUDGET` characters (each at least `PAPER_BRIEF_MIN`, at most `PAPER_BRIEF_MAX`)."""
+    query = f"{topic} {section.title} {section.purpose}"
+    cited = [papers[c] for c in section.cites if c in papers]
+    per_paper = min(PAPER_BRIEF_MAX, max(PAPER_BRIEF_MIN, BRIEF_BUDGET // max(1, len(cited))))
+    briefs = [paper_brief(p, query, ws, budget=per_paper) for p in cited]
+    remarks = []
+    for p in cited:
+        # another paper's description of this one: the model must say whose remark it is
+        for src, s in remarks_about(p, list(papers.values()), query, limit=1)[:max(0, REMARKS - len(remarks))]:
+            remarks.append({"paper": src.id, "title": src.title, "page": _printed(src.id, s.page),
+                            "text": _cut(s.text, PASSAGE_MAX),
+                            "about": p.id, "remark": f"{who(src)} describing {who(p)}"})
+    return {"papers": briefs, "remarks": remarks}
+
+
+def evidence_quotes(evidence: dict[str, Any]) -> list[dict[str, Any]]:
+    """The passages of `evidence_for` as the draft's `quotes` (paper, text, page; `about` for a remark)."""
+    out = [{"paper": b["id"], "text": x["text"], "page": x["page"], "about": None} for b in evidence["papers"]
+           for x in b["passages"]]
+    return out + [{"paper": r["paper"], "text": r["text"], "page": r["page"], "about": r["about"]}
+                  for r in evidence["remarks"]]

@@ -161,11 +161,12 @@ def rank_sentences(query: str, candidates: list[Passage], *, limit: int = 5, onl
     return scored[:limit]
 
 
-def index_passages(ws, paper_id: str, query: str, *, limit: int = 5) -> list[Passage]:
-    """Passages of one paper retrieved from the index for `query`; [] when the index cannot answer."""
+def index_passages(ws, paper_id: str, query: str, *, limit: int = 5, level: str | None = None) -> list[Passage]:
+    """Passages of one paper retrieved from the index for `query` (of chunk `level` only, e.g. "paragraph",
+    when given); [] when the index cannot answer."""
     from papervault.index.search import search  # deferred: pyarrow; polish and export need no index
     try:
-        hits = search(ws, query, limit=limit, filters={"paper": paper_id})
+        hits = search(ws, query, limit=limit, level=level, filters={"paper": paper_id})
     except Exception:  # an unbuilt or stale index only costs recall: the full text is searched anyway
         return []
     out = []
