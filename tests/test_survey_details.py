@@ -1,9 +1,44 @@
-"""Details a reader of a survey notices: the pages the correlation prompt offers."""
+"""Details a reader of a survey notices: a comparison cell cut inside a word, a lineage edge to a later paper
+called "builds on", the pages the correlation prompt offers."""
 
 from __future__ import annotations
 
+from papervault.survey import correlate as C
+from papervault.survey import draft as D
 from papervault.survey import export as E
 from papervault.survey.papers import SurveyPaper
+
+DLS = "Consensus in the presence of partial synchrony"
+
+
+def _paper(pid: str, year: int, title: str, refs: str = "") -> SurveyPaper:
+    text = f'<a id="page-1"></a>\n\n# {title}\n\nBody.\n\n## References\n\n{refs}\n'
+    return SurveyPaper(id=pid, title=title, year=year, fulltext=text)
+
+
+def test_a_long_comparison_cell_ends_at_a_word():
+    method = ("Fault-tolerant replication of a state machine through remote method invocation with a leader "
+              "that orders every request, and acceptors that remember the ballots they promised")
+    row = C.ComparisonRow("doe2020", method=method, datasets=["WidgetBench"])
+    corr = C.Correlation("t", ["doe2020"], comparison=[row])
+    (line,) = D._comparison_table(corr, {"doe2020": SurveyPaper("doe2020", "Widgets")})[2:]
+    cell = line.split(" | ")[1]
+    assert cell.endswith(" …") and len(cell) <= D.CELL_MAX + 2
+    kept = cell[:-2].split()
+    assert kept == method.split()[:len(kept)], cell          # whole words of the method, never "invoc"
+
+
+def test_a_paper_never_cites_a_later_one_and_correlation_says_cites():
+    ref = f"[1] C. Dwork, N. Lynch and L. Stockmeyer. {DLS}. In PODC, 1984."
+    flp = _paper("fischer1985impossibility", 1985, "Impossibility of distributed consensus with one faulty process", ref)
+    dls = _paper("dwork1988consensus", 1988, DLS)
+    assert C.find_lineages([flp, dls]) == []               # the 1984 version, not the 1988 paper
+    dls.year = 1986                                         # within a year: a preprint or "to appear"
+    (edge,) = C.find_lineages([flp, dls])
+    assert (edge.paper_id, edge.builds_on, edge.via) == ("fischer1985impossibility", "dwork1988consensus", "title")
+    corr = C.Correlation("consensus", [flp.id, dls.id], lineages=[edge])
+    md = E.render("correlation.md.j2", None, c=corr, topic="consensus", slug="s", inputs="x")
+    assert "- [@fischer1985impossibility] cites [@dwork1988consensus]" in md and "builds on" not in md
 
 
 def test_the_correlation_prompt_gives_pages_only_where_the_notes_have_them():

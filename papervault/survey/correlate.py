@@ -37,7 +37,7 @@ class Cluster:
 
 @dataclass
 class Lineage:
-    """`paper_id` builds on `builds_on`: its reference list cites that vault paper."""
+    """`paper_id` cites `builds_on`: its reference list names that vault paper (the field keeps its old name)."""
 
     paper_id: str
     builds_on: str
@@ -99,8 +99,15 @@ class Correlation:
 _ARXIV_NEW = re.compile(r"\d{4}\.\d{4,5}")
 
 
+# A paper cites the work of later years only as a preprint, report or "to appear": a reference to a vault paper
+# more than this many years younger than the citing one is an earlier version of it (FLP, 1985, cites the
+# 1984 conference version of the 1988 journal paper), not a citation of that paper.
+YEAR_TOLERANCE = 1
+
+
 def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
-    """Which selected papers cite which, matching reference lists by DOI, arXiv id, then normalised title."""
+    """Which selected papers cite which, matching reference lists by DOI, arXiv id, then normalised title; a
+    paper never cites one published more than `YEAR_TOLERANCE` years after it."""
     out: list[Lineage] = []
     # line-break hyphenation ("dis- tributed") would hide a title from the match
     refs = {p.id: _dehyphen(references_text(p.fulltext)) for p in papers}
@@ -112,6 +119,8 @@ def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
         low = raw.lower()
         for cited in papers:
             if cited.id == citing.id:
+                continue
+            if citing.year and cited.year and cited.year > citing.year + YEAR_TOLERANCE:
                 continue
             via = None
             if cited.doi and cited.doi.lower() in low:

@@ -22,6 +22,7 @@ from papervault.vault.paper import page_link as paper_link
 from papervault.pages import printed_for
 
 PER_PAPER = 2            # quotations per paper in a section
+CELL_MAX = 160           # characters of a comparison table's cell
 PAPERS_PER_CUSTOM = 4    # papers quoted in a section whose outline names none
 
 
@@ -79,7 +80,8 @@ def pick_sentences(p: SurveyPaper, query: str, *, limit: int = PER_PAPER, used: 
 def _comparison_table(correlation: Correlation, papers: dict[str, SurveyPaper]) -> list[str]:
     def cell(v) -> str:
         text = "; ".join(v) if isinstance(v, list) else (v or "")
-        return (text.replace("|", "\\|").replace("\n", " ")[:160]) or "–"
+        # a long cell ends at a word, with an ellipsis, never inside one ("method invoc")
+        return _cut(text, CELL_MAX).replace("|", "\\|") or "–"
 
     def results(r) -> str:
         # only numbers whose metric, setting and page are known (correlate.result_evidence), each linked to its page
