@@ -1,7 +1,12 @@
 """Details a reader of a survey notices: a comparison cell cut inside a word, a lineage edge to a later paper
-called "builds on", the pages the correlation prompt offers."""
+called "builds on", a selection line whose list of papers names the wrong direction of a citation."""
 
 from __future__ import annotations
+
+import json
+import re
+
+from test_select_citations import CONSENSUS, TOPIC, _blocks, citing_vault  # noqa: F401  (the fixture)
 
 from papervault.survey import correlate as C
 from papervault.survey import draft as D
@@ -39,6 +44,21 @@ def test_a_paper_never_cites_a_later_one_and_correlation_says_cites():
     corr = C.Correlation("consensus", [flp.id, dls.id], lineages=[edge])
     md = E.render("correlation.md.j2", None, c=corr, topic="consensus", slug="s", inputs="x")
     assert "- [@fischer1985impossibility] cites [@dwork1988consensus]" in md and "builds on" not in md
+
+
+def test_selection_lists_who_cites_a_paper_and_whom_it_cites(citing_vault, cli_run):
+    out = json.loads(cli_run(["survey", TOPIC, "--select-only", "--slug", "cites", "--json",
+                              "--workspace", citing_vault]).stdout)
+    assert "lamport2001paxos" in out["papers"]
+    body = (citing_vault / "vault" / "surveys" / "cites" / "selection.md").read_text(encoding="utf-8")
+    selected = _blocks(body.partition("## Near misses")[0])
+    # a consensus paper cites "Paxos Made Simple": the ids after "cites" are the papers it cites, those after
+    # "cited by" the papers that cite it
+    for pid in (p for p in CONSENSUS if p in selected):
+        line = re.search(r"citations: (.*)", selected[pid]).group(1)
+        assert re.fullmatch(r"cited by 0 of the \d+ selected papers; cites 1 of them: @lamport2001paxos", line), line
+    paxos = selected["lamport2001paxos"]
+    assert re.search(r"cited by 4 of the \d+ selected papers .*: @howard2016consensus", paxos), paxos
 
 
 def test_the_correlation_prompt_gives_pages_only_where_the_notes_have_them():

@@ -34,7 +34,8 @@ class Reason:
     """Why a paper is in the selection: a matched passage (kind "passage"), the topic's words in its title
     ("title"), a citation link ("cited": a selected paper cites it; "citing": it cites a selected paper),
     citation evidence ("cocited": cited by k of the n selected papers, `other` = their ids; "chain": cited by the
-    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets; "survey": cited
+    paper `other` that citation evidence chose; "citations": the evidence line every listed paper gets, `other` the
+    selected papers that cite it and `section` those it cites; "survey": cited
     by `other`, the topic's own survey; "context": a sentence of `other` that cites it, on page `page`; "said":
     cited by `other`, a core paper, in that sentence, near the topic; "alongside": cited by `other` in that sentence
     with the selected papers whose ids `section` holds), "unspecific" (a near miss that stands out by
@@ -138,7 +139,10 @@ def _reason_line(r: Reason) -> str:
         return (f"cited by @{r.other}, which citation evidence chose ({_one_line(r.text, 160)})"
                 if _ID.fullmatch(r.other) else _one_line(r.text, 200))
     if r.kind == "citations":
-        return f"citations: {_one_line(r.text, 200)}{_ids(r.other)}"
+        # "cited by 2 of the 5 selected papers: @a, @b; cites 1 of them: @c": each list after what it counts
+        cited_by, sep, cites = r.text.partition("; cites ")
+        return (f"citations: {_one_line(cited_by, 200)}{_ids(r.other)}"
+                + (f"; cites {_one_line(cites, 200)}{_ids(r.section)}" if sep else ""))
     if r.kind == "model":
         return _one_line(r.text, 300)
     if r.kind == "person":

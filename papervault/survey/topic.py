@@ -782,7 +782,10 @@ class TopicSelector:
                 elif r.kind == "citations":
                     r.text = cited_text(len(by)).split(" (")[0]
                     if c.id in g.with_refs:
-                        r.text += f"; cites {len(g.cites.get(c.id, set()) & fset)} of them"
+                        # the selected papers this one cites (`section`); `other` holds those that cite it
+                        cites = sorted(g.cites.get(c.id, set()) & fset)
+                        r.text += f"; cites {len(cites)} of them"
+                        r.section = ",".join(cites)
                     r.other = ",".join(by)
         for c in listed:
             for r in c.evidence:
