@@ -173,11 +173,12 @@ class AnswerCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    def get(self, key: str, schema: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+        """(the stored answer, the model that gave it), or None."""
         path = self._path(key)
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            return validate(stored["data"], schema)
+            return validate(stored["data"], schema), str(stored.get("model") or "")
         except (OSError, ValueError, KeyError, TypeError, InvalidAnswer):
             return None               # absent, unreadable or no longer valid: ask the model
 
@@ -305,10 +306,12 @@ class Backend:
         key = AnswerCache.key(self.name, self.model, task) if self.cache is not None else ""
         cached = self.cache.get(key, task.schema) if self.cache is not None else None
         if cached is not None:
-            self.log.record(kind=task.kind, key=task.key, backend=self.name, model=self.model, ok=True, cached=True,
+            data, model = cached
+            model = model or self.model
+            self.log.record(kind=task.kind, key=task.key, backend=self.name, model=model, ok=True, cached=True,
                             attempts=0, seconds=round(time.monotonic() - started, 3), usage=asdict(Usage()))
-            return Answer(data=cached, backend=self.name, model=self.model, usage=Usage(), attempts=0,
-                          seconds=time.monotonic() - started, raw=json.dumps(cached, default=str))
+            return Answer(data=data, backend=self.name, model=model, usage=Usage(), attempts=0,
+                          seconds=time.monotonic() - started, raw=json.dumps(data, default=str))
         self.log.check_ceiling()
         usage = Usage()
         failures: list[tuple[str, str]] = []
