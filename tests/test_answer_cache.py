@@ -62,22 +62,45 @@ def backend(tmp_path, server, **agents):
 
 def test_only_a_valid_answer_is_kept_and_any_change_asks_again(tmp_path):
     task = Task(kind="paper-note", system="sys", prompt="note this", schema={"type": "object", "required": ["summary"]},
-                inputs={"markdown": "text"})
+                inputs={"markdown": "text", "meta": {"status": "parsed"}})
+    again_answer = {**SAMPLE_ANSWER, "method": "asked again"}
     with ChatServer([Turn.say("not json"), Turn.structured(SAMPLE_ANSWER), Turn.structured(SAMPLE_ANSWER),
-                     Turn.structured(SAMPLE_ANSWER)]) as server:
+                     Turn.structured(again_answer), Turn.structured(SAMPLE_ANSWER)]) as server:
         b = backend(tmp_path, server)
         first = b.run(task)
         again = b.run(task)               # the valid answer, not the invalid first attempt, was kept
         assert again.data == first.data == SAMPLE_ANSWER and again.attempts == 0 and len(server.requests) == 2
-        b.run(Task(**{**task.__dict__, "inputs": {"markdown": "other text"}}))     # what the model reads changed
+        # what the model is sent decides: metadata it never sees does not, the paper's text does
+        b.run(Task(**{**task.__dict__, "inputs": {"markdown": "text", "meta": {"status": "analysed"}}}))
+        assert len(server.requests) == 2
+        b.run(Task(**{**task.__dict__, "inputs": {"markdown": "other text"}}))
         assert len(server.requests) == 3
+        # a fresh task is asked again and its answer replaces the cached one
+        assert b.run(Task(**{**task.__dict__, "fresh": True})).data == again_answer and len(server.requests) == 4
+        assert b.run(task).data == again_answer and len(server.requests) == 4
         backend(tmp_path, server, answer_cache=False).run(task)                     # the cache is off
-        assert len(server.requests) == 4
+        assert len(server.requests) == 5
     logged = [json.loads(line) for f in (tmp_path / "ws" / ".papervault" / "runs").glob("*.jsonl")
               for line in f.read_text().splitlines()]
-    assert sum(bool(e.get("cached")) for e in logged) == 1
+    assert sum(bool(e.get("cached")) for e in logged) == 3
     stored = list((tmp_path / "ws" / ".papervault" / "cache" / "answers").rglob("*.json"))
-    assert len(stored) == 2 and all(json.loads(p.read_text())["data"] == SAMPLE_ANSWER for p in stored)
+    assert len(stored) == 2 and {json.loads(p.read_text())["data"]["method"] for p in stored} == \
+        {"asked again", SAMPLE_ANSWER["method"]}
+
+
+def test_a_forced_analysis_asks_the_model_again(tmp_path):
+    """`add --reanalyse` forces the analysis: the same task is asked again and its new answer kept."""
+    from papervault.survey.analyse import analyse_paper
+
+    vault = make_paper_vault(tmp_path / "ws")
+    second = {**SAMPLE_ANSWER, "method": "Gizmo, asked again"}
+    with ChatServer([Turn.structured(SAMPLE_ANSWER), Turn.structured(second)]) as server:
+        b = backend(tmp_path, server)
+        analyse_paper(vault, "doe2020widgets", b)
+        assert analyse_paper(vault, "doe2020widgets", b).status == "skipped" and len(server.requests) == 1
+        analyse_paper(vault, "doe2020widgets", b, force=True)
+        assert len(server.requests) == 2
+    assert vault.read_note("doe2020widgets")[0].method == "Gizmo, asked again"
 
 
 def test_a_survey_run_again_asks_the_model_nothing(citing_vault, cli_run, prefect_api, monkeypatch):

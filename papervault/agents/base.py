@@ -44,6 +44,7 @@ class Task:
     files: dict[str, Path] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     key: str = ""                     # what the task is about (a paper id), for logs and quarantine
+    fresh: bool = False               # ask the model even when the answer cache holds an answer (it replaces it)
 
 
 @dataclass
@@ -146,8 +147,8 @@ class AnswerCache:
     """Valid answers of model tasks on disk (`.papervault/cache/answers/`), one JSON file per task key.
 
     The key hashes what the model is shown and who answers: the backend, the model, the task's kind, system
-    prompt, prompt, schema, the content of every file it may read and its plain-data inputs (the paper's text
-    for a backend that takes it in the message). A task whose key is stored is not asked again; only answers
+    prompt, prompt, schema, the content of every file it may read and whatever else the backend sends
+    (`Backend.material`: the messages with the paper's text for `openai`). A task whose key is stored is not asked again; only answers
     that passed the schema are stored, and a stored answer is checked against the schema again when read.
     """
 
@@ -155,7 +156,8 @@ class AnswerCache:
         self.root = root
 
     @staticmethod
-    def key(backend: str, model: str, task: Task) -> str:
+    def key(backend: str, model: str, task: Task, material: str = "") -> str:
+        """The task's key; `material` is what else of the task reaches the model (`Backend.material`)."""
         h = hashlib.sha256()
         files = {}
         for name, path in sorted(task.files.items()):
@@ -165,7 +167,7 @@ class AnswerCache:
                 files[name] = "-"
         for part in (backend, model, task.kind, task.system, task.prompt,
                      json.dumps(wire_schema(task.schema), sort_keys=True),
-                     json.dumps(files, sort_keys=True), json.dumps(task.inputs, sort_keys=True, default=str)):
+                     json.dumps(files, sort_keys=True), material):
             h.update(part.encode("utf-8", "replace"))
             h.update(b"\0")
         return h.hexdigest()
@@ -290,6 +292,11 @@ class Backend:
         want = self.configured_model
         return name == self.name and (want is None or model == want)
 
+    def material(self, task: Task) -> str:
+        """What of `task`, beyond its prompts, schema and files, reaches the model (part of its answer-cache
+        key); by default its plain-data inputs, which a backend may read in place of the prompts."""
+        return json.dumps(task.inputs, sort_keys=True, default=str)
+
     async def ask(self, task: Task) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -303,8 +310,8 @@ class Backend:
             raise BreakerOpen(f"{self.label} failed {self.breaker.failures} times in a row; not asking it about {task.key or task.kind}",
                               fix="check the backend (server up? key valid? model name?) and run again")
         started = time.monotonic()
-        key = AnswerCache.key(self.name, self.model, task) if self.cache is not None else ""
-        cached = self.cache.get(key, task.schema) if self.cache is not None else None
+        key = AnswerCache.key(self.name, self.model, task, self.material(task)) if self.cache is not None else ""
+        cached = self.cache.get(key, task.schema) if self.cache is not None and not task.fresh else None
         if cached is not None:
             data, model = cached
             model = model or self.model

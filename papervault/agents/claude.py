@@ -102,6 +102,10 @@ class ClaudeBackend(Backend):
             max_budget_usd=s.max_budget_usd,
         )
 
+    def material(self, task: Task) -> str:
+        """Nothing beyond the prompts, schema and files: a session sees no other part of the task."""
+        return ""
+
     async def ask(self, task: Task) -> Reply:
         try:
             from claude_agent_sdk import CLINotFoundError, ClaudeSDKError, ResultMessage, query  # deferred: as above

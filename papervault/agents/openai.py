@@ -62,6 +62,10 @@ class OpenAIBackend(Backend):
                      + json.dumps(wire_schema(task.schema)))
         return [{"role": "system", "content": task.system}, {"role": "user", "content": "\n\n".join(parts)}]
 
+    def material(self, task: Task) -> str:
+        """The messages this backend sends (the paper's text among them): its answers are cached by them."""
+        return json.dumps(self.messages(task), sort_keys=True)
+
     async def ask(self, task: Task) -> Reply:
         key = self.settings.api_key or os.environ.get("OPENAI_API_KEY") or "none"
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}

@@ -229,13 +229,15 @@ FIGURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg")
 
 
 def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDoc, template: NoteTemplate,
-               pdir: Path | None = None, *, reads_files: bool = True, part: PaperPart | None = None) -> Task:
+               pdir: Path | None = None, *, reads_files: bool = True, part: PaperPart | None = None,
+               fresh: bool = False) -> Task:
     """The analysis task: prompts from templates, the schema, and the paper's files (only this paper's), from
     its vault folder or from `pdir`, a folder laid out like it (`paper.md`, `figures/`).
 
     `reads_files` says whether the backend opens the files itself (then the prompts tell it to read
     `paper.md` with its tools) or takes the text in its message. `part`, for such a backend, is the part of a
-    long paper this task holds: the prompt names its pages and `inputs["markdown"]` is its text alone."""
+    long paper this task holds: the prompt names its pages and `inputs["markdown"]` is its text alone.
+    `fresh` (a forced analysis) asks the model even when it answered the same task before."""
     pdir = pdir if pdir is not None else vault.paper_dir(meta.id)
     files = {"paper.md": pdir / "paper.md"}
     fig_dir = pdir / "figures"
@@ -251,7 +253,7 @@ def build_task(vault: Vault | None, meta: PaperMeta, fulltext: str, doc: PaperDo
     return Task(kind=TASK_KIND, key=f"{meta.id} {part.label}" if part else meta.id,
                 system=template.render(f"prompts/{TASK_KIND}.system.md.j2", **ctx),
                 prompt=template.render(f"prompts/{TASK_KIND}.user.md.j2", **ctx),
-                schema=template.schema, files=files, inputs=inputs)
+                schema=template.schema, files=files, inputs=inputs, fresh=fresh)
 
 
 # --- a long paper, in parts ------------------------------------------------------------------------------
@@ -295,13 +297,15 @@ def _merge_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _analyse_in_parts(meta: PaperMeta, fulltext: str, pdir: Path, doc: PaperDoc, backend: Backend,
-                            tmpl: NoteTemplate, budget: int) -> tuple[dict[str, Any], Usage, int, str]:
+                            tmpl: NoteTemplate, budget: int, fresh: bool = False
+                            ) -> tuple[dict[str, Any], Usage, int, str]:
     """A paper longer than the backend's message budget, read whole: one request per part (pages in order,
     each part within the budget and labelled with its pages), the parts' answers merged (lists joined), and
     one more request writing the summary and the one-line method from the parts' statements (the parts'
     own summary and method stand when that request fails). Returns (answer, usage, attempts, model)."""
     parts = split_paper(fulltext, budget)
-    tasks = [build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=False, part=p) for p in parts]
+    tasks = [build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=False, part=p, fresh=fresh)
+             for p in parts]
     got = await asyncio.gather(*(backend.arun(t) for t in tasks))
     usage, attempts = Usage(), 0
     for a in got:
@@ -316,7 +320,7 @@ async def _analyse_in_parts(meta: PaperMeta, fulltext: str, pdir: Path, doc: Pap
                              parts=[{"part": p, "answer": a} for p, a in zip(parts, answers)])
         task = Task(kind=MERGE_KIND, key=f"{meta.id} merge of {len(parts)} parts",
                     system=tasks[0].system.split("\n\n")[0], prompt=prompt, schema=schema,
-                    inputs={"meta": meta.model_dump(exclude_none=True)})
+                    inputs={"meta": meta.model_dump(exclude_none=True)}, fresh=fresh)
         try:
             answer = await backend.arun(task)
         except BackendError:
@@ -354,22 +358,25 @@ async def analyse_paper_async(vault: Vault, paper_id: str, backend: Backend, *, 
         return got
     meta, fulltext, tmpl = got
     reader = vault.paper_dir(paper_id) / "reader-notes.md"
+    # a forced analysis asks the model again: the answer cache would give the same note back
     meta, body, info = await compose_note(meta, fulltext, vault.paper_dir(paper_id), backend, tmpl,
-                                          reader_notes=reader.is_file())
+                                          reader_notes=reader.is_file(), fresh=force)
     return write_note(vault, meta, body, info)
 
 
 async def compose_note(meta: PaperMeta, fulltext: str, pdir: Path, backend: Backend, tmpl: NoteTemplate, *,
-                       reader_notes: bool) -> tuple[PaperMeta, str, dict[str, Any]]:
+                       reader_notes: bool, fresh: bool = False) -> tuple[PaperMeta, str, dict[str, Any]]:
     """The analysis itself, from a paper folder's files and nothing else of the vault: the note's metadata and
     body, and what `write_note` reports (analyser, figures, coverage, usage)."""
     doc = read_paper(fulltext)
     reads_files = capabilities(backend).reads_files
     budget = None if reads_files else backend.max_input_chars
     if budget and len(fulltext) > budget:
-        raw, usage, attempts, model = await _analyse_in_parts(meta, fulltext, pdir, doc, backend, tmpl, budget)
+        raw, usage, attempts, model = await _analyse_in_parts(meta, fulltext, pdir, doc, backend, tmpl, budget,
+                                                              fresh)
     else:
-        answer = await backend.arun(build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=reads_files))
+        answer = await backend.arun(build_task(None, meta, fulltext, doc, tmpl, pdir=pdir, reads_files=reads_files,
+                                               fresh=fresh))
         raw, usage, attempts, model = answer.data, answer.usage, answer.attempts, answer.model
     data = _clamp_pages(_fill_defaults(raw, tmpl.schema), doc.pages)
     coverage = compute_coverage(doc, data)
@@ -457,7 +464,8 @@ def analysis_job(vault: Vault, paper_id: str, backend: Backend, *, force: bool =
             if f.is_file() and f.suffix.lower() in FIGURE_SUFFIXES and is_safe(pdir, f):
                 figures[f.name] = f.read_bytes()
     return {"paper_id": paper_id, "meta": meta.model_dump(exclude_none=True), "fulltext": fulltext,
-            "figures": figures, "reader_notes": (pdir / "reader-notes.md").is_file(), "template": tmpl.portable()}
+            "figures": figures, "reader_notes": (pdir / "reader-notes.md").is_file(), "template": tmpl.portable(),
+            "fresh": force}
 
 
 _WORKER_BACKENDS: dict = {}
@@ -490,7 +498,8 @@ def run_job(job: dict[str, Any], backend: Backend) -> dict[str, Any]:
                 if "/" not in name and "\\" not in name and not name.startswith("."):
                     (pdir / "figures" / name).write_bytes(data)
             meta, body, info = asyncio.run(compose_note(meta, job["fulltext"], pdir, backend, tmpl,
-                                                        reader_notes=job["reader_notes"]))
+                                                        reader_notes=job["reader_notes"],
+                                                        fresh=bool(job.get("fresh"))))
     except PapervaultError as exc:
         return {"paper_id": job["paper_id"], "error": str(exc)}
     except Exception as exc:  # one broken paper must not stop a batch; the message says which
