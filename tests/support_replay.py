@@ -84,8 +84,10 @@ def key_of(kind: str, text: str) -> str:
     """What the task is about: the paper, the section, the topic (a review is answered per candidate)."""
     if kind == "note":
         paper = _first(r"paper `([^`]+)`", text)
-        part = _first(r"\b(part \d+ of \d+)\b", text, re.I)
-        return f"{paper}#{part.lower()}" if part else paper
+        if re.search(r"was read in \d+ parts\. Below is what each part", text):
+            return f"{paper}#merge"              # the merge of a long paper's parts: summary and method
+        count, part = _first(r"is read in (\d+) parts", text), _first(r"holds part (\d+)", text)
+        return f"{paper}#part {part} of {count}" if part and count else paper
     if kind == "section":
         return _first(r'Write the section "(.+?)"', text)
     if kind in ("correlation", "outline", "review"):

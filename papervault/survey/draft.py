@@ -299,14 +299,24 @@ def _printed(pid: str, page: Any) -> str | None:
     return printed_for(pid, page) if isinstance(page, int) and page > 0 else None
 
 
+_GAPS = re.compile(r"\b(gaps?|limit(s|ations?)|open (problems?|questions?|issues?|challenges?)|challenges?|"
+                   r"future|shortcomings?|weakness(es)?|conclusions?)\b", re.I)
+
+
 def paper_brief(p: SurveyPaper, query: str, ws=None, *, budget: int = PAPER_BRIEF_MAX) -> dict[str, Any]:
     """What a model is told of one cited paper: its analysed note (summary, one-line method, how the method
-    works, key results and results, each with its page as the paper prints it) and the passages retrieved for
-    the section, within `budget` characters: the summary and method first, then passages and method details,
-    then results."""
+    works, key results and results, limitations and open questions, each with its page as the paper prints it)
+    and the passages retrieved for the section, within `budget` characters: the summary and method first, then
+    passages and method details, then results, then what the paper leaves open (first, after the summary, in a
+    section on gaps, limits, open problems or the conclusion)."""
     notes = p.analysis
     candidates: list[tuple[str, dict[str, Any]]] = []
     candidates += [("summary", c) for c in notes.get("summary", [])[:3]]
+    # what the paper leaves open: first for a section on gaps, limits or future work, else after the results
+    open_ = ([("limitations", c) for c in notes.get("limitations", [])[:4]]
+             + [("open_questions", c) for c in notes.get("open questions", [])[:3]])
+    if _GAPS.search(query):
+        candidates += open_
     passages = section_passages(p, query, ws)
     candidates += [("passages", x) for x in passages[:2]]
     candidates += [("method", c) for c in notes.get("method", [])[:6]]
@@ -314,10 +324,12 @@ def paper_brief(p: SurveyPaper, query: str, ws=None, *, budget: int = PAPER_BRIE
     candidates += [("passages", x) for x in passages[2:]]
     candidates += [("results", c) for c in notes.get("experiments", [])[:4]]
     candidates += [("contributions", c) for c in notes.get("contributions", [])[:3]]
+    if not _GAPS.search(query):
+        candidates += open_
     brief: dict[str, Any] = {"id": p.id, "title": p.title, "year": p.year, "who": who(p),
                              "method_line": _cut(p.method, ITEM_MAX) if p.method else "",
                              "summary": [], "method": [], "key_results": [], "results": [], "contributions": [],
-                             "passages": []}
+                             "limitations": [], "open_questions": [], "passages": []}
     size = len(p.title) + len(brief["method_line"]) + 80
     for field_name, item in candidates:
         if field_name == "key_results":
