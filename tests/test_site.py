@@ -51,6 +51,13 @@ def test_citations_render_as_links_with_page_locators():
     assert "[Fox and Brewer](papers/fox1999harvest/note.md) (1999) argue so" in out
     assert report.cited == ["lamport2001paxos", "fox1999harvest"] and report.missing == ["nobody1900none"]
     assert cited_keys("[see @a, pp. 3-4; -@b] and [a link](x.md) and [@a]") == ["a", "b"]
+    # two citations back to back are two citations, not a link whose text is the first: a model's prose (and an
+    # older polish) wrote "[@a, p. 1][@a]", and the site then warned of a target ending in ")"
+    glued, _ = render_citations("Consensus [@lamport2001paxos, p. 4][@fox1999harvest]. A [ref][x] link.", known.get,
+                                lambda k, p: f"papers/{k}/" + (f"paper.md#page-{p}" if p else "note.md"))
+    assert glued.startswith("Consensus ([Lamport 2001](papers/lamport2001paxos/note.md), "
+                            "[p. 4](papers/lamport2001paxos/paper.md#page-4))([Fox and Brewer 1999]"), glued
+    assert "A [ref][x] link." in glued
 
 
 def test_markdown_escaping_and_anchors_keep_titles_and_chinese():

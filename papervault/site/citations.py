@@ -11,7 +11,9 @@ from papervault.vault.markdown import split_code
 
 # A bracketed group with at least one `@key`; keys follow the vault's id pattern. The group may hold a
 # prefix and a locator per item (`[see @a, p. 4; @b]`), as in Pandoc.
-BRACKET = re.compile(r"\[([^\[\]]*?@[A-Za-z0-9][A-Za-z0-9_.:-]*[^\[\]]*)\](?![(\[])")
+# not a Markdown link's text (`[text](url)`, `[text][ref]`), but a citation right before another one is a citation:
+# `[@a, p. 1][@b]` would otherwise leave the first as the text of a link whose target is the second's rendering
+BRACKET = re.compile(r"\[([^\[\]]*?@[A-Za-z0-9][A-Za-z0-9_.:-]*[^\[\]]*)\](?!\(|\[(?!-?@))")
 ITEM_KEY = re.compile(r"(-?)@([A-Za-z0-9][A-Za-z0-9_.:-]*[A-Za-z0-9_]|[A-Za-z0-9])")
 # Narrative citations (`@lamport2001paxos shows ...`) are only taken for keys the vault knows, so an e-mail
 # address or a decorator in prose is never turned into a link.
