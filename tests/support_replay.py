@@ -88,8 +88,10 @@ def key_of(kind: str, text: str) -> str:
             return f"{paper}#merge"              # the merge of a long paper's parts: summary and method
         count, part = _first(r"is read in (\d+) parts", text), _first(r"holds part (\d+)", text)
         return f"{paper}#part {part} of {count}" if part and count else paper
-    if kind == "section":
-        return _first(r'Write the section "(.+?)"', text)
+    if kind == "section":     # "Conclusion" is a section of many surveys: the topic tells them apart
+        topic = _first(r'^Topic(?: of the survey)?: "?(.+?)"?\s*$', text, re.M)
+        title = _first(r'Write the section "(.+?)"', text)
+        return f"{topic}#{title}"
     if kind in ("correlation", "outline", "review"):
         return _first(r'^Topic(?: of the survey)?: "?(.+?)"?\s*$', text, re.M)
     return ""
