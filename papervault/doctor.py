@@ -156,9 +156,11 @@ def fix(ws: Workspace) -> list[str]:
             lock.unlink(missing_ok=True)
             done.append(f"deleted vault/{lock.relative_to(ws.vault_dir)}")
         journal = Journal(_journal_path(ws), ws.vault)
-        if journal.pending():
+        if journal.pending() or journal.entries():
             rolled = journal.recover()
-            done.append(f"rolled back the interrupted add ({plural(len(rolled), 'path')}: {', '.join(rolled[:5])})")
+            done.append(f"rolled back the interrupted add ({plural(len(rolled.undone), 'path')} papervault wrote"
+                        + (f": {', '.join(rolled.undone[:5])}" if rolled.undone else "") + ")")
+            done += [f"kept vault/{line}" for line in rolled.kept]
         temp = remove_temp_files(ws.vault_dir)
         if temp:
             done.append(f"deleted {plural(len(temp), 'temporary file')}: {', '.join(temp[:3])}")

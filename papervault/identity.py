@@ -160,7 +160,7 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
             if out != text:
                 vault.write(real, out)           # the file a link inside the vault names; the link stays
                 changed.append(str(path.relative_to(vault.root)))
-        vault.commit(f"rekey {pid} -> {new}")
+        vault.commit(f"rekey {pid} -> {new}", [vault.root])       # what rekey moved and rewrote, nothing else
     indexed = False
     try:
         from papervault.index.store import PaperIndex  # deferred: pyarrow, not at status's or MCP's start-up

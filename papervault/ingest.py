@@ -27,7 +27,7 @@ from papervault.sources.limits import cap_record
 from papervault.sources.problems import SourceProblem
 from papervault.timing import phase
 from papervault.vault.frontmatter import body_hash
-from papervault.vault.journal import Journal
+from papervault.vault.journal import Journal, Recovery
 from papervault.vault.store import Vault, sync_files
 from papervault.wording import plural
 from papervault.workspace import Workspace
@@ -70,13 +70,14 @@ class AddReport:
     reanalysed: list[str] = field(default_factory=list)     # unchanged papers analysed again (--reanalyse)
     commits: list[str] = field(default_factory=list)        # every vault commit of the run (`commit`: the last)
     timings: dict = field(default_factory=dict)             # wall and CPU seconds per phase (papervault.timing)
+    recovered: dict = field(default_factory=dict)           # what undoing a killed run did: {undone, kept}
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
                 "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed,
-                "commits": self.commits, "timings": self.timings}
+                "commits": self.commits, "timings": self.timings, "recovered": self.recovered}
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
@@ -565,16 +566,16 @@ def sync_job(ws: Workspace, what: str):
             job.close()
 
 
-def recover(ws: Workspace) -> list[str]:
-    """Roll back what an interrupted `add` left uncommitted (see vault/journal.py); the caller holds the lock."""
-
-
+def recover(ws: Workspace) -> Recovery:
+    """Undo what an interrupted `add` or `sync` wrote and left uncommitted, and only that (see vault/journal.py);
+    the caller holds the lock. What it kept (a person's edit, a file of theirs) is logged and returned."""
     try:
-        return Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
+        done = Journal(ws.state_dir / "journal" / "add", ws.vault).recover()
     except git.GitCommandError as exc:
         said = " ".join(str(exc.stderr or exc).split())[:200]
         raise WorkspaceError(f"could not roll back an interrupted add ({said})",
                              fix="run `papervault doctor` and follow its fix") from None
+    return done
 
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
@@ -587,9 +588,11 @@ def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progre
     task runner); the writes stay here."""
     ws.require()
     with ws.write_lock("add"):
-        recover(ws)
+        recovered = recover(ws)
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn,
                      analyse_fn=analyse_fn)
+        if recovered.undone or recovered.kept:
+            job.report.recovered = recovered.as_dict()
         try:
             job.run(_records(inputs, ws, options or {}))
             job.commit()

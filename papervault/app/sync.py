@@ -39,10 +39,10 @@ from papervault.app.indexing import update_index_reported as update_index
 from papervault.app.refresh import surveys_gained
 from papervault.app.syncstate import ingest_records as _ingest, load_cursor, now_iso, save_cursor, sync_dir  # noqa: F401
 from papervault.app.versions import stale_surveys, sync_versions
-from papervault.errors import InputError, PapervaultError, SourceError, WorkspaceError
+from papervault.errors import InputError, LockedError, PapervaultError, SourceError, WorkspaceError
 from papervault.hashing import file_sha256, group_sha256
 from papervault.identity import refresh_head
-from papervault.ingest import sync_job
+from papervault.ingest import recover, sync_job
 from papervault.models import SourceRecord
 from papervault.sources import arxiv
 from papervault.sources import zotero as z
@@ -71,6 +71,7 @@ class SyncReport:
     stale_surveys: list[dict] = field(default_factory=list)     # {survey, paper, cited, now, quotes, reason}
     surveys_gained: list[dict] = field(default_factory=list)    # {survey, topic, entering, reason}
     inbox: list[dict] = field(default_factory=list)     # {id, query, title, score, reason}: new in the inbox
+    recovered: dict = field(default_factory=dict)       # what undoing a killed run did first: {undone, kept}
     index: dict | None = None
     costs: dict = field(default_factory=dict)           # per source: what the pass read and asked (arxiv_versions)
     started: str = field(default_factory=now_iso)
@@ -85,7 +86,7 @@ class SyncReport:
                 "marked": self.marked, "skipped": self.skipped, "sources": self.sources, "commits": self.commits,
                 "versions": self.versions, "stale_surveys": self.stale_surveys,
                 "surveys_gained": self.surveys_gained, "inbox": self.inbox,
-                "index": self.index, "costs": self.costs}
+                "index": self.index, "costs": self.costs, "recovered": self.recovered}
 
 
 # --- derived state -------------------------------------------------------------------------------
@@ -145,6 +146,7 @@ class _Writer:
     def __init__(self, ws: Workspace, what: str):
 
         self.ws, self.vault, self.what = ws, ws.vault, what
+        recover(ws)         # what a killed writer left is undone first, so this journal starts empty
         self.journal = Journal(ws.state_dir / "journal" / "add", ws.vault)
         self.touched: list[Path] = []
         self.lines: list[str] = []
@@ -699,6 +701,7 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True,
     t0 = time.perf_counter()
     report = SyncReport()
     todo = require_sources(ws, removable(ws, accept_removals))
+    report.recovered = _recover_first(ws)
     cat = catalog_path(ws)
     seen = start = catalog_counters(cat)
     for n, (name, run) in enumerate(todo, 1):
@@ -730,6 +733,17 @@ def sync(ws: Workspace, *, progress: Progress | None = None, index: bool = True,
     if report.changed or report.inbox or report.surveys_gained or any(s["status"] == "failed" for s in report.sources):
         _log(ws, report)
     return report
+
+
+def _recover_first(ws: Workspace) -> dict:
+    """Undo what a killed pass (or add) wrote and left uncommitted, before this pass writes: {undone, kept},
+    empty when there was nothing; a writer at work (the lock held) is left alone."""
+    try:
+        with ws.write_lock("sync"):
+            done = recover(ws)
+    except LockedError:
+        return {}
+    return done.as_dict() if done.undone or done.kept else {}
 
 
 def _surveys_gained(ws: Workspace, report: SyncReport) -> list[dict]:

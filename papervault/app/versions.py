@@ -42,6 +42,7 @@ from papervault.hashing import file_sha256
 from papervault.ingest import sync_job
 from papervault.sources import arxiv
 from papervault.vault.paper import read
+from papervault.vault.store import commit_id
 
 CURSOR = "arxiv-versions"
 MAX_SUMMARY = 12        # lines of one change summary
@@ -176,13 +177,15 @@ def arxiv_papers(ws: Workspace, cache: dict) -> tuple[dict[str, str], int]:
     vault = ws.vault
     repo = vault.repo
     head = repo.head.commit.hexsha if repo.head.is_valid() else ""
-    old, ids = cache.get("head"), dict(cache.get("arxiv") or {})
+    old = commit_id(cache.get("head"), "sync/arxiv-versions.json head")
+    ids = dict(cache.get("arxiv") or {}) if old else {}
     changed: set[str] | None = None
     if old and old == head:
         changed = set()
     elif old and head:
         try:
-            names = repo.git.diff("--name-only", "--no-renames", old, head, "--", "papers").splitlines()
+            names = repo.git.diff("--name-only", "--no-renames", "--end-of-options", old, head, "--",
+                                  "papers").splitlines()
             changed = {n.split("/")[1] for n in names if n.count("/") >= 2}
         except git.GitCommandError:
             changed = None          # the old commit is gone (a rewritten history): read every note

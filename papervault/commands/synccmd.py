@@ -53,6 +53,11 @@ def sync(every, no_index, accept, quiet, workspace, as_json):
 
 
 def print_report(out: dict) -> None:
+    rec = out.get("recovered") or {}
+    for line in rec.get("undone", []):
+        click.echo(f"undone   vault/{line} (written by an interrupted run, not committed)")
+    for line in rec.get("kept", []):
+        click.echo(f"kept     vault/{line}")
     for kind in ("added", "updated", "marked"):
         for e in out[kind]:
             click.echo(f"{kind:8} {e.get('paper') or '-':32} {e['source']}: {e.get('item')} ({e['reason']})")

@@ -90,6 +90,10 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         if failed:
             raise SystemExit(1)
         return
+    for line in (report.recovered or {}).get("undone", []):
+        click.echo(f"undid what an interrupted run wrote: vault/{line}")
+    for line in (report.recovered or {}).get("kept", []):
+        click.echo(f"kept vault/{line}")
     for p in report.problems:
         click.echo(f"skipped {p.source}: {p.error}", err=True)
     for w in report.warnings:

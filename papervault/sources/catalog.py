@@ -29,7 +29,7 @@ import git
 
 from papervault.models import PaperMeta
 from papervault.sources.dedup import DedupIndex, _Entry
-from papervault.vault.store import is_valid_id
+from papervault.vault.store import commit_id, is_valid_id
 
 SCHEMA_VERSION = "1"
 
@@ -207,7 +207,7 @@ class Catalog:
         """The workspace's catalog, brought in step with its vault (rebuilt if the vault moved without it)."""
         cat = cls(catalog_path(ws), ws.vault)
         head = cat._head()
-        was = cat._info("head")
+        was = commit_id(cat._info("head"), f"{catalog_path(ws).name} info.head") or ""
         if cat._info("version") != SCHEMA_VERSION or cat._dirty():
             cat.rebuild(head)
         elif was != head and not cat.catch_up(was, head):
@@ -259,11 +259,11 @@ class Catalog:
     def _changed_papers(self, old: str, new: str) -> set[str] | None:
         """The paper ids whose folder `git diff` names between commits `old` and `new`, or None when git cannot
         say (a commit it no longer knows: a rebased or re-cloned vault)."""
-        if not old or not new:
+        if not commit_id(old) or not commit_id(new):
             return None
         try:
-            out = self.vault.repo.git.execute(["git", "diff", "--name-only", "--no-renames", "-z", old, new,
-                                               "--", "papers"])
+            out = self.vault.repo.git.execute(["git", "diff", "--name-only", "--no-renames", "-z",
+                                               "--end-of-options", old, new, "--", "papers"])
         except git.GitCommandError:
             return None
         return {parts[1] for path in out.split("\0") if len(parts := path.split("/")) > 2 and parts[0] == "papers"}

@@ -1,72 +1,164 @@
-"""A write-ahead journal of the paper folders a command is changing, so a killed command can be undone.
+"""A write-ahead journal of what a command is about to write in the vault, so a killed command can be undone.
 
-Before a writer touches `papers/<id>/`, it appends the id here (fsynced). The journal is cleared after the
-vault commit. If a command dies in between, the next writer rolls those folders back to the last commit
-(a new folder is unstaged and removed; changed files, staged or not, are restored; files new to a folder
-are unstaged and removed), except a note a person edited, which is kept as it is. The temporary files of
-atomic writes and a `.git/index.lock` left by the killed git command go too. The interrupted work is then
-simply done again, so the end state is the same as an uninterrupted run and nothing is half-written or
-duplicated.
+Before a writer touches `papers/<id>/`, it appends the id here; then, before each file it writes or removes
+(`Vault.write`, `Vault.remove`, `Vault.remove_tree`), one line with the file's path, the git blob id of what was
+there before (a copy of those bytes is kept beside the journal) and of what papervault is about to write (or
+that it removes the file). The journal is cleared after the vault commit. If a command dies in between, the next
+writer (or `papervault doctor --fix`) undoes what papervault wrote, identified by content: a file that still holds
+exactly what papervault wrote gets back what it held before (or is removed, when papervault created it), and its
+staged entry is unstaged. A file that holds anything else (a line a person typed into it after papervault wrote
+it, a file of theirs papervault never wrote) is kept as it is, and said so. The temporary files of atomic writes
+and a `.git/index.lock` left by the killed git command go too. The interrupted work is then simply done again,
+so the end state is the same as an uninterrupted run and nothing is half-written, duplicated or lost.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from papervault.errors import UnsafePathError, WorkspaceError
-from papervault.vault.frontmatter import body_hash, split
+from papervault.vault import store as _store
 from papervault.vault.paths import log
-from papervault.vault.store import is_valid_id
+from papervault.vault.store import blob_id, file_blob, is_valid_id
+
+BLOB = 40       # a git blob id: 40 hex characters
+
+
+@dataclass
+class Recovery:
+    """What recovery did: `undone` (paths given back what they held, or removed; lock and temporary files
+    deleted) and `kept` (paths changed since papervault wrote them: left as they are), one line each."""
+    undone: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+    def __iter__(self):         # a Recovery reads as the list of what was undone
+        return iter(self.undone)
+
+    def __len__(self) -> int:
+        return len(self.undone)
+
+    def __getitem__(self, i):
+        return self.undone[i]
+
+    def as_dict(self) -> dict:
+        return {"undone": self.undone, "kept": self.kept}
 
 
 class Journal:
-    """`fsync=False` (a bulk import): each line is written before its folder changes, which is all a killed
+    """`fsync=False` (a bulk import): each line is written before its file changes, which is all a killed
     process needs; the caller syncs the file system once before each commit (`papervault.vault.store.sync_files`)
-    instead of an fsync per paper."""
+    instead of an fsync per line."""
 
     def __init__(self, path: Path, vault, *, fsync: bool = True):
         self.path = Path(path)
         self.vault = vault
         self.fsync = fsync
         self._seen: set[str] = set()
+        self._recorded: set[tuple[str, str | None]] = set()
 
-    def touch(self, paper_id: str) -> None:
-        """Record that `paper_id`'s folder is about to change (once per id)."""
-        if paper_id in self._seen:
-            return
+    @property
+    def kept_dir(self) -> Path:
+        """Copies of what the journaled files held before papervault wrote them, named by their blob id."""
+        return self.path.with_name(self.path.name + ".before")
+
+    def _append(self, line: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(paper_id + "\n")
+            fh.write(line + "\n")
             fh.flush()
             if self.fsync:
                 os.fsync(fh.fileno())
+
+    def touch(self, paper_id: str) -> None:
+        """Record that `paper_id`'s folder is about to change (once per id); from now on until `clear`, every
+        write the vault makes is recorded here before it is made."""
+        _store._ACTIVE[self.vault._real] = self
+        if paper_id in self._seen:
+            return
+        self._append(paper_id)
         self._seen.add(paper_id)
+
+    def record(self, rel: str, path: Path, after: str | None) -> None:
+        """Before `path` (`rel` in the vault) is written with content of blob id `after` (None: removed): what
+        it holds now, kept, and what papervault is about to write, on one line."""
+        if (rel, after) in self._recorded:
+            return
+        before = file_blob(path)
+        if before:          # a copy of what was there, so that it can be put back
+            self.kept_dir.mkdir(parents=True, exist_ok=True)
+            copy = self.kept_dir / before
+            if not copy.exists():
+                data = path.read_bytes()
+                tmp = copy.with_name(f".{before}.tmp")
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                    if self.fsync:
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                os.replace(tmp, copy)
+        self._append(json.dumps({"path": rel, "before": before, "after": after}, ensure_ascii=False))
+        self._recorded.add((rel, after))
 
     def clear(self) -> None:
         self._seen.clear()
+        self._recorded.clear()
+        if _store._ACTIVE.get(self.vault._real) is self:
+            del _store._ACTIVE[self.vault._real]
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        if self.kept_dir.is_dir():
+            for f in self.kept_dir.iterdir():
+                f.unlink(missing_ok=True)
+            try:
+                self.kept_dir.rmdir()
+            except OSError:
+                pass
 
-    def pending(self) -> list[str]:
+    def _lines(self) -> list[str]:
         if not self.path.exists():
             return []
-        return [ln.strip() for ln in self.path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        return [ln.strip() for ln in self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+                if ln.strip()]
 
-    def recover(self) -> list[str]:
-        """Undo what an interrupted command left uncommitted; returns what was rolled back.
+    def pending(self) -> list[str]:
+        """The paper ids the interrupted command was changing."""
+        return [ln for ln in self._lines() if not ln.startswith("{")]
 
-        Handles a kill at any point: files half-written (temporary files of atomic writes), changes written
-        but not staged, staged but not committed (`git add` done, `git commit` not), and the `.git/index.lock`
-        a killed git command leaves. The lock is removed only when the journal shows a papervault command was
-        interrupted (the caller holds the write lock, so that command is dead); otherwise it may be a person's
-        git command at work, and recovery stops with a WorkspaceError naming the fix.
+    def entries(self) -> dict[str, dict]:
+        """Per journaled path: `before` (what it held first), `afters` (every content papervault was about to
+        give it; None for a removal). A line that is not a valid entry (cut by the kill, or made by hand) is
+        skipped: data read back is checked, never trusted."""
+        out: dict[str, dict] = {}
+        for ln in self._lines():
+            if not ln.startswith("{"):
+                continue
+            try:
+                e = json.loads(ln)
+            except ValueError:
+                continue
+            rel, before, after = (e.get("path"), e.get("before"), e.get("after")) if isinstance(e, dict) else (None,) * 3
+            if not (isinstance(rel, str) and _is_rel(rel) and _is_blob(before, empty=True) and _is_blob(after)):
+                continue
+            entry = out.setdefault(rel, {"before": before, "afters": set()})
+            entry["afters"].add(after)
+        return out
+
+    def recover(self) -> Recovery:
+        """Undo what an interrupted command wrote and left uncommitted; returns what was undone and kept.
+
+        Handles a kill at any point: files half-written (temporary files of atomic writes), written but not
+        staged, staged but not committed (`git add` done, `git commit` not), committed but not cleared, and the
+        `.git/index.lock` a killed git command leaves. The lock is removed only when the journal shows a
+        papervault command was interrupted (the caller holds the write lock, so that command is dead);
+        otherwise it may be a person's git command at work, and recovery stops with a WorkspaceError naming the
+        fix. Only a file holding exactly what papervault wrote is changed; any other is kept and reported.
         """
-        done: list[str] = []
-        ids = [pid for pid in dict.fromkeys(self.pending()) if is_valid_id(pid)]
+        done = Recovery()
         locks = git_locks(self.vault.root)
         if locks:
             if not self.path.exists():
@@ -74,55 +166,104 @@ class Journal:
                                      fix="if none is running, run `papervault doctor --fix` (or delete the file)")
             for lock in locks:
                 lock.unlink(missing_ok=True)
-                done.append(str(lock.relative_to(self.vault.root)))
-        done += remove_temp_files(self.vault.root)
-        if not ids:
+                done.undone.append(str(lock.relative_to(self.vault.root)))
+        done.undone += remove_temp_files(self.vault.root)
+        entries = self.entries()
+        if not entries:
             self.clear()
             return done
-        repo = self.vault.repo
-        head_ok = repo.head.is_valid()
-        rels = [f"papers/{pid}" for pid in ids]
-        in_head = _git_files(repo, ["ls-tree", "-r", "--name-only", "HEAD"], rels) if head_ok else set()
-        staged = _git_files(repo, ["ls-files"], rels)                         # in the index (added or not)
-        untracked = _git_files(repo, ["ls-files", "--others", "--exclude-standard"], rels)
-        changed = (_git_files(repo, ["diff", "--name-only", "HEAD"], rels)
-                   | _git_files(repo, ["diff", "--cached", "--name-only", "HEAD"], rels)) if head_ok else set()
-        for pid, rel in zip(ids, rels):
-            pdir = self.vault.papers_dir / pid
-            mine = {f for f in in_head if f.startswith(rel + "/")}
-            if not mine:   # a paper this command created: unstage it and remove it
-                was_staged = any(f.startswith(rel + "/") for f in staged)
-                if was_staged:
-                    repo.git.rm("-r", "--cached", "--quiet", "--ignore-unmatch", "--", rel)
-                if was_staged or pdir.exists() or pdir.is_symlink():
-                    try:
-                        self.vault.remove_tree(pdir)      # the write guard: never through a link out
-                    except UnsafePathError as exc:
-                        log.warning("%s", exc)
-                        continue
-                    except OSError:
-                        shutil.rmtree(pdir, ignore_errors=True)
-                    done.append(rel + "/")
+        vault, repo = self.vault, self.vault.repo
+        rels = list(entries)
+        head = _head_blobs(repo, rels) if repo.head.is_valid() else {}
+        unstage: list[str] = []
+        for rel, e in entries.items():
+            path = vault.root / rel
+            try:
+                vault.guard(path, "write", follow=False)
+            except UnsafePathError as exc:
+                log.warning("%s", exc)
+                done.kept.append(f"{rel}: {exc}")
                 continue
-            for f in sorted(f for f in (changed | staged | untracked) if f.startswith(rel + "/")):
-                path = self.vault.root / f
-                if f.endswith("/note.md") and path.exists() and _edited_by_person(path):
+            now = file_blob(path)
+            before, afters = e["before"], e["afters"]
+            if now == before:
+                unstage.append(rel)            # never written, or already as it was: only its staged entry goes
+                continue
+            if now not in afters:
+                done.kept.append(f"{rel}: changed since papervault wrote it (a person's edit?): kept as it is")
+                continue
+            if (now is not None and head.get(rel) == now) or (now is None and rel not in head):
+                unstage.append(rel)             # the write was committed before the kill: nothing to undo
+                continue
+            if before == "":
+                done.kept.append(f"{rel}: not a file before papervault wrote it: left as papervault wrote it")
+                continue
+            if before is None:
+                path.unlink(missing_ok=True)
+                _prune_empty(path.parent, vault.root)
+            else:
+                data = self._before_bytes(before, head.get(rel), repo, rel)
+                if data is None:
+                    done.kept.append(f"{rel}: what it held before was not kept: left as papervault wrote it")
                     continue
-                if f in mine:
-                    if f in changed:
-                        repo.git.checkout("HEAD", "--", f)     # restores the index entry and the file
-                        done.append(f)
-                else:
-                    if f in staged:
-                        repo.git.rm("--cached", "--quiet", "--ignore-unmatch", "--", f)
-                    try:
-                        self.vault.remove(path)
-                    except UnsafePathError as exc:
-                        log.warning("%s", exc)
-                        continue
-                    done.append(f)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _store.atomic_write(path, data)
+            unstage.append(rel)
+            done.undone.append(rel)
+        if unstage and repo.head.is_valid():
+            _unstage(repo, unstage)
         self.clear()
         return done
+
+    def _before_bytes(self, before: str, in_head: str | None, repo, rel: str) -> bytes | None:
+        copy = self.kept_dir / before
+        try:
+            data = copy.read_bytes()
+            if blob_id(data) == before:
+                return data
+        except OSError:
+            pass
+        if in_head == before:
+            return repo.git.execute(["git", "cat-file", "blob", before], stdout_as_string=False)
+        return None
+
+
+def _is_blob(value, *, empty: bool = False) -> bool:
+    return value is None or (empty and value == "") or (
+        isinstance(value, str) and len(value) == BLOB and all(c in "0123456789abcdef" for c in value))
+
+
+def _is_rel(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and ".." not in parts and ".git" not in parts and "\0" not in rel
+
+
+def _head_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
+    """{path: blob id} in HEAD of those of `rels` it has."""
+    out: dict[str, str] = {}
+    for i in range(0, len(rels), chunk):
+        text = repo.git.execute(["git", "--literal-pathspecs", "ls-tree", "-r", "-z", "HEAD", "--",
+                                 *rels[i:i + chunk]])
+        for rec in text.split("\0"):
+            meta, _, name = rec.partition("\t")
+            bits = meta.split()
+            if len(bits) == 3 and bits[1] == "blob":
+                out[name] = bits[2]
+    return out
+
+
+def _unstage(repo, rels: list[str], chunk: int = 500) -> None:
+    """Give these paths' index entries back what HEAD has (removed when HEAD has none); files are not touched."""
+    for i in range(0, len(rels), chunk):
+        repo.git.execute(["git", "--literal-pathspecs", "reset", "--quiet", "HEAD", "--", *rels[i:i + chunk]],
+                         with_exceptions=False)
+
+
+def _prune_empty(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents while they are empty, up to (not including) a top folder of the vault."""
+    while folder != root and folder.parent != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def git_locks(root: Path) -> list[Path]:
@@ -148,20 +289,3 @@ def remove_temp_files(root: Path) -> list[str]:
 def temp_files(root: Path) -> list[Path]:
     """Temporary files of atomic writes (`.<name>.<random>.tmp`) under `root`, outside `.git`."""
     return [p for p in root.rglob(".*.tmp") if ".git" not in p.relative_to(root).parts and p.is_file()]
-
-
-def _git_files(repo, command: list[str], rels: list[str], chunk: int = 500) -> set[str]:
-    """The paths a git listing command prints for `rels`, asked in chunks (a big import journals many ids)."""
-    out: set[str] = set()
-    for i in range(0, len(rels), chunk):
-        text = repo.git.execute(["git", *command, "--", *rels[i:i + chunk]])
-        out.update(ln for ln in text.splitlines() if ln)
-    return out
-
-
-def _edited_by_person(path: Path) -> bool:
-    try:
-        data, body = split(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True  # unreadable: never destroy it
-    return bool(data.get("generated_hash")) and body_hash(body) != data.get("generated_hash")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import shutil
@@ -104,6 +105,56 @@ def sync_files(path: Path) -> None:
 
 
 
+def blob_id(data: bytes) -> str:
+    """The id git gives these bytes as a blob (`git hash-object`): what the journal records and compares."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def file_blob(path: Path) -> str | None:
+    """`blob_id` of the regular file at `path`; None when nothing is there; "" for anything else (a folder, a
+    link, a file that cannot be read): never what papervault wrote."""
+    try:
+        if path.is_symlink() or not path.exists():
+            return None if not os.path.lexists(path) else ""
+        if not path.is_file():
+            return ""
+        return blob_id(path.read_bytes())
+    except OSError:
+        return ""
+
+
+# What papervault wrote in this process and has not committed yet, per vault (its real root): {path relative to
+# the vault: blob id written, or None when it removed the file}. `Vault.commit` stages only these paths, and only
+# while they still hold what was written, so a person's edits and files beside them are never swept into a commit.
+# `_ACTIVE` is the journal recording each write before it is made (papervault.vault.journal), while one is open.
+_WRITTEN: dict[str, dict[str, str | None]] = {}
+_ACTIVE: dict[str, object] = {}
+_STAGED: dict[str, dict[str, str | None]] = {}     # of those, staged by `Vault.stage` for the next commit
+
+
+_COMMIT_ID = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+
+
+def commit_id(value, where: str = "") -> str | None:
+    """`value` when it is a commit id (40 hex characters, or 64 in a SHA-256 repository), else None, with a
+    one-line warning naming `where` it was read (a state file): a value read back from state is data, never
+    passed to git where it could be read as an option (`--output=FILE`) or a revision expression."""
+    if isinstance(value, str) and _COMMIT_ID.fullmatch(value):
+        return value
+    if value not in (None, ""):
+        log.warning("%s: %r is not a commit id: treated as missing", where or "state", str(value)[:80])
+    return None
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """Every file and link below `folder`, links to folders not followed."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        out += [Path(root) / n for n in files]
+        out += [Path(root) / d for d in dirs if (Path(root) / d).is_symlink()]
+    return out
+
+
 def _config_env(pairs: dict[str, str]) -> dict[str, str]:
     """Git configuration for one command through GIT_CONFIG_COUNT/KEY/VALUE, after any the user's environment
     already gives that way."""
@@ -125,6 +176,33 @@ class Vault:
         self.papers_dir = self.root / "papers"
         self.surveys_dir = self.root / "surveys"
         self.code_dir = self.root / "code"
+        self._real = os.path.realpath(self.root)
+
+    # --- what papervault wrote --------------------------------------------------------------------
+
+    @property
+    def written(self) -> dict[str, str | None]:
+        """The paths this process wrote or removed in the vault since they were last committed (`_WRITTEN`)."""
+        return _WRITTEN.setdefault(self._real, {})
+
+    def rel(self, path: Path | str) -> str:
+        """`path` (absolute or relative to the vault) relative to the vault's real root, its last part not
+        followed (a link is named as itself)."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        p = Path(os.path.normpath(p))
+        return Path(os.path.relpath(Path(os.path.realpath(p.parent)) / p.name, self._real)).as_posix()
+
+    def _will_change(self, path: Path, data: bytes | None) -> None:
+        """Record, before it is made, that `path` will hold `data` (None: be removed): in the open journal (with
+        what the path held before) and in `written`."""
+        rel = self.rel(path)
+        after = None if data is None else blob_id(data)
+        journal = _ACTIVE.get(self._real)
+        if journal is not None:
+            journal.record(rel, self.root / rel, after)
+        self.written[rel] = after
 
     # --- creation and git ------------------------------------------------------------------------
 
@@ -152,39 +230,104 @@ class Vault:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise WorkspaceError(f"{self.root} is not a git repository", fix="run `papervault init`") from None
 
-    def stage(self, paths: Iterable[Path | str]) -> None:
-        """`git add` these paths (their removals too), in chunks; a later `commit` includes them."""
-        root = self.root.resolve()
-        # a path neither on disk nor in git would be an error; one that was removed is staged as removed
-        specs = list(dict.fromkeys(str(Path(p).resolve().relative_to(root)) for p in paths))
-        repo = self.repo
-        gone = [s for s in specs if not (root / s).exists()]
-        if gone:
-            tracked = set(repo.git.execute(["git", "ls-files", "--", *gone]).splitlines())
-            drop = {s for s in gone if not any(k == s or k.startswith(s + "/") for k in tracked)}
-            specs = [s for s in specs if s not in drop]
-        try:
-            for i in range(0, len(specs), 200):
-                repo.git.add("--all", "--", *specs[i:i + 200])
-        except git.GitCommandError as exc:
-            said = " ".join(str(exc.stderr or exc).split())[:200]
-            raise WorkspaceError(f"git could not stage in the vault ({said})",
-                                 fix="run `papervault doctor` and follow its fix") from None
+    def mine(self, paths: Iterable[Path | str] | None = None) -> tuple[list[str], list[str]]:
+        """The paths under `paths` (default: all) this process wrote or removed and not committed yet, as
+        (those that still hold exactly what papervault wrote, those changed since: a person's edit)."""
+        written = self.written
+        if paths is None:
+            chosen = list(written)
+        else:
+            tops = [self.rel(p) for p in paths]
+            if "." in tops:
+                chosen = list(written)
+            else:
+                chosen = [r for r in written if any(r == t or r.startswith(t + "/") for t in tops)]
+        same, changed = [], []
+        for r in chosen:
+            (same if file_blob(self.root / r) == written[r] else changed).append(r)
+        return same, changed
+
+    def stage(self, paths: Iterable[Path | str] | None = None) -> list[str]:
+        """Stage what this process wrote under `paths` (its removals too), each path only while it holds exactly
+        what papervault wrote; a path changed since (a person's edit) is left as it is, unstaged, and no longer
+        counted as papervault's. Nothing else is staged: a person's files and edits beside them stay theirs.
+        Returns the paths staged."""
+        same, changed = self.mine(paths)
+        written, staged = self.written, _STAGED.setdefault(self._real, {})
+        for r in changed:
+            log.warning("vault/%s changed since papervault wrote it: left as it is, not committed", r)
+            written.pop(r, None)
+            staged.pop(r, None)
+        if same:
+            try:
+                self._git_stdin(["update-index", "--add", "--remove", "-z", "--stdin"], same)
+            except git.GitCommandError as exc:
+                said = " ".join(str(exc.stderr or exc).split())[:200]
+                fix = ("if no git command is running in vault/, run `papervault doctor --fix`"
+                       if ".lock" in said else "run `papervault doctor` and follow its fix")
+                raise WorkspaceError(f"git could not stage in the vault ({said})", fix=fix) from None
+            for r in same:
+                staged[r] = written.pop(r)
+        return same
+
+    def _git_stdin(self, args: list[str], paths: list[str], env: dict | None = None) -> str:
+        """A git command reading NUL-separated `paths` on its standard input (no command line is too long)."""
+        with tempfile.TemporaryFile() as fh:
+            fh.write(b"".join(os.fsencode(p) + b"\0" for p in paths))
+            fh.seek(0)
+            repo = self.repo
+            with repo.git.custom_environment(**(env or {})):     # through GitPython's git, as every command
+                return getattr(repo.git, args[0].replace("-", "_"))(*args[1:], istream=fh)
 
     def commit(self, message: str, paths: Iterable[Path | str] | None = None) -> str | None:
         # `git commit` ends with `git gc --auto`, which by default detaches: a background gc then holds the
         # vault's ref and pack locks while the next step of a big import commits or recovers ("cannot lock
         # ref"). Run it in the foreground: now and then one commit takes longer, and nothing runs behind it.
-        """Stage `paths` (default: everything) and commit; returns the SHA, or None when nothing changed."""
+        """Commit what this process wrote under `paths` and what it staged before (`stage`): exactly those
+        paths (`git commit --only`), each only while it holds what papervault wrote. A person's edits and
+        untracked files, and what they staged themselves, stay out of the commit. `paths=None` commits the whole
+        working tree (`_commit_all`: a new vault). Returns the SHA, or None when nothing changed."""
         repo = self.repo
         env = {"GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
-               "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1],
+               "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1], "GIT_LITERAL_PATHSPECS": "1",
                **_config_env({"gc.autoDetach": "false"})}
-        specs = ["."] if paths is None else [str(Path(p).resolve().relative_to(self.root.resolve())) for p in paths]
+        if paths is None:
+            return self._commit_all(message, env)
+        self.stage(paths)
+        staged = _STAGED.setdefault(self._real, {})
+        if not staged:
+            return None
         try:
             with repo.git.custom_environment(**env):
-                if specs:
-                    repo.git.add("--all", "--", *specs)
+                if not repo.head.is_valid():
+                    repo.git.commit("-m", message, "--no-verify", "--quiet")      # a new vault: nothing else is there
+                else:
+                    # git itself says which of them differ from HEAD: reading a big index into Python would not scale
+                    diff = set(repo.git.execute(["git", "diff-index", "--cached", "--name-only", "-z", "HEAD"])
+                               .split("\0"))
+                    todo = sorted(r for r in staged if r in diff)
+                    if not todo:
+                        staged.clear()
+                        return None
+                    self._git_stdin(["commit", "--only", "--pathspec-from-file=-", "--pathspec-file-nul",
+                                     "-m", message, "--no-verify", "--quiet"], todo, env)
+        except git.GitCommandError as exc:
+            said = " ".join(str(exc.stderr or exc).split())[:200]
+            fix = ("if no git command is running in vault/, run `papervault doctor --fix`"
+                   if ".lock" in said else "run `papervault doctor` and follow its fix")
+            raise WorkspaceError(f"git could not commit in the vault ({said})", fix=fix) from None
+        staged.clear()
+        return repo.head.commit.hexsha
+
+    def _commit_all(self, message: str, env: dict) -> str | None:
+        """Everything in the working tree, as a person's `git add --all && git commit` would: only for a new
+        vault (`create`) and a person's own scripts; papervault's commands name the paths they wrote."""
+        repo = self.repo
+        try:
+            with repo.git.custom_environment(**env):
+                repo.git.add("--all", "--", ".")
+                self.written.clear()
+                _STAGED.pop(self._real, None)
                 # git itself says whether anything is staged: reading a big index into Python would not scale
                 if not repo.head.is_valid():
                     if not repo.git.execute(["git", "ls-files", "--cached"]).strip():
@@ -239,13 +382,18 @@ class Vault:
     def write(self, path: Path | str, data: bytes | str) -> Path:
         """Write a file of the vault atomically, after the guard: never through a link out of the vault."""
         path = self.guard(path)
-        atomic_write(path, data, fsync=self.fsync)
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self._will_change(path, raw)
+        atomic_write(path, raw, fsync=self.fsync)
         return path
 
     def remove(self, path: Path | str) -> bool:
         """Delete one file of the vault (a link itself, never what it points to); False when it was not there.
         Refused when its folder leads out of the vault."""
         path = self.guard(path, "delete", follow=False)
+        if not os.path.lexists(path):
+            return False
+        self._will_change(path, None)
         try:
             path.unlink()
         except FileNotFoundError:
@@ -257,14 +405,26 @@ class Vault:
         link out of the vault. A link to a folder inside the vault is removed as a link."""
         path = self.guard(path, "delete")
         if path.is_symlink():
+            self._will_change(path, None)
             path.unlink()
         else:
+            for f in _files_under(path):
+                self._will_change(f, None)
             shutil.rmtree(path)
 
     def move(self, src: Path | str, dst: Path | str) -> None:
         """Rename a file or folder of the vault with `git mv`, both ends checked by the guard."""
         src, dst = self.guard(src, "rename"), self.guard(dst, "rename")
-        self.repo.git.mv(str(src), str(dst))
+        repo = self.repo
+        # what git moves (its tracked files) is papervault's to commit: gone from src, there under dst; a
+        # person's untracked file moves with the folder and stays untracked
+        before = [self.root / r for r in repo.git.execute(["git", "ls-files", "-z", "--", self.rel(src)]).split("\0")
+                  if r]
+        repo.git.mv(str(src), str(dst))
+        for f in before:
+            self.written[self.rel(f)] = None
+            moved = dst / f.relative_to(src) if f != src else dst
+            self.written[self.rel(moved)] = file_blob(moved)
 
     def safe_path(self, path: Path | str) -> Path:
         """`path` (absolute or relative to the vault) resolved; UnsafePathError when it leads out of the vault."""
