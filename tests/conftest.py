@@ -159,6 +159,7 @@ SLOW_FIXTURES = {
 SLOW_TESTS = {
     # processes: papervault commands, servers, stand-in CLIs, a fresh shell, killed writers
     "test_agents_claude.py", "test_lean_imports.py", "test_parse_timeout.py", "test_recovery.py",
+    "test_sync_recovery.py",
     "test_background_fill.py::test_index_is_searchable_at_once_and_the_fill_ends_with_the_foreground_index",
     "test_background_fill.py::test_a_killed_fill_leaves_the_rest_pending_and_index_finishes_it",
     "test_app.py::test_a_survey_runs_stage_by_stage_without_prefect",

@@ -105,7 +105,8 @@ class Journal:
     def clear(self) -> None:
         self._seen.clear()
         self._recorded.clear()
-        if _store._ACTIVE.get(self.vault._real) is self:
+        active = _store._ACTIVE.get(self.vault._real)
+        if active is self or getattr(active, "path", None) == self.path:      # cleared (or recovered): closed
             del _store._ACTIVE[self.vault._real]
         try:
             self.path.unlink()
@@ -176,6 +177,7 @@ class Journal:
         rels = list(entries)
         head = _head_blobs(repo, rels) if repo.head.is_valid() else {}
         unstage: list[str] = []
+        kept: list[str] = []
         for rel, e in entries.items():
             path = vault.root / rel
             try:
@@ -191,6 +193,7 @@ class Journal:
                 continue
             if now not in afters:
                 done.kept.append(f"{rel}: changed since papervault wrote it (a person's edit?): kept as it is")
+                kept.append(rel)
                 continue
             if (now is not None and head.get(rel) == now) or (now is None and rel not in head):
                 unstage.append(rel)             # the write was committed before the kill: nothing to undo
@@ -210,6 +213,9 @@ class Journal:
                 _store.atomic_write(path, data)
             unstage.append(rel)
             done.undone.append(rel)
+        if kept:        # a kept file's staged entry that is papervault's (staged, never committed) is unstaged too
+            index = _index_blobs(repo, kept)
+            unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
         if unstage and repo.head.is_valid():
             _unstage(repo, unstage)
         self.clear()
@@ -249,6 +255,19 @@ def _head_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
             bits = meta.split()
             if len(bits) == 3 and bits[1] == "blob":
                 out[name] = bits[2]
+    return out
+
+
+def _index_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
+    """{path: blob id} in the index of those of `rels` it has."""
+    out: dict[str, str] = {}
+    for i in range(0, len(rels), chunk):
+        text = repo.git.execute(["git", "--literal-pathspecs", "ls-files", "-s", "-z", "--", *rels[i:i + chunk]])
+        for rec in text.split("\0"):
+            meta, _, name = rec.partition("\t")
+            bits = meta.split()
+            if len(bits) == 3:
+                out[name] = bits[1]
     return out
 
 
