@@ -21,6 +21,7 @@ caller can say what opening it cost (`papervault sync --json` does, per source).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -208,10 +209,18 @@ class Catalog:
         cat = cls(catalog_path(ws), ws.vault)
         head = cat._head()
         was = commit_id(cat._info("head"), f"{catalog_path(ws).name} info.head") or ""
-        if cat._info("version") != SCHEMA_VERSION or cat._dirty():
+        # Papers with uncommitted changes (a person's edit, a folder copied in) are read again at every open, and
+        # so are those that had some last time (an edit undone): their notes say more than the commit does.
+        dirty = cat._dirty()
+        try:
+            was_dirty = {p for p in json.loads(cat._info("dirty") or "[]") if is_valid_id(p)}
+        except (TypeError, ValueError):
+            was_dirty = set()
+        if cat._info("version") != SCHEMA_VERSION:
             cat.rebuild(head)
-        elif was != head and not cat.catch_up(was, head):
+        elif (was != head or dirty or was_dirty) and not cat.catch_up(was, head, dirty | was_dirty):
             cat.rebuild(head)
+        cat.db.execute("INSERT OR REPLACE INTO info (k, v) VALUES ('dirty', ?)", (json.dumps(sorted(dirty)),))
         cat.db.execute("BEGIN")
         return cat
 
@@ -223,10 +232,11 @@ class Catalog:
         repo = self.vault.repo
         return repo.head.commit.hexsha if repo.head.is_valid() else ""
 
-    def _dirty(self) -> bool:
-        """Uncommitted changes under papers/ (a person's edit, a folder copied in): the notes say more."""
-        out = self.vault.repo.git.execute(["git", "status", "--porcelain", "--untracked-files=all", "--", "papers"])
-        return any(line.strip() for line in out.splitlines())
+    def _dirty(self) -> set[str]:
+        """The papers with uncommitted changes under papers/ (a person's edit, a folder copied in)."""
+        out = self.vault.repo.git.execute(["git", "status", "--porcelain", "-z", "--untracked-files=all", "--",
+                                           "papers"])
+        return {m for m in re.findall(r"(?:^|[ \0])papers/([^/\0]+)/", out) if is_valid_id(m)}
 
     def _metas(self) -> Iterator[PaperMeta]:
         for pid in self.vault.paper_ids():
@@ -268,11 +278,13 @@ class Catalog:
             return None
         return {parts[1] for path in out.split("\0") if len(parts := path.split("/")) > 2 and parts[0] == "papers"}
 
-    def catch_up(self, old: str | None, new: str) -> bool:
+    def catch_up(self, old: str | None, new: str, extra: set[str] | None = None) -> bool:
         """Bring the catalog from vault commit `old` to `new` by reading again only the papers changed between
         them; False (nothing done) when a rebuild is the way: git cannot say what changed, or more than half of
         the papers did. One transaction: a kill leaves the catalog at `old`."""
-        changed = self._changed_papers(old or "", new)
+        changed = set() if old == new else self._changed_papers(old or "", new)
+        if changed is not None:
+            changed |= extra or set()
         if changed is None or (len(changed) > 1000 and len(changed) > len(self.store) // 2):
             return False
         db = self.db
