@@ -237,11 +237,11 @@ class Vault:
         if paths is None:
             chosen = list(written)
         else:
-            tops = [self.rel(p) for p in paths]
+            tops = {self.rel(p) for p in paths}
             if "." in tops:
                 chosen = list(written)
-            else:
-                chosen = [r for r in written if any(r == t or r.startswith(t + "/") for t in tops)]
+            else:       # a path is chosen when it, or a folder it is in, is one of `paths` (a set: no n x m)
+                chosen = [r for r in written if r in tops or any(r[:i] in tops for i, c in enumerate(r) if c == "/")]
         same, changed = [], []
         for r in chosen:
             (same if file_blob(self.root / r) == written[r] else changed).append(r)
