@@ -189,7 +189,7 @@ class Journal:
             now = file_blob(path)
             before, afters = e["before"], e["afters"]
             if now == before:
-                unstage.append(rel)            # never written, or already as it was: only its staged entry goes
+                kept.append(rel)               # never written, or already as it was: only its staged entry may go
                 continue
             if now not in afters:
                 done.kept.append(f"{rel}: changed since papervault wrote it (a person's edit?): kept as it is")
@@ -213,7 +213,7 @@ class Journal:
                 _store.atomic_write(path, data)
             unstage.append(rel)
             done.undone.append(rel)
-        if kept:        # a kept file's staged entry that is papervault's (staged, never committed) is unstaged too
+        if kept:        # a kept file's staged entry is unstaged when it is papervault's (staged, never committed)
             index = _index_blobs(repo, kept)
             unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
         if unstage and repo.head.is_valid():
