@@ -199,7 +199,11 @@ def test_edited_outline_is_honoured_on_a_dask_cluster(run):
     assert not any(h.startswith("Theme:") for h in headings)
     last = survey_md.split("Fault tolerance in practice", 1)[1]
     assert f"[@{related[0]}" in last and f"[@{related[1]}" in last
-    assert any("kept the edited outline" in c.message for c in ws.vault.repo.iter_commits(max_count=10))
+    # the person's outline is theirs to commit: no survey commit takes it in
+    rel = f"surveys/{SLUG}/outline.md"
+    assert f" M {rel}" in ws.vault.repo.git.status("--porcelain").splitlines()
+    assert not any(rel in c.stats.files for c in ws.vault.repo.iter_commits(max_count=10)
+                   if "kept the edited outline" in c.message)
 
 
 def test_survey_runs_its_tasks_on_the_dask_scheduler_it_is_given(run, cli_run):

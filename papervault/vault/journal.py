@@ -218,6 +218,7 @@ class Journal:
             unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
         if unstage and repo.head.is_valid():
             _unstage(repo, unstage)
+        vault.forget(rels)          # undone or kept, none of them is papervault's to commit any more
         self.clear()
         return done
 

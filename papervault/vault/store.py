@@ -123,13 +123,24 @@ def file_blob(path: Path) -> str | None:
         return ""
 
 
-# What papervault wrote in this process and has not committed yet, per vault (its real root): {path relative to
-# the vault: blob id written, or None when it removed the file}. `Vault.commit` stages only these paths, and only
-# while they still hold what was written, so a person's edits and files beside them are never swept into a commit.
-# `_ACTIVE` is the journal recording each write before it is made (papervault.vault.journal), while one is open.
-_WRITTEN: dict[str, dict[str, str | None]] = {}
+# What papervault wrote and has not committed yet, per vault: {path relative to the vault: blob id written, or
+# None when it removed the file}, kept in `.git/papervault-written` (one line a write, appended before it is
+# made) so that a write in one process (a survey stage's task on a Dask worker) and the commit in another (the
+# flow) agree. `Vault.commit` stages only these paths, and only while they still hold what was written, so a
+# person's edits and files beside them are never swept into a commit. `_ACTIVE` is the journal recording each
+# write before it is made (papervault.vault.journal), while one is open.
+LEDGER = "papervault-written"
 _ACTIVE: dict[str, object] = {}
 _STAGED: dict[str, dict[str, str | None]] = {}     # of those, staged by `Vault.stage` for the next commit
+
+
+_BLOB = re.compile(r"[0-9a-f]{40}")
+
+
+def _safe_rel(rel: str) -> bool:
+    """A path relative to the vault that stays in it and is not in `.git` (checked when read back from state)."""
+    parts = rel.split("/")
+    return not rel.startswith("/") and ".." not in parts and ".git" not in parts and "\0" not in rel
 
 
 _COMMIT_ID = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
@@ -181,9 +192,48 @@ class Vault:
     # --- what papervault wrote --------------------------------------------------------------------
 
     @property
+    def ledger(self) -> Path | None:
+        """The file listing what papervault wrote and has not committed (None: the vault has no `.git` folder)."""
+        git_dir = self.root / ".git"
+        return git_dir / LEDGER if git_dir.is_dir() else None
+
+    @property
     def written(self) -> dict[str, str | None]:
-        """The paths this process wrote or removed in the vault since they were last committed (`_WRITTEN`)."""
-        return _WRITTEN.setdefault(self._real, {})
+        """The paths papervault wrote or removed in the vault and has not committed, with the blob id written
+        (None: removed); a line cut by a kill, or not of this form, is skipped."""
+        out: dict[str, str | None] = {}
+        path = self.ledger
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+        except FileNotFoundError:
+            return out
+        for line in text.splitlines():
+            after, sep, rel = line.partition("\t")
+            if sep and rel and (after == "-" or _BLOB.fullmatch(after)) and _safe_rel(rel):
+                out[rel] = None if after == "-" else after
+        return out
+
+    def _note_written(self, pairs: list[tuple[str, str | None]]) -> None:
+        path = self.ledger
+        if path is None or not pairs:
+            return
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
+
+    def forget(self, rels: Iterable[str] | None = None) -> None:
+        """Drop these paths (default: all) from what papervault wrote and has not committed."""
+        path = self.ledger
+        if path is None or not path.exists():
+            return
+        if rels is None:
+            path.unlink(missing_ok=True)
+            return
+        drop = set(rels)
+        left = {r: a for r, a in self.written.items() if r not in drop}
+        if not left:
+            path.unlink(missing_ok=True)
+            return
+        atomic_write(path, "".join(f"{a or '-'}\t{r}\n" for r, a in left.items()), fsync=False)
 
     def rel(self, path: Path | str) -> str:
         """`path` (absolute or relative to the vault) relative to the vault's real root, its last part not
@@ -202,7 +252,7 @@ class Vault:
         journal = _ACTIVE.get(self._real)
         if journal is not None:
             journal.record(rel, self.root / rel, after)
-        self.written[rel] = after
+        self._note_written([(rel, after)])
 
     # --- creation and git ------------------------------------------------------------------------
 
@@ -256,7 +306,6 @@ class Vault:
         written, staged = self.written, _STAGED.setdefault(self._real, {})
         for r in changed:
             log.warning("vault/%s changed since papervault wrote it: left as it is, not committed", r)
-            written.pop(r, None)
             staged.pop(r, None)
         if same:
             try:
@@ -267,7 +316,8 @@ class Vault:
                        if ".lock" in said else "run `papervault doctor` and follow its fix")
                 raise WorkspaceError(f"git could not stage in the vault ({said})", fix=fix) from None
             for r in same:
-                staged[r] = written.pop(r)
+                staged[r] = written[r]
+        self.forget([*same, *changed])
         return same
 
     def _git_stdin(self, args: list[str], paths: list[str], env: dict | None = None) -> str:
@@ -326,7 +376,7 @@ class Vault:
         try:
             with repo.git.custom_environment(**env):
                 repo.git.add("--all", "--", ".")
-                self.written.clear()
+                self.forget()
                 _STAGED.pop(self._real, None)
                 # git itself says whether anything is staged: reading a big index into Python would not scale
                 if not repo.head.is_valid():
@@ -421,10 +471,11 @@ class Vault:
         before = [self.root / r for r in repo.git.execute(["git", "ls-files", "-z", "--", self.rel(src)]).split("\0")
                   if r]
         repo.git.mv(str(src), str(dst))
+        pairs: list[tuple[str, str | None]] = []
         for f in before:
-            self.written[self.rel(f)] = None
             moved = dst / f.relative_to(src) if f != src else dst
-            self.written[self.rel(moved)] = file_blob(moved)
+            pairs += [(self.rel(f), None), (self.rel(moved), file_blob(moved))]
+        self._note_written(pairs)
 
     def safe_path(self, path: Path | str) -> Path:
         """`path` (absolute or relative to the vault) resolved; UnsafePathError when it leads out of the vault."""
