@@ -193,9 +193,15 @@ class Vault:
 
     @property
     def ledger(self) -> Path | None:
-        """The file listing what papervault wrote and has not committed (None: the vault has no `.git` folder)."""
+        """The file listing what papervault wrote and has not committed, in the vault's git folder (None: the
+        vault is no git repository yet)."""
         git_dir = self.root / ".git"
-        return git_dir / LEDGER if git_dir.is_dir() else None
+        if git_dir.is_dir():
+            return git_dir / LEDGER
+        try:        # a `.git` file (the vault is a submodule or a worktree): git says where its folder is
+            return Path(self.repo.git_dir) / LEDGER
+        except WorkspaceError:
+            return None
 
     @property
     def written(self) -> dict[str, str | None]:
