@@ -427,6 +427,25 @@ class Searcher:
             self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="papervault-search")
         return self._executor
 
+    def paper_columns(self, columns: list[str]):
+        """Every row of the papers table with `columns`, as an Arrow table; None when the index holds no paper
+        or no passages (nothing to select from). The survey's topic selection scores the whole vault from it."""
+        papers, chunks = self._tables()
+        if chunks is None or not papers.count_rows():
+            return None
+        return papers.search().select(columns).limit(None).to_arrow()
+
+    def passage_rankings(self, query: str, vec, where: str | None, n: int, columns: list[str]
+                         ) -> tuple[list[dict], list[dict]]:
+        """The `n` passages nearest `vec` (each row with its cosine `_distance`) and the `n` best full-text hits
+        of `query` (with their BM25 `_score`), both within `where`, unfused: the two rankings `search` fuses,
+        for a caller that weighs them itself (the survey's topic selection). The full-text query runs on the
+        search pool while the vector query runs."""
+        _, chunks = self._tables()
+        f_fts = self._pool().submit(_fts, chunks, query, where, n, columns)
+        vec_rows = _vector(chunks, vec, where, n, columns)
+        return vec_rows, f_fts.result()
+
     def _expand(self, chunks, hits: list[Hit], budget: int) -> list[Hit]:
         """Keep hits in rank order while they fit in `budget` tokens; attach neighbours and mentioned
         figures/tables to the best few, each only if it still fits and is not already shown."""
