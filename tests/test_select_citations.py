@@ -488,11 +488,12 @@ def test_citation_contexts_read_numeric_alphanumeric_and_author_year_markers():
     assert got["contexts"] == {"Lamport|1998": [["The part-time parliament of Lamport (1998) is consensus.", None]]}
 
 
-def test_a_record_known_by_its_title_alone_needs_a_closer_score(citing_vault, monkeypatch):
+def test_a_record_known_by_its_title_alone_needs_a_closer_score(citing_vault):
     """A record whose score rests on its title alone is chosen by its score only above the title-only cut-off
-    (TITLE_ONLY_FRACTION of the best papers' margin, above the others' cut-off); under it, it is a near miss,
+    (`title_only_fraction` of the best papers' margin, above the others' cut-off); under it, it is a near miss,
     and selection.md's method names both cut-offs."""
-    import papervault.survey.topic as topic_mod
+    from dataclasses import replace
+
     from papervault.survey.topic import TopicSelector
     from papervault.workspace import Workspace
 
@@ -510,7 +511,7 @@ def test_a_record_known_by_its_title_alone_needs_a_closer_score(citing_vault, mo
     assert all(c.score >= got.title_cutoff for c in by_score(got, "title only"))
     assert all(c.score >= got.cutoff for c in by_score(got, "title and abstract") + by_score(got, "full text"))
     # with the title-only cut-off above every score, it is a near miss, and nothing else changes
-    monkeypatch.setattr(topic_mod, "TITLE_ONLY_FRACTION", 5.0)
+    selector.params = replace(selector.params, title_only_fraction=5.0)
     strict = selector.select(TOPIC)
     assert by_score(strict, "title only") == []
     near = {c.id: c for c in strict.near}
@@ -531,13 +532,13 @@ def test_citing_sentences_are_embedded_once_per_workspace(citing_vault):
         "Paxos [1] is the consensus protocol most replicated state machines start from. "
         "Statistics [2] play no part here.\n" + _refs(PAXOS, TEXTBOOK, CLOCKS, TITLE_ONLY)), pages=1))
     first = TopicSelector(ws)
-    _, ctxs, vecs = first._context_rows()
+    _, ctxs, vecs = first.citing.context_rows()
     assert ctxs and (ws.cache_dir / "contexts" / "vectors.sqlite").is_file()
 
     second = TopicSelector(ws)
     real, calls = second.searcher.embedder.embed, []
     second.searcher.embedder.embed = lambda texts: calls.append(len(texts)) or real(texts)   # counts, then embeds
-    _, ctxs2, vecs2 = second._context_rows()
+    _, ctxs2, vecs2 = second.citing.context_rows()
     assert calls == [] and [c.text for c in ctxs2] == [c.text for c in ctxs]
     assert (vecs2 == vecs).all()
     assert second.select(TOPIC).ids == first.select(TOPIC).ids

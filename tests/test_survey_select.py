@@ -202,19 +202,21 @@ def test_a_near_miss_cited_by_a_selected_paper_is_linked_in(library):
     Moderately Complex PDF: a near miss whose title it cites comes in with the link and the rule that matched
     as its reason; one it does not cite stays out. (The two near misses are matched as if the vault held them.)"""
     from papervault.survey.citations import build_graph
-    from papervault.survey.topic import Candidate, TopicSelector
+    from papervault.survey.topic import Candidate, TopicSelector, links
     from papervault.workspace import Workspace
 
     ws = Workspace(library["ws"]).require()
     sel = TopicSelector(ws)
-    paxos = next(p for p in sel.ids if p not in library["ids"] and "paxos" in sel.titles[sel.pos[p]].lower())
+    t = sel.table
+    paxos = next(p for p in t.ids if p not in library["ids"] and "paxos" in t.titles[t.pos[p]].lower())
     cited = Candidate("chandra2007paxos", "Paxos made live: an engineering perspective")
     other = Candidate("chang2006bigtable", "Bigtable: a distributed storage system for structured data")
-    ids, titles = sel.ids + [cited.id, other.id], sel.titles + [cited.title, other.title]
-    sel._graph = build_graph(ws.vault, ids, titles, sel.dois + ["", ""], sel.arxivs + ["", ""],
-                             [p for p, f in zip(sel.ids, sel.fulltext) if f])
-    assert cited.id in sel._graph.cites[paxos] and other.id not in sel._graph.cites[paxos]
-    got = sel._links([Candidate(paxos, "Paxos Made Moderately Complex", has_fulltext=True)], [other, cited])
+    ids, titles = t.ids + [cited.id, other.id], t.titles + [cited.title, other.title]
+    sel.citing._graph = graph = build_graph(ws.vault, ids, titles, t.dois + ["", ""], t.arxivs + ["", ""],
+                                            [p for p, f in zip(t.ids, t.fulltext) if f])
+    assert cited.id in graph.cites[paxos] and other.id not in graph.cites[paxos]
+    got = links.linked(sel.citing, sel.params, [Candidate(paxos, "Paxos Made Moderately Complex", has_fulltext=True)],
+                       [other, cited])
     assert [c.id for c in got] == ["chandra2007paxos"]
     reason = got[0].links[0]
     assert reason.kind == "cited" and reason.other == paxos and "title" in reason.text
