@@ -166,13 +166,19 @@ def _default_runner():
 
 @flow(name="add", task_runner=_default_runner(), log_prints=True)
 def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
-        reanalyse: bool = False, progress: Any = None) -> dict[str, Any]:
-    """Import papers like `papervault add`, parsing the PDFs on the task runner; one vault commit."""
+        reanalyse: bool = False, progress: Any = None, index: bool = True):
+    """Import papers like `papervault add` (the same `papervault.app.papers.add`, which ends with the papers
+    searchable unless `index` is False), parsing, analysing and embedding on the task runner; one vault commit.
+    Returns the AddReport itself: the CLI prints it as it prints an in-process add."""
+    from papervault.index.embed import workspace_embed_settings  # deferred: pyarrow, only when the flow runs
+
     ws = Workspace.resolve(workspace).require()
     progress = _progress(progress)
-    report = app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, progress=progress,
-                     parse_fn=partial(_parse_mapped, progress=progress), analyse_fn=_analyse_mapped(ws, progress))
-    return report.as_dict()
+    embed = workspace_embed_settings(ws)
+    return app_add(ws, list(inputs), backend=backend, reanalyse=reanalyse, progress=progress,
+                   parse_fn=partial(_parse_mapped, progress=progress), analyse_fn=_analyse_mapped(ws, progress),
+                   index=index, embed_batches=_embed_mapped(embed_batch, embed.model_dump()),
+                   embed_ml_batches=_embed_mapped(embed_ml_batch, embed.vector_cache))
 
 
 @flow(name="index", task_runner=_default_runner(), log_prints=True)

@@ -14,7 +14,6 @@ from typing import Any, Callable
 from papervault.app import reading
 from papervault.app.graph import neighbourhood
 from papervault.app.ids import resolve_id
-from papervault.app.indexing import update_index
 from papervault.app.reading import FigureRef, cut as _cut, outline, page_spans  # noqa: F401 - the tools' API
 from papervault.app.search import search_papers
 from papervault.errors import InputError, NotFoundError, PapervaultError
@@ -368,11 +367,9 @@ class VaultTools:
             raise ToolInputError("nothing to add", fix="pass PDF paths, arXiv ids, DOIs or URLs")
         if len(inputs) > 100:
             raise ToolInputError(f"{len(inputs)} inputs", fix="add at most 100 at a time")
-        report = run_add(self.ws, inputs, backend=backend, progress=progress)
-        out = report.as_dict()
-        if index and (report.added or report.merged):
-            out["index"] = self._sync_index(progress)
-        return out
+        # the one add, ending with the papers searchable; every vector before the tool answers (the agent asked
+        # for these papers now), so no background fill is left behind
+        return run_add(self.ws, inputs, backend=backend, progress=progress, index=index, wait=True).as_dict()
 
     def add_repo(self, source: str, *, paper: str | None = None, name: str | None = None,
                  progress: Progress | None = None) -> dict[str, Any]:
@@ -391,10 +388,6 @@ class VaultTools:
         paper_id, renamed = self.paper(paper_id)
         out = delete(self.ws, [paper_id], reason="requested over MCP", progress=progress)
         return {**out, "deleted": paper_id, **renamed}
-
-    def _sync_index(self, progress: Progress | None) -> dict[str, Any] | str:
-        # every vector before the tool answers: the agent asked for these papers now
-        return update_index(self.ws, progress=progress, code=False, lock="index", lock_wait=30, stage="index")
 
 
 def _pdf_path(ws, meta) -> str | None:

@@ -71,13 +71,15 @@ class AddReport:
     commits: list[str] = field(default_factory=list)        # every vault commit of the run (`commit`: the last)
     timings: dict = field(default_factory=dict)             # wall and CPU seconds per phase (papervault.timing)
     recovered: dict = field(default_factory=dict)           # what undoing a killed run did: {undone, kept}
+    index: dict | None = None           # the index step of `papervault.app.papers.add` (None: not run, --no-index)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
                 "problems": [p.as_dict() for p in self.problems], "commit": self.commit,
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
                 "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed,
-                "commits": self.commits, "timings": self.timings, "recovered": self.recovered}
+                "commits": self.commits, "timings": self.timings, "recovered": self.recovered,
+                "index": self.index}
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:

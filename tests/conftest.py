@@ -374,13 +374,13 @@ def _read_only(ws: Path):
 @pytest.fixture(scope="session")
 def corpus_added(tmp_path_factory, corpus_dir) -> Path:
     """The 16 shared papers added through the CLI (`papervault add DIR`, in its own process), once per run
-    (all workers share it); not indexed. Read-only: tests that write use `corpus_added_copy`."""
+    (all workers share it); not indexed (`--no-index`). Read-only: tests that write use `corpus_added_copy`."""
     import json
 
     def build(ws: Path) -> None:
         pv("init", str(ws), ws=ws)
         without_multilingual(ws)
-        out = json.loads(pv("add", str(corpus_dir), "--json", ws=ws).stdout)
+        out = json.loads(pv("add", str(corpus_dir), "--json", "--no-index", ws=ws).stdout)
         assert len(out["added"]) == 16 and out["problems"] == [], out
 
     yield from _read_only(build_once(shared_tmp(tmp_path_factory) / "corpus-added" / "ws", build))

@@ -64,7 +64,7 @@ def in_process(tmp_path_factory, inputs, model_dir):
     base = tmp_path_factory.mktemp("in-process")
     with environ("PAPERVAULT_PARSE_CACHE_DIR", str(base / "cache")):
         local = _init(base / "ws", multilingual=True)
-        report = add(local, [str(inputs)])
+        report = add(local, [str(inputs)], index=False)
         assert len(report.added) == 2 and not report.problems, report.as_dict()
         with local.write_lock("index"):
             PaperIndex(local).sync()
@@ -136,8 +136,9 @@ def test_dask_add_and_index_equal_in_process(tmp_path, in_process, inputs, prefe
     fresh = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     fresh["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     writer: list[int] = []
-    added = _cli(["add", str(inputs), "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)], fresh,
-                 pid=writer)
+    # `--no-index`: the index flow below is the one compared (its batches embedded by the workers)
+    added = _cli(["add", str(inputs), "--no-index", "--task-runner", "dask", "--workers", "2", "-w", str(dist.root)],
+                 fresh, pid=writer)
     assert sorted(added["added"]) == sorted(report.added) and not added["problems"], added
     # the analyses ran in the tasks, in Dask worker processes, not in the writer (the CLI's process)
     ran = _analyses(dist)
@@ -176,7 +177,8 @@ def test_thread_runner_flows_equal_in_process(tmp_path, in_process, inputs, monk
     monkeypatch.setenv("PAPERVAULT_PARSE_CACHE_DIR", str(tmp_path / "cache-flow"))
     monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")     # the flow's tasks embed for real
     flowed = _init(tmp_path / "flowed")
-    done = run(add_flow, task_runner_kind="thread", workers=2, inputs=[str(inputs)], workspace=str(flowed.root))
+    done = run(add_flow, task_runner_kind="thread", workers=2, inputs=[str(inputs)], workspace=str(flowed.root),
+               index=False).as_dict()
     assert sorted(done["added"]) == sorted(report.added) and not done["problems"], done
     assert len(list((tmp_path / "cache-flow").rglob("*.pickle"))) == 2
     indexed = run(index_flow, task_runner_kind="thread", workers=2, workspace=str(flowed.root))
@@ -231,7 +233,7 @@ def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
     calls: list[tuple] = []
     t0 = __import__("time").monotonic()
     done = run(add_flow, task_runner_kind="dask", workers=1, progress=lambda *a: calls.append(a),
-               inputs=[str(src)], workspace=str(ws.root))
+               inputs=[str(src)], workspace=str(ws.root), index=False).as_dict()
     assert __import__("time").monotonic() - t0 < 300
     assert len(done["added"]) == 1 and ws.vault.read_meta(done["added"][0]).title == "Leases for Replicated Logs"
     [problem] = done["problems"]

@@ -261,10 +261,10 @@ def test_bulk_add_memory_does_not_grow_with_the_library(tmp_path, monkeypatch):
     peaks = {}
     for n in (100, 300):
         w, _ = Workspace.init(tmp_path / f"ws{n}")
-        app_add(w, [str(_csl(tmp_path / f"lib{n}.json", n))])   # warm (imports) and a vault of n papers
+        app_add(w, [str(_csl(tmp_path / f"lib{n}.json", n))], index=False)   # warm (imports) and a vault of n papers
         lib = _csl(tmp_path / f"more{n}.json", n, start=n)
         tracemalloc.start()
-        r = app_add(w, [str(lib)])
+        r = app_add(w, [str(lib)], index=False)
         peaks[n] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert len(r.added) == n and len(r.commits) == -(-n // 64)

@@ -65,8 +65,7 @@ def library(tmp_path_factory, corpus_dir, model_dir, prefect_api):
     ws = base / "ws"
     pv("init", str(ws), ws=ws)
     without_multilingual(ws)      # the topics are English: no second vector space to build
-    pv("add", "-q", str(csl), *[str(corpus_dir / p) for p in PDFS], ws=ws)
-    pv("index", "-q", ws=ws)
+    pv("add", "-q", str(csl), *[str(corpus_dir / p) for p in PDFS], ws=ws)      # indexed as it adds
     return {"ws": ws, "ids": {r["id"] for r in chosen}, "robotics": {r["id"] for r in chosen if r.get("keyword")}}
 
 

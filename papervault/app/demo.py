@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from papervault.wording import plural
-from papervault.app.indexing import update_index
 from papervault.app.papers import add
 from papervault.app.survey import run_survey_inprocess
 from papervault.demo import SPECS, make_synthetic_papers
@@ -38,18 +37,14 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
         papers_dir = papers
         topic = topic or "replication and consistency in distributed storage"
     t = time.perf_counter()
-    report = add(ws, [str(papers_dir)], backend=backend)
+    # the one add: the papers searchable when it returns, every vector embedded (the survey reads them next)
+    report = add(ws, [str(papers_dir)], backend=backend, wait=True)
     timings["add"] = time.perf_counter() - t
     log(f"add: {len(report.added)} new, {len(report.merged)} merged, {len(report.unchanged)} unchanged, "
         f"{plural(len(report.problems), 'problem')} [{timings['add']:.1f} s]")
     for p in report.problems:
         log(f"  skipped {p.source}: {p.error}")
-
-
-    t = time.perf_counter()
-    update_index(ws, code=False)
-    timings["index"] = time.perf_counter() - t
-    log(f"index: done [{timings['index']:.1f} s]")
+    log(report.index["line"])
 
     t = time.perf_counter()
     result = survey(topic, workspace=str(ws.root), backend=backend)

@@ -53,11 +53,43 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     return report
 
 
-def update_index_reported(ws) -> dict:
+def update_index_reported(ws, paper_ids: list[str] | None = None, *, wait: bool = False, **kw: Any) -> dict:
     """The index brought up to date as `papervault index` does (paragraph vectors left to the background fill
-    with [index] background_fill), for a caller whose other work is done (a sync pass, an accepted inbox
-    entry): an error is the report's `error`, not raised."""
+    with [index] background_fill), for a caller whose other work is done (an add, a sync pass, an accepted inbox
+    entry, a renamed paper): an error is the report's `error`, not raised. With `paper_ids`, only those papers
+    are looked at (what an add brought in), and the code index is left to `papervault index`. With `wait`, every
+    vector is embedded before it returns (`papervault index --wait`, an MCP write)."""
     try:
-        return update_index(ws, defer=ws.settings.index.background_fill, lock="index", lock_wait=60)
+        return update_index(ws, defer=ws.settings.index.background_fill and not wait, lock="index", lock_wait=60,
+                            paper_ids=paper_ids, **kw)
     except PapervaultError as exc:
         return {"error": str(exc)}
+
+
+def index_added(ws, paper_ids: list[str], **kw: Any) -> dict:
+    """The last step of every way papers arrive (`add`, the add flow, MCP's add_paper, `inbox accept`, `sync`):
+    the papers just written made searchable (paper rows and section chunks embedded now, paragraphs filled
+    behind). Returns the index report with `line`, a one-line summary; a paper the index could not take is
+    named in `errors` (and by `papervault status`), never silently left out."""
+    if not paper_ids:
+        return {"papers": 0, "line": "index: nothing new to index"}
+    try:
+        report = update_index_reported(ws, list(dict.fromkeys(paper_ids)), **kw)
+    except Exception as exc:  # the papers are in the vault (committed): the add stands, and says what is missing
+        report = {"error": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+    report["line"] = index_line(report)
+    return report
+
+
+def index_line(report: dict) -> str:
+    """One line saying what an index step did for the papers it was given."""
+    if report.get("error"):
+        return f"index: not updated: {report['error']}; run `papervault index`"
+    done = len(report.get("added", [])) + len(report.get("updated", []))
+    line = f"indexed {done} of {report.get('papers', 0)} papers ({report.get('chunks_embedded', 0)} chunks embedded"
+    pending = (report.get("fill") or {}).get("pending")
+    line += f"; {pending} paragraphs filling in the background)" if pending else ")"
+    errors = report.get("errors") or {}
+    if errors:
+        line += f"; NOT indexed: {', '.join(sorted(errors))} (see `papervault status`)"
+    return line

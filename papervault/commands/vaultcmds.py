@@ -41,53 +41,53 @@ def init(directory, embed_model, embed_model_path, workspace, as_json):
 @click.option("--max", "max_results", type=int, default=10, show_default=True, help="With --arxiv-search: how many.")
 @click.option("--backend", default=None, help="Analyser for the new notes (default: the workspace's).")
 @click.option("--reanalyse", is_flag=True, help="Analyse notes again even when they are current.")
+@click.option("--no-index", "no_index", is_flag=True,
+              help="Leave the new papers out of the index until `papervault index` (a batch of imports).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @runner_options
 @workspace_option
 @json_option
-def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, quiet, task_runner, workers,
-        dask_address, workspace, as_json):
-    """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero."""
+def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, no_index, quiet, task_runner,
+        workers, dask_address, workspace, as_json):
+    """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero; then make
+    them searchable (paragraphs filled in the background), unless --no-index."""
     from papervault.app.papers import add as run_add  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     if not inputs and zotero is None and not arxiv_search:
         raise click.UsageError("nothing to add: give PDF paths, folders, .bib/.json files, arXiv ids, DOIs or URLs")
+    index = not no_index
     options = {}
     if zotero is not None:
         options.update(zotero=zotero or None, collection=collection, since=since)
     if arxiv_search:
         options.update(arxiv_search=arxiv_search, max_results=max_results)
-    if task_runner:
-        if options:
-            raise click.UsageError("--task-runner takes paths, files and identifiers, not --zotero or --arxiv-search")
-        # deferred: the flows load Prefect, kept out of the CLI's start-up
-        from flows.ingest import add as add_flow, run
-        from papervault.ingest import AddReport, Problem
+    if task_runner and options:
+        raise click.UsageError("--task-runner takes paths, files and identifiers, not --zotero or --arxiv-search")
+    progress = Progress(quiet or as_json)
+    try:
+        with timing.recording() as timings:
+            if task_runner:
+                # deferred: the flows load Prefect, kept out of the CLI's start-up
+                from flows.ingest import add as add_flow, run
 
-        progress = Progress(quiet or as_json)
-        try:
-            done = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
-                       progress=progress, inputs=list(inputs), workspace=str(ws.root), backend=backend,
-                       reanalyse=reanalyse)
-        finally:
-            progress.close()
-        report = AddReport(**{**done, "problems": [Problem(**p) for p in done["problems"]],
-                              "warnings": [Problem(**p) for p in done["warnings"]]})
-    else:
-        progress = Progress(quiet or as_json)
-        try:
-            with timing.recording() as timings:
+                # the same app.papers.add, its parses, analyses and embeddings on the task runner
+                report = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
+                             progress=progress, inputs=list(inputs), workspace=str(ws.root), backend=backend,
+                             reanalyse=reanalyse, index=index)
+            else:
                 report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
-                                 reanalyse=reanalyse)
-            report.timings = timings.as_dict()
-        finally:
-            progress.close()
-    # Every input failed: the command failed (a script or a Makefile must see it), after saying why.
+                                 reanalyse=reanalyse, index=index)
+        report.timings = timings.as_dict()
+    finally:
+        progress.close()
+    # Every input failed: the command failed (a script or a Makefile must see it), after saying why. So did an
+    # add whose papers the index could not take: they are in the vault, but no search finds them yet.
     failed = bool(report.problems) and not (report.added or report.merged or report.unchanged)
+    unsearchable = bool(report.index and (report.index.get("error") or report.index.get("errors")))
     if as_json:
         emit_json(report.as_dict())
-        if failed:
+        if failed or unsearchable:
             raise SystemExit(1)
         return
     for line in (report.recovered or {}).get("undone", []):
@@ -112,8 +112,15 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                + f", problems {len(report.problems)}"
                + (f"; {len(report.commits)} vault commits, the last {report.commit[:8]}" if len(report.commits) > 1
                   else f"; vault commit {report.commit[:8]}" if report.commit else ""))
+    if report.index is not None:
+        click.echo(report.index["line"], err=unsearchable)
+    elif report.added or report.merged:
+        click.echo("not indexed (--no-index): run `papervault index` to make them searchable")
     if failed:
         click.echo(f"error: nothing was added: {plural(len(report.problems), 'input')} failed (see above)", err=True)
+        raise SystemExit(1)
+    if unsearchable:
+        click.echo("error: added, but not searchable until `papervault index` succeeds (see above)", err=True)
         raise SystemExit(1)
 
 
