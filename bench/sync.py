@@ -53,7 +53,7 @@ def main() -> None:
     from support_arxiv import Catalog, LoopbackServer, Paper, make_pdf
     from support_zotero import build_large_library
 
-    from papervault.app.papers import add
+    from papervault.app.adding import add
     from papervault.app.sync import sync
     from papervault.workspace import Workspace
 
@@ -76,7 +76,7 @@ def main() -> None:
         fh.write(f'\n[sync]\nzotero = "{zot}"\nfolders = ["{folder}"]\narxiv_versions = true\n')
     ws = Workspace.resolve(str(base / "ws"))
     if args.base is None:
-        t_import, rep = _timed(lambda: add(ws, [str(base / "slice.json")]))
+        t_import, rep = _timed(lambda: add(ws, [str(base / "slice.json")], index=False))
     arxiv_ids = sorted({m.arxiv for m in ws.vault.iter_meta() if m.arxiv})
     server = LoopbackServer(Catalog())
     server.catalog.add(*[Paper(a, f"arXiv paper {a}", "An abstract.", ["Ann Author"]) for a in arxiv_ids])

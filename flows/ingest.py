@@ -4,7 +4,7 @@
 runner; `index` maps the embedding batches. Workers only compute and return: parsed papers, notes, vectors. On a
 Dask worker each PDF is parsed in a child process, so one that hangs is abandoned after `[parse] timeout` and
 becomes that paper's problem while the batch goes on. The flow's own process is the single writer:
-it runs the same library functions as the plain CLI (`papervault.app.papers.add`, `PaperIndex.sync`) under the
+it runs the same library functions as the plain CLI (`papervault.app.adding.add`, `PaperIndex.sync`) under the
 workspace write lock, writes the vault, makes the one commit and merges the rows into the index. The result is
 the in-process result: the same notes, the same chunk ids, the same vectors (the batches are the same).
 
@@ -30,7 +30,7 @@ from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from flows import runner  # noqa: E402
 from papervault.agents import registered  # noqa: E402
 from papervault.app.indexing import update_index  # noqa: E402
-from papervault.app.papers import add as app_add  # noqa: E402
+from papervault.app.adding import add as app_add  # noqa: E402
 from papervault.config import EmbedSettings, ParseSettings  # noqa: E402
 from papervault.errors import ParseError  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
@@ -167,7 +167,7 @@ def _default_runner():
 @flow(name="add", task_runner=_default_runner(), log_prints=True)
 def add(inputs: list[str], workspace: str | None = None, backend: str | None = None,
         reanalyse: bool = False, progress: Any = None, index: bool = True):
-    """Import papers like `papervault add` (the same `papervault.app.papers.add`, which ends with the papers
+    """Import papers like `papervault add` (the same `papervault.app.adding.add`, which ends with the papers
     searchable unless `index` is False), parsing, analysing and embedding on the task runner; one vault commit.
     Returns the AddReport itself: the CLI prints it as it prints an in-process add."""
     from papervault.index.embed import workspace_embed_settings  # deferred: pyarrow, only when the flow runs

@@ -360,7 +360,7 @@ class VaultTools:
 
     def add_paper(self, inputs: list[str], *, backend: str | None = None, index: bool = True,
                   progress: Progress | None = None) -> dict[str, Any]:
-        from papervault.app.papers import add as run_add  # deferred: a write tool, off by default
+        from papervault.app.adding import add as run_add  # deferred: a write tool, off by default
 
         inputs = [s.strip() for s in inputs or [] if s and s.strip()]
         if not inputs:

@@ -71,7 +71,7 @@ class AddReport:
     commits: list[str] = field(default_factory=list)        # every vault commit of the run (`commit`: the last)
     timings: dict = field(default_factory=dict)             # wall and CPU seconds per phase (papervault.timing)
     recovered: dict = field(default_factory=dict)           # what undoing a killed run did: {undone, kept}
-    index: dict | None = None           # the index step of `papervault.app.papers.add` (None: not run, --no-index)
+    index: dict | None = None           # the index step of `papervault.app.adding.add` (None: not run, --no-index)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,

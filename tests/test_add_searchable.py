@@ -46,7 +46,7 @@ def test_add_dir_then_search_finds_every_paper_with_no_index_between(tmp_path, c
     for name, query in PAPERS.items():
         assert any(n.endswith(name) for n in _found(ws, query, cli_run)), query
     st = json.loads(cli_run(["status", "--json", "--workspace", ws]).stdout)
-    assert st["indexed_papers"] == 2 and st["not_indexed"] == [], st
+    assert st["indexed_papers"] == 2 and st["not_indexed"] == [] and st["index_health"] == "ok", st
     deadline = time.monotonic() + 240          # the fill it started ends (no process outlives the test)
     while (st["fill"]["pending"] or st["fill"]["running"]) and time.monotonic() < deadline:
         time.sleep(1)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SURVEY_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from papervault.app.papers import add
+from papervault.app.adding import add
 from papervault.app.survey import run_survey_inprocess
 from papervault.demo import make_synthetic_papers
 from papervault.workspace import Workspace

@@ -76,7 +76,7 @@ def _objects(endpoint: str, prefix: str) -> list[str]:
 def test_index_search_survey_and_mcp_readers_on_loopback_s3(tmp_path, s3_index, model_dir):
     from mcp import Client, StdioServerParameters
 
-    from papervault.app.papers import add
+    from papervault.app.adding import add
     from papervault.app.survey import run_survey_inprocess
     from papervault.demo import make_synthetic_papers
     from papervault.index.search import Searcher

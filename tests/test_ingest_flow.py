@@ -58,7 +58,7 @@ def _init(root: Path, multilingual: bool = False) -> Workspace:
 def in_process(tmp_path_factory, inputs, model_dir):
     """The reference: the inputs added and indexed by the plain library path (what `papervault add` /
     `papervault index` run), in this process, with a parse cache of its own. Returns (workspace, add report)."""
-    from papervault.app.papers import add
+    from papervault.app.adding import add
     from papervault.index.store import PaperIndex
 
     base = tmp_path_factory.mktemp("in-process")

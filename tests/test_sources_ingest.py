@@ -253,7 +253,7 @@ def test_bulk_add_memory_does_not_grow_with_the_library(tmp_path, monkeypatch):
     sizes past it, so what is measured is what `add` itself holds."""
     import tracemalloc
 
-    from papervault.app.papers import add as app_add
+    from papervault.app.adding import add as app_add
     from papervault.sources import csl
 
     monkeypatch.setenv("PAPERVAULT_SOURCES_COMMIT_EVERY", "64")

@@ -52,7 +52,7 @@ def linked(tmp_path_factory):
     a = _pdf(tmp / "alpha.pdf", "Alpha Replication Protocols", "Replicas agree on a log of commands.")
     b = _pdf(tmp / "beta.pdf", "Beta Storage Engines", "Log structured merge trees compact sorted runs.")
     c = _pdf(tmp / "gamma.pdf", "Gamma Clean Paper", "Vector clocks order concurrent events partially.")
-    res = runner.invoke(cli, ["add", str(a), str(b), str(c), "--quiet", "--workspace", str(root)])
+    res = runner.invoke(cli, ["add", str(a), str(b), str(c), "--no-index", "--quiet", "--workspace", str(root)])
     assert res.exit_code == 0, res.output
     papers = root / "vault" / "papers"
     alpha, beta, gamma = sorted(p.name for p in papers.iterdir() if p.is_dir())

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from papervault.wording import plural
-from papervault.app.papers import add
+from papervault.app.adding import add
 from papervault.app.survey import run_survey_inprocess
 from papervault.demo import SPECS, make_synthetic_papers
 from papervault.site.build import build_site

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from papervault.errors import PapervaultError
 from papervault.index import fill
 from papervault.timing import phase
+from papervault.wording import plural
 from papervault.workspace import Workspace
 
 Progress = Callable[..., None]   # progress(stage, done, total)
@@ -86,9 +87,10 @@ def index_line(report: dict) -> str:
     if report.get("error"):
         return f"index: not updated: {report['error']}; run `papervault index`"
     done = len(report.get("added", [])) + len(report.get("updated", []))
-    line = f"indexed {done} of {report.get('papers', 0)} papers ({report.get('chunks_embedded', 0)} chunks embedded"
+    line = (f"indexed {done} of {plural(report.get('papers', 0), 'paper')} "
+            f"({plural(report.get('chunks_embedded', 0), 'chunk')} embedded")
     pending = (report.get("fill") or {}).get("pending")
-    line += f"; {pending} paragraphs filling in the background)" if pending else ")"
+    line += f"; {plural(pending, 'paragraph')} filling in the background)" if pending else ")"
     errors = report.get("errors") or {}
     if errors:
         line += f"; NOT indexed: {', '.join(sorted(errors))} (see `papervault status`)"

@@ -1,5 +1,5 @@
-"""Bringing papers in, listing and deleting them: what `add`, `add-repo`, `list` and `delete` do, for every
-front end (the CLI commands and the MCP tools call these)."""
+"""Bringing code in, listing and deleting papers: what `add-repo`, `list` and `delete` do, for every front end (the
+CLI commands and the MCP tools call these). `add` is `papervault.app.adding.add`: it ends with the index step."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from papervault.vault.store import check_id
 from papervault.workspace import Workspace
 from papervault.app.ids import resolve_ids
 from papervault.errors import IndexMismatchError
-from papervault.ingest import add as ingest
 
 Progress = Callable[[str, int, int | None], None]
 
@@ -71,31 +70,6 @@ def list_papers(ws: Workspace, filters: PaperFilter | None = None, **kw: Any) ->
     """The vault's papers that pass `filters` (or the filter fields given as keywords), in id order."""
     keep = (filters or PaperFilter(**kw)).compile()
     return [m for m in ws.require().vault.iter_meta() if keep(m)]
-
-
-def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progress: Progress | None = None,
-        options: dict | None = None, reanalyse: bool = False, parse_fn=None, analyse_fn=None, index: bool = True,
-        wait: bool = False, embed_batches=None, embed_ml_batches=None):
-    """Import papers (paths, .bib, CSL-JSON, arXiv ids, DOIs, URLs, Zotero); one commit. Returns the AddReport.
-
-    The one `add` of every front end (the CLI with or without a task runner, MCP's add_paper, the demo). Its last
-    step makes the papers it added, merged or re-analysed searchable through the one index update
-    (`papervault.app.indexing.index_added`: paper rows and sections now, paragraphs filled behind); its report
-    is `report.index`. `index=False` leaves that to a later `papervault index` (a batch of imports); `wait`
-    embeds the paragraphs too before it returns (no background fill).
-
-    `parse_fn` and `analyse_fn` (see `papervault.ingest.ParseFn`, `AnalyseFn`) parse PDFs and analyse papers on
-    a task runner, `embed_batches` / `embed_ml_batches` embed there; this process still writes."""
-    ws.require()
-    report = ingest(ws, list(inputs), backend=backend or ws.settings.agents.backend, progress=progress,
-                    options=options, reanalyse=reanalyse, parse_fn=parse_fn, analyse_fn=analyse_fn)
-    if index:
-        from papervault.app.indexing import index_added  # deferred: the index loads pyarrow, not at start-up
-
-        ids = [*report.added, *(m["id"] for m in report.merged if m.get("id")), *report.reanalysed]
-        report.index = index_added(ws, ids, wait=wait, progress=progress, embed_batches=embed_batches,
-                                   embed_ml_batches=embed_ml_batches)
-    return report
 
 
 def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] = (), name: str | None = None,

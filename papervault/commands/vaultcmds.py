@@ -51,7 +51,7 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
         workers, dask_address, workspace, as_json):
     """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero; then make
     them searchable (paragraphs filled in the background), unless --no-index."""
-    from papervault.app.papers import add as run_add  # deferred: not at CLI start-up
+    from papervault.app.adding import add as run_add  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     if not inputs and zotero is None and not arxiv_search:
@@ -71,7 +71,7 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                 # deferred: the flows load Prefect, kept out of the CLI's start-up
                 from flows.ingest import add as add_flow, run
 
-                # the same app.papers.add, its parses, analyses and embeddings on the task runner
+                # the same app.adding.add, its parses, analyses and embeddings on the task runner
                 report = run(add_flow, task_runner_kind=task_runner, workers=workers, dask_address=dask_address,
                              progress=progress, inputs=list(inputs), workspace=str(ws.root), backend=backend,
                              reanalyse=reanalyse, index=index)
