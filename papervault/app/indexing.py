@@ -1,4 +1,4 @@
-"""Bring the index in step with the vault: the one implementation behind `papervault index`, the `index` flow,
+"""Bring the index in step with the vault: the one implementation behind `papervault index`, `papervault add` (every front end's), the `index` flow,
 the MCP server's writes, the survey's index stage, the demo and `papervault sync`."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def update_index_reported(ws, paper_ids: list[str] | None = None, *, wait: bool 
 
 
 def index_added(ws, paper_ids: list[str], **kw: Any) -> dict:
-    """The last step of every way papers arrive (`add`, the add flow, MCP's add_paper, `inbox accept`, `sync`):
+    """The last step of `papervault.app.adding.add` (the CLI's `add`, the add flow, MCP's add_paper, the demo):
     the papers just written made searchable (paper rows and section chunks embedded now, paragraphs filled
     behind). Returns the index report with `line`, a one-line summary; a paper the index could not take is
     named in `errors` (and by `papervault status`), never silently left out."""
