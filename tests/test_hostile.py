@@ -39,6 +39,9 @@ def papervault(args: list[str], ws: Path, *, limit: int | None = MEMORY_LIMIT,
         if limit:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
+    if args[:1] == ["add"]:
+        # the readers are what the limit bounds: `add`'s index step (the embedding model's address space) is not
+        args = ["add", "--no-index", *args[1:]]
     e = dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), **(env or {}))
     return subprocess.run([sys.executable, "-m", "papervault", *args], capture_output=True, text=True, env=e,
                           timeout=timeout, preexec_fn=before)
