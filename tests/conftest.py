@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -347,7 +348,11 @@ def without_multilingual(ws: Path) -> None:
     toml = ws / "papervault.toml"
     text = toml.read_text(encoding="utf-8")
     assert "\n[embed]\n" in text, text
-    toml.write_text(text.replace("\n[embed]\n", "\n[embed]\nmultilingual = false\n", 1), encoding="utf-8")
+    if re.search(r"(?m)^multilingual\s*=", text):   # recorded already (an `add` that indexed): set it, once
+        text = re.sub(r"(?m)^multilingual\s*=.*$", "multilingual = false", text)
+    else:
+        text = text.replace("\n[embed]\n", "\n[embed]\nmultilingual = false\n", 1)
+    toml.write_text(text, encoding="utf-8")
 
 
 def _vault_head(ws: Path) -> tuple[str, str]:
