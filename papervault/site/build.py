@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from papervault.errors import SiteError
+from papervault.hashing import file_sha256
 from papervault.site import zensical
 from papervault.site.assets import mathjax_assets, theme_assets
 from papervault.site.policy import PagePolicy
@@ -335,7 +336,7 @@ def _unchanged(ws: Workspace, stamp: dict[str, Any], staged: dict[str, Any], str
 
 
 def _built(ws: Workspace, stamp: dict[str, Any], warnings: list[str]) -> None:
-    files = {rel: [*st, _sha256(path)] for rel, path, st in _site_files(ws.site_dir)}
+    files = {rel: [*st, file_sha256(path)] for rel, path, st in _site_files(ws.site_dir)}
     _write_json(ws.cache_dir / BUILT_STAMP, {"stamp": stamp, "files": files, "warnings": list(warnings)})
 
 
@@ -358,14 +359,6 @@ def _site_files(root: Path):
             yield os.path.relpath(path, root), path, [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _same_files(root: Path, files: Any) -> bool:
     """Whether `root` holds exactly the files the last build recorded (`files`), with the same bytes."""
     if not isinstance(files, dict):
@@ -378,7 +371,7 @@ def _same_files(root: Path, files: Any) -> bool:
             return False
         if st != was[:3]:
             try:
-                if st[0] != was[0] or _sha256(path) != was[3]:
+                if st[0] != was[0] or file_sha256(path) != was[3]:
                     return False
             except OSError:
                 return False
