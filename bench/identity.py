@@ -1,6 +1,16 @@
 """Benchmark of paper identity: titles, authors and years read from PDFs, against two baselines.
 
     .venv/bin/python bench/identity.py [--corpus DIR] [--json]
+    .venv/bin/python bench/identity.py --set DIR [--labels FILE] [--half tune|heldout|both] [--json]
+
+With `--set`, the benchmark reads the identity set instead: real PDFs from public collections in DIR, labelled
+in bench/identity_set/labels.jsonl (see bench/identity_set/README.md; get.py rebuilds DIR), split into a tune
+half and a held-out half. It reports per half, for each system, titles exact, author F1, years, venues (where
+the system reports one) and bad citation keys, also per document type and for scanned versus born-digital
+papers. A key is bad when its name part is not the family name of a labelled author: `anon` when the page
+prints authors, or a word that is no labelled author's family name (an affiliation, an address, a title word),
+or any name when the page prints none. Misses are listed for the tune half only, so that tuning on them never
+looks at the held-out half.
 
 The labelled set is the shared corpus (labels in bench/identity_labels.yaml, read off the rendered pages)
 plus the PDFs of bench/identity_pdfs.py, made at run time in the hard header styles (banners, stamps,
@@ -88,7 +98,7 @@ def by_class(results: dict[str, dict], labs: dict[str, dict]) -> dict:
 
 def run_papervault(path: str) -> dict:
     h = read_front(Path(path))
-    return {"title": h.title, "authors": h.authors, "year": h.year,
+    return {"title": h.title, "authors": h.authors, "year": h.year, "venue": h.venue,
             "confidence": h.provenance.get("title_confidence")}
 
 
@@ -110,8 +120,16 @@ def run_first_line(path: str) -> dict:
     return {"title": title, "authors": [a for a in authors if a], "year": int(m.group(1)) if m else None}
 
 
+_SUFFIX = re.compile(r",?\s+(?:jr|sr|ii|iii|iv)\.?$", re.I)
+
+
+def _family(author: str) -> str:
+    """The family name of an author as printed ("Robert E. Lucas, Jr." -> "lucas"), lowercase ASCII letters."""
+    return re.sub(r"[^a-z]", "", fold(last_name(_SUFFIX.sub("", author.strip()))).lower())
+
+
 def _names(authors: list[str]) -> list[str]:
-    return [re.sub(r"[^a-z]", "", fold(last_name(a)).lower()) for a in authors if a.strip()]
+    return [_family(a) for a in authors if a.strip()]
 
 
 def author_f1(got: list[str], want: list[str]) -> float:
@@ -173,6 +191,161 @@ def repaired_pages(labs: dict[str, dict]) -> dict:
     return out
 
 
+SET_LABELS = ROOT / "bench" / "identity_set" / "labels.jsonl"
+HALVES = ("tune", "heldout")
+
+
+def set_labels(labels_file: Path, set_dir: Path, half: str) -> tuple[dict[str, dict], list[str]]:
+    """The identity set's labels for `half` ("both" for all), keyed by the PDF's path in `set_dir`; and the
+    labelled files that are not in `set_dir`."""
+    labs: dict[str, dict] = {}
+    missing: list[str] = []
+    for line in labels_file.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        lab = json.loads(line)
+        if half != "both" and lab["half"] != half:
+            continue
+        path = set_dir / Path(lab["file"]).name
+        if path.is_file():
+            labs[str(path)] = lab
+        else:
+            missing.append(lab["file"])
+    return labs, missing
+
+
+def bad_key(result: dict, lab: dict) -> tuple[str, str | None]:
+    """The key the system's reading gives, and why it is bad (None when it is built from the family name of a
+    labelled author, or is `anon` for a page that prints no author)."""
+    key = key_base(result["authors"], result["year"], result["title"])
+    # The name part exactly as `key_base` builds it.
+    got = re.sub(r"[^a-z0-9]", "", fold(last_name(result["authors"][0])).lower())[:30] if result["authors"] else ""
+    got = got or "anon"
+    if not lab["authors"]:
+        return key, None if got == "anon" else "name where the page prints none"
+    if got == "anon":
+        return key, "anon while the page prints authors"
+    families = {_family(a) for a in lab["authors"]}
+    # A family name with a particle ("de la Sierra") may be keyed on its last word.
+    families |= {re.sub(r"[^a-z]", "", fold(a.split()[-1]).lower()) for a in
+                 (last_name(_SUFFIX.sub("", x.strip())) for x in lab["authors"]) if a.split()}
+    return key, None if got in families else "not a labelled author's family name"
+
+
+def _venue_words(venue: str | None) -> str:
+    words = normalize_title(venue).split()
+    return " ".join(w for w in words if w not in ("the", "of", "and", "in", "on", "for"))
+
+
+def venue_right(got: str | None, want: str | None) -> bool:
+    g, w = _venue_words(got), _venue_words(want)
+    return bool(g and w) and (g in w or w in g)
+
+
+def score_set(results: dict[str, dict], labs: dict[str, dict], venue: bool) -> dict:
+    """Titles, authors, years, keys (and venues, for a system that reports them) on a part of the set."""
+    n = len(labs)
+    if not n:
+        return {"papers": 0}
+    out = score(results, labs)
+    reasons: dict[str, int] = {}
+    for p, lab in labs.items():
+        _, why = bad_key(results[p], lab)
+        if why:
+            reasons[why] = reasons.get(why, 0) + 1
+    out["bad_keys"] = round(sum(reasons.values()) / n, 4)
+    out["bad_key_reasons"] = reasons
+    if venue:
+        reported = [p for p in labs if results[p].get("venue")]
+        out["venues_reported"] = len(reported)
+        out["venue_right_of_reported"] = (round(sum(venue_right(results[p]["venue"], labs[p]["venue"])
+                                                    for p in reported) / len(reported), 4) if reported else None)
+        out["venue_where_none_printed"] = sum(1 for p in reported if not labs[p]["venue"])
+    return out
+
+
+def _safe(fn, path: str) -> dict:
+    try:
+        return fn(path)
+    except Exception as exc:  # one unreadable PDF never stops the run; it scores as nothing read
+        return {"title": "", "authors": [], "year": None, "venue": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_set(args) -> dict:
+    labs, missing = set_labels(args.labels, args.set, args.half)
+    if not labs:
+        sys.exit(f"no labelled PDF of the {args.half} half in {args.set}: run bench/identity_set/get.py {args.set}")
+    systems = {"papervault": run_papervault, "pdf-metadata": run_metadata, "first-line": run_first_line}
+    halves = [h for h in HALVES if args.half in (h, "both")]
+    report: dict = {"set": str(args.set), "labels": str(args.labels), "papers": len(labs), "missing": missing,
+                    "systems": {}, "misses": {}}
+    for name, fn in systems.items():
+        t = time.perf_counter()
+        results = {}
+        for i, p in enumerate(sorted(labs), 1):
+            results[p] = _safe(fn, p)
+            if not args.json and (i % 25 == 0 or i == len(labs)):
+                print(f"  {name}: {i}/{len(labs)} PDFs read", file=sys.stderr)
+        seconds = round(time.perf_counter() - t, 2)
+        per: dict = {"seconds": seconds}
+        for half in halves:
+            part = {p: lab for p, lab in labs.items() if lab["half"] == half}
+            row = {"all": score_set(results, part, name == "papervault")}
+            for kind in sorted({lab["type"] for lab in part.values()}):
+                row["type:" + kind] = score_set(results, {p: lab for p, lab in part.items() if lab["type"] == kind},
+                                                name == "papervault")
+            for scanned, label in ((True, "scanned"), (False, "born-digital")):
+                row[label] = score_set(results, {p: lab for p, lab in part.items() if lab["scanned"] == scanned},
+                                       name == "papervault")
+            per[half] = row
+        report["systems"][name] = per
+        report["errors"] = report.get("errors", {}) | {f"{name}:{Path(p).name}": r["error"]
+                                                       for p, r in results.items() if "error" in r}
+        if name == "papervault":
+            for p, lab in sorted(labs.items()):
+                if lab["half"] != "tune":
+                    continue
+                r = results[p]
+                key, why = bad_key(r, lab)
+                wrong = [f for f, ok in (("title", normalize_title(r["title"]) == normalize_title(lab["title"])),
+                                         ("authors", author_f1(r["authors"], lab["authors"]) == 1),
+                                         ("year", r["year"] == lab["year"]), ("key", why is None)) if not ok]
+                if wrong:
+                    report["misses"][lab["file"]] = {
+                        "wrong": wrong, "key": key, "key_problem": why,
+                        "got": {k: r.get(k) for k in ("title", "authors", "year", "venue")},
+                        "want": {k: lab[k] for k in ("title", "authors", "year", "venue", "type", "scanned")}}
+    return report
+
+
+def print_set(report: dict) -> None:
+    print(f"identity set: {report['papers']} labelled PDFs in {report['set']}"
+          + (f" ({len(report['missing'])} labelled files missing)" if report["missing"] else ""))
+    head = (f"{'system':13} {'half':8} {'part':26} {'n':>4} {'title':>7} {'authF1':>7} {'year':>7} "
+            f"{'badkey':>7} {'venues':>7} {'venue ok':>8}")
+    print(head)
+    for name, per in report["systems"].items():
+        for half in HALVES:
+            for part, r in per.get(half, {}).items():
+                if not r.get("papers"):
+                    continue
+                v = r.get("venue_right_of_reported")
+                print(f"{name:13} {half:8} {part:26} {r['papers']:4d} {r['title_exact']:7.1%} {r['author_f1']:7.3f} "
+                      f"{r['year_accuracy']:7.1%} {r['bad_keys']:7.1%} "
+                      f"{r.get('venues_reported', '-')!s:>7} {'-' if v is None else f'{v:.1%}':>8}")
+        print(f"{name:13} {per['seconds']:.1f} s")
+    pv = report["systems"].get("papervault", {})
+    for half in HALVES:
+        if half in pv:
+            print(f"bad keys ({half}): {pv[half]['all']['bad_key_reasons']}")
+    for name, err in report.get("errors", {}).items():
+        print(f"error: {name}: {err}")
+    for name, m in report["misses"].items():
+        print(f"\nmiss (tune): {name} {m['wrong']} key {m['key']}"
+              + (f" ({m['key_problem']})" if m["key_problem"] else "")
+              + f"\n  got  {m['got']}\n  want {m['want']}")
+
+
 _PARSED: dict[str, object] = {}
 
 
@@ -187,7 +360,17 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-repair", action="store_true", help="skip the full parses of the repaired-pages measure")
+    ap.add_argument("--set", type=Path, help="the identity set's folder of PDFs (bench/identity_set/get.py makes it)")
+    ap.add_argument("--labels", type=Path, default=SET_LABELS, help="the identity set's labels (JSON lines)")
+    ap.add_argument("--half", choices=("tune", "heldout", "both"), default="both")
     args = ap.parse_args()
+    if args.set:
+        report = run_set(args)
+        if args.json:
+            print(json.dumps(report, indent=2, ensure_ascii=False))
+        else:
+            print_set(report)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         labs = labels(args.corpus, Path(tmp))
         systems = {"papervault": run_papervault, "pdf-metadata": run_metadata, "first-line": run_first_line}
