@@ -123,9 +123,17 @@ def run_first_line(path: str) -> dict:
 _SUFFIX = re.compile(r",?\s+(?:jr|sr|ii|iii|iv)\.?$", re.I)
 
 
-def _family(author: str) -> str:
-    """The family name of an author as printed ("Robert E. Lucas, Jr." -> "lucas"), lowercase ASCII letters."""
+def _family_full(author: str) -> str:
+    """The family name of an author with its particles ("Raúl Sánchez de la Sierra" -> "delasierra"), lowercase
+    ASCII letters, without a Jr./Sr./II suffix."""
     return re.sub(r"[^a-z]", "", fold(last_name(_SUFFIX.sub("", author.strip()))).lower())
+
+
+def _family(author: str) -> str:
+    """The last word of the family name ("Robert E. Lucas, Jr." -> "lucas", "P.M.C. DE OLIVEIRA" and
+    "P.M.C. de Oliveira" -> "oliveira"), so that a particle's case does not decide a match."""
+    words = last_name(_SUFFIX.sub("", author.strip())).split()
+    return re.sub(r"[^a-z]", "", fold(words[-1]).lower()) if words else ""
 
 
 def _names(authors: list[str]) -> list[str]:
@@ -225,10 +233,8 @@ def bad_key(result: dict, lab: dict) -> tuple[str, str | None]:
         return key, None if got == "anon" else "name where the page prints none"
     if got == "anon":
         return key, "anon while the page prints authors"
-    families = {_family(a) for a in lab["authors"]}
-    # A family name with a particle ("de la Sierra") may be keyed on its last word.
-    families |= {re.sub(r"[^a-z]", "", fold(a.split()[-1]).lower()) for a in
-                 (last_name(_SUFFIX.sub("", x.strip())) for x in lab["authors"]) if a.split()}
+    # A family name with a particle ("de la Sierra") may be keyed on all of it or on its last word.
+    families = {_family_full(a) for a in lab["authors"]} | {_family(a) for a in lab["authors"]}
     return key, None if got in families else "not a labelled author's family name"
 
 
