@@ -29,7 +29,7 @@ def bench_extractive(corpus: Path, ocr: bool) -> None:
     from papervault.config import ParseSettings, Settings
     from papervault.models import PaperMeta
     from papervault.parse.batch import parse_many
-    from papervault.survey.analyse import analyse_papers
+    from papervault.note_analysis import analyse_papers
     from papervault.vault.store import Vault
 
     pdfs = sorted(corpus.glob("*.pdf"))
@@ -77,7 +77,7 @@ def bench_extractive(corpus: Path, ocr: bool) -> None:
 def bench_claude(papers: int, delay: float, levels: list[int]) -> None:
     from papervault.agents import get_backend
     from papervault.config import Settings
-    from papervault.survey.analyse import analyse_papers
+    from papervault.note_analysis import analyse_papers
     from support_llm import SAMPLE_ANSWER, MessagesServer, Turn, make_paper_vault
 
     with MessagesServer(lambda req: Turn.structured(SAMPLE_ANSWER, delay=delay)) as srv, \

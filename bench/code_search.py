@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from papervault.index.code import CodeSearcher  # noqa: E402
-from papervault.sources.repo import add_repo  # noqa: E402
+from papervault.add_repo import add_repo  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
 
 QUERIES = ROOT / "bench" / "code_queries.yaml"

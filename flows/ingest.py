@@ -74,13 +74,13 @@ def embed_ml_batch(texts: list[str], vector_cache: str | None):
 
 @task(name="analyse-paper", retries=0)
 def analyse_paper(job: dict, backend: str, settings: dict, state_dir: str | None) -> dict:
-    """One paper's analysis (`papervault.survey.analyse.run_job`): the note's metadata and body back, or the
+    """One paper's analysis (`papervault.note_analysis.run_job`): the note's metadata and body back, or the
     error; the flow's process writes it. The backend is built once per worker process.
 
     The function refers to no global of this module: a task runner may ship it by value (a Dask worker), and a
     global holding a built backend (locks, clients) could not travel."""
     # deferred: imported where the task runs, since it refers to no global of this module (above)
-    from papervault.survey.analyse import run_job, worker_backend
+    from papervault.note_analysis import run_job, worker_backend
 
     return run_job(job, worker_backend(backend, settings, state_dir))
 

@@ -41,7 +41,7 @@ Progress = Callable[[str, int, int | None], None]
 # How a batch's PDFs are parsed: (paths, parse settings, cache dir) -> {path: ParsedPaper | ParseError}.
 # In-process it is `parse_many` (a local process pool); the ingest flow maps it over a task runner instead.
 ParseFn = Callable[[list[str], object, Path | None], dict]
-# How a batch's analyses run elsewhere: (jobs of `papervault.survey.analyse.analysis_job`, backend name) ->
+# How a batch's analyses run elsewhere: (jobs of `papervault.note_analysis.analysis_job`, backend name) ->
 # results of `run_job`, in order. In-process the analyser runs here (`analyse_papers`); the ingest flow maps
 # the jobs over its task runner, and this process only writes the notes.
 AnalyseFn = Callable[[list[dict], str], list[dict]]
@@ -429,7 +429,7 @@ class Ingest:
         if not self.pending:
             return
         # deferred: the analysis stage and its backends load only when papers are analysed
-        from papervault.survey.analyse import analyse_elsewhere, analyse_papers
+        from papervault.note_analysis import analyse_elsewhere, analyse_papers
 
         pending, self.pending = self.pending, []
         ids = [pid for pid, _ in pending]
@@ -470,8 +470,8 @@ class Ingest:
 
     def link_code(self) -> None:
         """Link the papers of this run to repositories already indexed whose URLs their text names
-        (see `papervault.sources.repo.link_new_papers`); the code notes it rewrites join this run's commit."""
-        from papervault.sources.repo import link_new_papers  # deferred: code linking loads tree-sitter and pyarrow
+        (see `papervault.add_repo.link_new_papers`); the code notes it rewrites join this run's commit."""
+        from papervault.add_repo import link_new_papers  # deferred: code linking loads tree-sitter and pyarrow
 
         ids = list(dict.fromkeys([*self.report.added, *(m["id"] for m in self.report.merged)]))
         try:

@@ -71,7 +71,7 @@ def build_vault(ws, corpus: Path, names: list[str]) -> list[str]:
     """Write the named related papers into the workspace's vault (note + paper.md), analyse, commit."""
     from papervault.agents import get_backend
     from papervault.ids import make_key
-    from papervault.survey.analyse import analyse_paper
+    from papervault.note_analysis import analyse_paper
 
     vault = ws.vault
     backend = get_backend("extractive", ws.settings, state_dir=ws.state_dir)

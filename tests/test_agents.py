@@ -12,7 +12,7 @@ from papervault.agents import get_backend
 from papervault.agents.paperdoc import read_paper, top_sections
 from papervault.config import Settings
 from papervault.errors import BackendError, NotFoundError
-from papervault.survey.analyse import analyse_paper, analyse_papers, commit_message, load_template
+from papervault.note_analysis import analyse_paper, analyse_papers, commit_message, load_template
 from papervault.survey.review import changes, mark_reviewed, pending
 from support_llm import SAMPLE_PAPER, make_paper_vault
 

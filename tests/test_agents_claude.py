@@ -10,7 +10,7 @@ import pytest
 from papervault.agents import BreakerOpen, get_backend
 from papervault.config import Settings
 from papervault.errors import BackendError
-from papervault.survey.analyse import analyse_paper, analyse_papers
+from papervault.note_analysis import analyse_paper, analyse_papers
 from support_llm import (SAMPLE_ANSWER, STRUCTURED_TOOL, MessagesServer, Turn, all_text, make_paper_vault,
                          system_text, tool_names)
 

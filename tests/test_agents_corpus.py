@@ -8,7 +8,7 @@ from papervault.agents import get_backend
 from papervault.agents.extractive import unfaithful
 from papervault.config import ParseSettings, Settings
 from papervault.models import PaperMeta
-from papervault.survey.analyse import analyse_papers
+from papervault.note_analysis import analyse_papers
 from papervault.vault.store import Vault
 
 # A spread of the corpus that parses in seconds: prose-only, numbered and unnumbered sections, figures,

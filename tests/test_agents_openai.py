@@ -10,7 +10,7 @@ from papervault.agents import BreakerOpen, CostCeiling, get_backend
 from papervault.agents.base import parse_json
 from papervault.config import Settings
 from papervault.errors import BackendError
-from papervault.survey.analyse import analyse_paper, analyse_papers
+from papervault.note_analysis import analyse_paper, analyse_papers
 from support_llm import SAMPLE_ANSWER, ChatServer, Turn, make_paper_vault
 
 PID = "doe2020widgets"

@@ -15,7 +15,7 @@ from support_survey import read_pdf
 from papervault.agents import get_backend
 from papervault.agents.paperdoc import read_paper, split_paper
 from papervault.config import Settings
-from papervault.survey.analyse import analyse_paper, build_task, load_template, merge_answers
+from papervault.note_analysis import analyse_paper, build_task, load_template, merge_answers
 
 PAXOS = "distributed_systems_paxos-made-moderately-complex.pdf"
 ANCHOR = re.compile(r'<a id="page-(\d+)"></a>')

@@ -90,7 +90,7 @@ def test_only_a_valid_answer_is_kept_and_any_change_asks_again(tmp_path):
 
 def test_a_forced_analysis_asks_the_model_again(tmp_path):
     """`add --reanalyse` forces the analysis: the same task is asked again and its new answer kept."""
-    from papervault.survey.analyse import analyse_paper
+    from papervault.note_analysis import analyse_paper
 
     vault = make_paper_vault(tmp_path / "ws")
     second = {**SAMPLE_ANSWER, "method": "Gizmo, asked again"}

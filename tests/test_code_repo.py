@@ -13,7 +13,7 @@ from papervault.errors import IndexMismatchError, LockedError, NotFoundError, So
 from papervault.index.code import CodeIndex, CodeSearchError, CodeSearcher, search_code
 from papervault.index.embed import Embedder
 from papervault.models import PaperMeta, ParsedPaper
-from papervault.sources.repo import add_repo
+from papervault.add_repo import add_repo
 from papervault.vault import frontmatter
 from papervault.workspace import Workspace
 from support_code import FILES, commit_all, make_repo
@@ -379,7 +379,7 @@ def test_a_chunker_change_rechunks_every_repository_and_reuses_vectors(tmp_path,
     import numpy as np
 
     import papervault.index.code as code_index
-    import papervault.sources.repo as repo_source
+    import papervault.add_repo as repo_source
     from papervault.cli import cli
 
     ws, origin = _two_repos(tmp_path, embedder)

@@ -43,7 +43,7 @@ def test_each_contract_catches_a_violation(tmp_path):
     violations = {
         "papervault/doctor.py": "from papervault.commands import common",        # library -> command line
         "papervault/parse/text.py": "from papervault.sources import files",      # parsing -> retrieval
-        "papervault/agents/base.py": "from papervault.survey import analyse",    # backend -> survey
+        "papervault/agents/base.py": "from papervault.survey import select",     # backend -> survey
         "papervault/index/search.py": "import prefect",                          # lookup -> flows
         # a function-local import that closes a cycle, one per layers contract
         "papervault/models.py": "from papervault import workspace",              # basics -> storage

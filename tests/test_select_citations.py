@@ -139,9 +139,9 @@ def test_graph_matches_titles_dois_and_arxiv_ids_across_line_breaks(citing_vault
                 ["", "", "10.1145/3335772.3335934", ""], ["", "", "", "2003.10554v2"])
     refs = ("[1] L. Lamport. Paxos made sim- ple. SIGACT News, 2001. [2] Paxos. [3] X. doi:10.1145/3335772.3335934. "
             "[4] arXiv:2003.10554")
-    from papervault.agents.otherwork import _dehyphen
+    from papervault.parse.text import dehyphen
 
-    assert m.named(_dehyphen(refs)) == {"a", "c", "d"}     # a title of one word means nothing
+    assert m.named(dehyphen(refs)) == {"a", "c", "d"}     # a title of one word means nothing
 
     # ... unless its first author's family name stands just before it and its year near it
     short = Matcher(["soft", "thesis", "paxos"], ["Soft typing", "Soft typing: an approach to type checking", "Paxos"],

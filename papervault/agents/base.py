@@ -251,7 +251,7 @@ class Backend:
     #: whether answers are quotations from the paper only (the note says so)
     verbatim = False
     #: the longest paper text one request may carry (a longer paper is read in parts, see
-    #: `papervault.survey.analyse`); None when the backend reads the paper's files itself or takes any length
+    #: `papervault.note_analysis`); None when the backend reads the paper's files itself or takes any length
     max_input_chars: int | None = None
 
     def __init__(self, *, retries: int = 3, backoff: float = 1.0, breaker_failures: int = 5,

@@ -16,7 +16,7 @@ from papervault.agents.base import Backend, Reply, Task
 from papervault.agents.paperdoc import DocSection, PaperDoc, Sentence, read_paper, section_sentences, sentences
 from papervault.errors import BackendError
 from papervault.vault.paper import MENTION, mentions
-from papervault.agents.otherwork import other_work
+from papervault.agents.cited_work import other_work
 from papervault.agents.paperdoc import _clean_inline, normalise
 from papervault.vault.paper import read as read_paper_md, without_anchors, without_images, without_page_citations
 

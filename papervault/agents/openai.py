@@ -1,7 +1,7 @@
 """The `openai` backend: any OpenAI-compatible chat-completions endpoint (Ollama, vLLM, llama.cpp, hosted APIs).
 
 Such endpoints have no file tools, so the paper's text travels in the user message, fenced and labelled as
-data. A paper longer than `max_input_chars` is read in parts by the analyser (`papervault.survey.analyse`),
+data. A paper longer than `max_input_chars` is read in parts by the analyser (`papervault.note_analysis`),
 each part within that budget and labelled with its pages; a text that still passes it is cut with a marker
 saying so. JSON is enforced as far as the endpoint allows: `response_format`
 json_schema first, json_object if the endpoint refuses that, plain text as the last resort; the reply is

@@ -75,7 +75,7 @@ def list_papers(ws: Workspace, filters: PaperFilter | None = None, **kw: Any) ->
 def add_repo(ws: Workspace, source: str, *, papers: list[str] | tuple[str, ...] = (), name: str | None = None,
              rebuild: bool = False, progress: Progress | None = None):
     """Index a repository's code, link it to papers and write its code note; returns the AddRepoReport."""
-    from papervault.sources.repo import add_repo as run_add_repo  # deferred: tree-sitter, for repositories only
+    from papervault.add_repo import add_repo as run_add_repo  # deferred: tree-sitter, for repositories only
 
     if papers:
         papers = list(dict.fromkeys(r.id for r in resolve_ids(ws.require(), papers)))
@@ -97,7 +97,7 @@ def rechunk_code(ws: Workspace, *, embedder=None, progress: Progress | None = No
         return None                     # no repository was ever added: the code index is not even opened
     # deferred: pyarrow and tree-sitter only when a repository was added (`list` and `show` load neither)
     from papervault.index.code import CodeIndex
-    from papervault.sources.repo import rechunk_code as run
+    from papervault.add_repo import rechunk_code as run
 
     try:
         report = run(ws, index=CodeIndex(ws, embedder), progress=progress)
@@ -166,7 +166,7 @@ def _drop_code_links(ws: Workspace, ids: list[str]) -> list[Path]:
     # deferred: pyarrow and tree-sitter only when a repository was added
     from papervault.index.code import LINKS, CodeIndex
     from papervault.index.store import table_names
-    from papervault.sources.repo import refresh_code_note
+    from papervault.add_repo import refresh_code_note
 
     index = CodeIndex(ws)
     if LINKS not in table_names(index.db):

@@ -30,7 +30,7 @@ from papervault.app.versions import pin_versions
 from papervault.errors import PapervaultError
 from papervault.ingest import Ingest, _records
 from papervault.pdfstore import pdf_of, pdf_refusal
-from papervault.survey import analyse as A
+from papervault import note_analysis as A
 from papervault.survey import correlate as C
 from papervault.survey import draft as D
 from papervault.survey import export as E
@@ -58,8 +58,8 @@ def _code_version() -> str:
     here = Path(C.__file__).resolve().parent
     agents = here.parent / "agents"     # the stages read paper.md and judge attribution through these two
     reader = here.parent / "vault" / "paper.py"     # ... which read paper.md through this one
-    for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "otherwork.py",
-                     reader]):
+    for f in sorted([*here.glob("*.py"), Path(__file__).resolve(), agents / "paperdoc.py", agents / "cited_work.py",
+                     reader, here.parent / "note_analysis.py"]):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:12]

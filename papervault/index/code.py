@@ -50,7 +50,7 @@ def code_meta(embedder: Embedder) -> dict[str, str]:
 def chunking_meta(embedder: Embedder) -> dict[str, str]:
     """What the rows depend on besides the model: the chunker, and the word pieces each text is cut to before
     it is embedded. Another value is no rebuild: the next `papervault index` or `add-repo` re-chunks every
-    repository (`sources.repo.rechunk_code`), keeps the vector of every text embedded as it would be now, and
+    repository (`add_repo.rechunk_code`), keeps the vector of every text embedded as it would be now, and
     records the new values."""
     return {"chunker_version": CHUNKER_VERSION, "embed_max_tokens": str(embedder.settings.max_tokens)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from papervault import doi as DOI
 from papervault.models import Reference
 from papervault.parse.layout import Line
 from papervault.parse.text import join_lines
@@ -11,7 +12,7 @@ from papervault.parse.text import join_lines
 REFERENCES_HEADING = re.compile(r"^(\d+\.?\s+|[IVX]+\.?\s+|§\s*\d+\.?\s*)?"
                                 r"(references|bibliography|literature cited|works cited|"
                                 r"references and notes)\s*$", re.I)
-DOI_RE = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)", re.I)
+DOI_RE = DOI.IN_TEXT
 ARXIV_RE = re.compile(r"(?:arxiv(?:\.org/(?:abs|pdf)/|:\s*|\s+(?:preprint\s+)?(?:arxiv:)?\s*)|abs/)"
                       r"((?:\d{4}\.\d{4,5})|(?:[a-z-]+(?:\.[A-Z]{2})?/\d{7}))(v\d+)?", re.I)
 _BRACKET = re.compile(r"^\s*\[([^\]]{1,20})\]\s*")
@@ -71,7 +72,7 @@ def split_reference_lines(lines: list[Line]) -> list[tuple[str, int]]:
     for e, i in zip(entries, first):
         raw = join_lines(e)
         # Joining a URL or DOI broken across lines leaves a space inside it.
-        raw = re.sub(r"(https?://\S+|10\.\d{4,9}/\S+)-? (?=[\w/.-]*[/.][\w/.-]*)(\S+)",
+        raw = re.sub(rf"(https?://\S+|{DOI.PREFIX}\S+)-? (?=[\w/.-]*[/.][\w/.-]*)(\S+)",
                      lambda m: m.group(1) + m.group(2) if m.group(1).endswith(("/", ".", "-", "_")) else m.group(0), raw)
         if len(raw) > 8:
             out.append((raw, i))

@@ -1,4 +1,7 @@
-"""Text clean-up: ligatures, spacing accents, de-hyphenation, and detecting text layers that are garbage."""
+"""Text clean-up: ligatures, spacing accents, de-hyphenation, and detecting text layers that are garbage.
+
+The one text-cleaning module: the PDF reader cleans page text here, and the backends and survey stages that read
+`paper.md` undo the hyphenation it kept ("repli- cation") with `dehyphen` and `one_line`."""
 
 from __future__ import annotations
 
@@ -26,6 +29,20 @@ def clean(text: str) -> str:
     if any(a in text for a in SPACING_ACCENTS if a != "`"):
         text = _ACCENT_RE.sub(lambda m: unicodedata.normalize("NFC", m.group(2) + SPACING_ACCENTS[m.group(1)]), text)
     return text.replace("\u00a0", " ")
+
+
+_BROKEN_WORD = re.compile(r"(\w)- (\w)")
+
+
+def dehyphen(text: str) -> str:
+    """Undo line-break hyphenation that survived as "repli- cation" (a hyphen, a space, then a lower-case
+    letter); "Non- Volatile" keeps its hyphen."""
+    return _BROKEN_WORD.sub(lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0), text)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: every run of white space (line breaks included) as one space, none at the ends."""
+    return " ".join(text.split())
 
 
 _HYPHEN_END = re.compile(r"(\w)[-\u2010]$")

@@ -24,6 +24,7 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 # agent_markdown lives in vault/markdown.py (the MCP server uses it too); its name is kept here as well.
+from papervault import doi as DOI
 from papervault.vault.markdown import agent_markdown, split_code  # noqa: F401
 
 # Tags the pages papervault writes and the Markdown extensions of the default mkdocs.yml produce (headings,
@@ -156,14 +157,13 @@ def safe_url(value: Any) -> str | None:
     return quote(s, safe=":/?#@!$&*+,;=%~-._")
 
 
-_DOI_SAFE = re.compile(r"^10\.\d{4,9}/[-._;()/:a-z0-9]+$", re.I)
 _ARXIV_SAFE = re.compile(r"^(?:\d{4}\.\d{4,5}|[a-z][a-z\-]*/\d{7})(?:v\d+)?$", re.I)
 
 
 def doi_url(doi: Any) -> str | None:
     """`https://doi.org/<doi>` for a DOI of the shape Crossref recommends, None for anything else."""
     s = str(doi or "").strip()
-    return "https://doi.org/" + quote(s, safe="/:;._-") if _DOI_SAFE.match(s) else None
+    return "https://doi.org/" + quote(s, safe="/:;._-") if DOI.SAFE.match(s) else None
 
 
 def arxiv_url(arxiv: Any) -> str | None:

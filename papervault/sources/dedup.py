@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Iterable
 from urllib.parse import unquote
 
+from papervault import doi as DOI
 from papervault.ids import SKIP_WORDS, fold, last_name, make_key, normalize_title, sanitize_key, unique_key
 from papervault.models import PaperMeta, SourceRecord
 
@@ -28,14 +29,9 @@ TITLE_THRESHOLD = 0.95
 
 # --- identifiers ---------------------------------------------------------------------------------
 
-_DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/|(?:dx\.)?doi\.org/)", re.I)
-# The suffix characters Crossref recommends (they cover all but a few old SICI DOIs): no brackets, quotes,
-# angle brackets or spaces, so a DOI can never end or extend the Markdown link it becomes.
-_DOI_SHAPE = re.compile(r"\A10\.\d{4,9}/[-._;()/:a-z0-9]+\Z")       # \Z: `$` would accept a final newline
 _ARXIV_NEW = re.compile(r"\A(\d{4}\.\d{4,5})(?:v\d+)?\Z")
 _ARXIV_OLD = re.compile(r"\A([a-z][a-z\-]*)(?:\.[A-Za-z\-]+)?/(\d{7})(?:v\d+)?\Z", re.I)
 _ARXIV_URL = re.compile(r"^(?:https?://)?(?:www\.|export\.)?arxiv\.org/(?:abs|pdf|html)/(.+?)(?:\.pdf)?/?(?:[?#].*)?$", re.I)
-_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.I)
 
 
 def normalize_doi(value: str | None) -> str | None:
@@ -43,9 +39,9 @@ def normalize_doi(value: str | None) -> str | None:
     if not value:
         return None
     doi = unquote(str(value).strip())
-    doi = _DOI_PREFIX.sub("", doi).strip()
+    doi = DOI.URL_PREFIX.sub("", doi).strip()
     doi = doi.rstrip(".,;)]}>'\"").lower()
-    return doi if _DOI_SHAPE.match(doi) else None
+    return doi if DOI.SHAPE.match(doi) else None
 
 
 def normalize_arxiv(value: str | None) -> str | None:
@@ -61,7 +57,7 @@ def normalize_arxiv(value: str | None) -> str | None:
     if m:
         s = m.group(1)
     else:
-        m = _ARXIV_DOI.match(_DOI_PREFIX.sub("", s))
+        m = DOI.ARXIV.match(DOI.URL_PREFIX.sub("", s))
         if m:
             s = m.group(1)
     s = re.sub(r"^arxiv\s*:\s*", "", s, flags=re.I).strip()

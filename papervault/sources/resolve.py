@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from papervault import doi as DOI
 from papervault.errors import PapervaultError, SourceError
 from papervault.models import SourceRecord
 from papervault.sources import arxiv as arxiv_api
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 _UNSET = object()
 BIB_SUFFIXES = {".bib", ".bibtex", ".biblatex"}
 JSON_SUFFIXES = {".json", ".csljson", ".csl"}
-_DOI_INPUT = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/|(?:dx\.)?doi\.org/)?10\.\d{4,9}/\S+$", re.I)
 _BARE_ARXIV = re.compile(r"\A(\d{4}\.\d{4,5}(v\d+)?|[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?)\Z")
 
 
@@ -60,7 +60,7 @@ def classify(item: str) -> str:
     if s.lower().startswith("arxiv:") or re.match(r"^(https?://)?(www\.|export\.)?arxiv\.org/(abs|pdf|html)/", s, re.I) \
             or _BARE_ARXIV.match(s):
         return "arxiv" if normalize_arxiv(s) else "unknown"
-    if _DOI_INPUT.match(s):
+    if DOI.INPUT.match(s):
         return "arxiv" if normalize_arxiv(s) else "doi"
     if re.match(r"^https?://", s, re.I):
         return "url"

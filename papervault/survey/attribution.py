@@ -1,6 +1,6 @@
 """Who a survey sentence speaks for, and how a description of other work is cited.
 
-`papervault.agents.otherwork` decides whether a sentence of a paper describes other work (related-work
+`papervault.agents.cited_work` decides whether a sentence of a paper describes other work (related-work
 sections, citation markers, "X et al.", a cited system's name as subject). Quoting such a sentence as the citing
 paper's own claim is unfaithful even when the quotation is verbatim. The survey stages use `own_claim` to keep
 these sentences out of a paper's own claims, `about` to find the vault paper a description is about (through the
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from papervault.agents.otherwork import ET_AL, _dehyphen, marker_numbers, other_work, reference_entries
+from papervault.agents.cited_work import ET_AL, marker_numbers, other_work, reference_entries
+from papervault.parse.text import dehyphen
 from papervault.survey.papers import cite
 from papervault.ids import last_name, normalize_title
 from papervault.survey.evidence import paper_sentences, quotable, rank_sentences
@@ -37,7 +38,7 @@ def about(text: str, citing, others) -> list[str]:
     cited_refs = [entries[n] for n in marker_numbers(text) if n in entries]
     norm_refs = [" " + normalize_title(e) + " " for e in cited_refs]
     named = [(m.group(1), m.group(2)) for m in ET_AL.finditer(text)]
-    flat = _dehyphen(text)
+    flat = dehyphen(text)
     for o in others:
         if o.id == citing.id:
             continue

@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from papervault import doi as DOI
 from papervault.errors import PapervaultError
 from papervault.ids import last_name, normalize_title
+from papervault.parse.text import dehyphen, one_line
 from papervault.vault import paper as paper_md
 
-_DOI = re.compile(r"10\.\d{4,9}/[^\s\"<>,;]+")
 _ARXIV = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?![\d])")
 
 
@@ -41,9 +42,9 @@ class CitationGraph:
 def reference_list(fulltext: str) -> str:
     """A paper's reference list as one line, line-break hyphenation joined ("dis- tributed")."""
     # deferred: the agents package (tenacity, pydantic models, ~0.1 s), not at the MCP server's start-up
-    from papervault.agents.otherwork import _dehyphen, references_text
+    from papervault.agents.cited_work import references_text
 
-    return _dehyphen(" ".join(references_text(fulltext).split()))
+    return dehyphen(one_line(references_text(fulltext)))
 
 
 # A title of one or two words ("Soft typing") names a paper only with its first author's family name among the
@@ -85,7 +86,7 @@ class Matcher:
             return {}
         low = refs.lower()
         out: dict[str, str] = {}
-        for d in _DOI.findall(low):
+        for d in DOI.IN_LIST.findall(low):
             if d.rstrip(".") in self.by_doi:
                 out.setdefault(self.by_doi[d.rstrip(".")], "DOI")
         for a in _ARXIV.findall(low):
@@ -160,8 +161,6 @@ class Reference:
 def reference_lines(fulltext: str) -> list[Reference]:
     """The entries of a paper's reference list with their pages: each paragraph after the references heading,
     split at `[n]` markers when it holds several, line-break hyphenation joined."""
-    from papervault.agents.otherwork import _dehyphen  # deferred: as in reference_list
-
     doc = paper_md.read(fulltext)
     start = doc.references_start
     if start is None:
@@ -176,7 +175,7 @@ def reference_lines(fulltext: str) -> list[Reference]:
         spans = [(a.start(), b.start() if b else len(para)) for a, b in zip(marks, marks[1:] + [None])] \
             if len(marks) > 1 else [(0, len(para))]
         for a, b in spans:
-            text = _dehyphen(" ".join(paper_md.without_anchors(para[a:b]).split()))
+            text = dehyphen(one_line(paper_md.without_anchors(para[a:b])))
             if text:
                 out.append(Reference(text[:1000], doc.page_at(at + a + 1)))
     return out

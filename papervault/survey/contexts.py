@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from papervault.agents.otherwork import _dehyphen
 from papervault.errors import PapervaultError
+from papervault.parse.text import dehyphen, one_line
 from papervault.survey.citations import Matcher, reference_lines
 from papervault.vault import paper as paper_md
 
@@ -63,7 +63,7 @@ def _labelled_entries(fulltext: str) -> list[tuple[str, str]]:
     raw = doc.references_text()
     if not raw:
         return []
-    flat = _dehyphen(" ".join(paper_md.without_anchors(raw).split()))
+    flat = dehyphen(one_line(paper_md.without_anchors(raw)))
     marks = list(_ENTRY_LABEL.finditer(flat))
     if len(marks) < 3:
         return []
@@ -141,7 +141,7 @@ def extract(fulltext: str) -> dict:
         para = m.group(0)
         if para.startswith(("#", "![", "|", "$$", "```")):
             continue
-        flat = _dehyphen(" ".join(paper_md.without_anchors(para).split()))
+        flat = dehyphen(one_line(paper_md.without_anchors(para)))
         if "[" not in flat and not author_year:
             continue
         page = doc.page_at(m.start() + 1)

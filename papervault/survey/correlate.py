@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from papervault.agents.otherwork import _dehyphen, references_text
+from papervault.agents.cited_work import references_text
 from papervault.survey.citations import Matcher
 from papervault.survey.evidence import Passage, paper_sentences, quotable, rank_sentences, tokens
 from papervault.survey.papers import SurveyPaper, cite  # noqa: F401 - cite: its name here too
 from papervault.ids import normalize_title
+from papervault.parse.text import dehyphen
 from papervault.survey.attribution import own_claim, remark, system_name, who
 from papervault.survey.keyphrases import Vocabulary, label as phrase_label
 
@@ -110,7 +111,7 @@ def find_lineages(papers: list[SurveyPaper]) -> list[Lineage]:
     paper never cites one published more than `YEAR_TOLERANCE` years after it."""
     out: list[Lineage] = []
     # line-break hyphenation ("dis- tributed") would hide a title from the match
-    refs = {p.id: _dehyphen(references_text(p.fulltext)) for p in papers}
+    refs = {p.id: dehyphen(references_text(p.fulltext)) for p in papers}
     norm_refs = {pid: " " + normalize_title(text) + " " for pid, text in refs.items()}
     for citing in papers:
         raw = refs[citing.id]

@@ -11,9 +11,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from papervault import doi as DOI
 from papervault.survey.attribution import own_claim, remark, remarks_about, who
 from papervault.survey.correlate import Correlation
-from papervault.agents.otherwork import other_work
+from papervault.agents.cited_work import other_work
 from papervault.agents.paperdoc import sentences
 from papervault.survey.evidence import Passage, index_passages, paper_sentences, quotable, rank_sentences
 from papervault.survey.outline import Section
@@ -225,7 +226,7 @@ _BOILERPLATE = re.compile(
     r"|^\s*(?:in\s+)?section\s+\d+(?:\.\d+)*,?\s+(?:we\s+)?(?:describes?|presents?|discuss(?:es)?|introduces?|"
     r"concludes?|reviews?|shows?|gives?|covers?|outlines?)\b"
     r"|\bpermission\s+to\s+make\s+digital\b|\ball\s+rights\s+reserved\b|\bcopyright\b|\u00a9"
-    r"|\bproceedings\s+of\s+the\b|\bISBN\b|\bDOI:?\s*10\.|\bhttps?://"
+    r"|\bproceedings\s+of\s+the\b|\bISBN\b|" + DOI.MENTION + r"|\bhttps?://"
     r"|\bwork\s+(?:was|is)\s+(?:supported|funded)\b|\backnowledg",
     re.I)
 

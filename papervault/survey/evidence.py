@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from papervault.agents.paperdoc import read_paper, section_sentences, sentences
 from papervault.vault.paper import is_references
-from papervault.agents.otherwork import other_work
+from papervault.agents.cited_work import other_work
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+|\d+(?:\.\d+)?%?")
 STOP = frozenset("""

@@ -17,6 +17,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from papervault.parse.text import dehyphen
+
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'’][A-Za-z0-9]+)*")
 # Words that split candidates: function words, reporting verbs and vague adjectives.
 BREAK = frozenset("""
@@ -122,8 +124,7 @@ class Vocabulary:
                 tf[key] += TITLE_WEIGHT
                 self.in_title.add(key)
                 self.phrases.setdefault(key, Phrase(key)).title_forms[form] += 1
-            abstract = re.sub(r"(\w)- (\w)", lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0),
-                              abstract)
+            abstract = dehyphen(abstract)
             for key, form, initial in candidates(abstract):
                 tf[key] += 1
                 ph = self.phrases.setdefault(key, Phrase(key))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from papervault.parse.text import dehyphen, one_line
 from papervault.vault import paper as paper_md
 
 # "[12]", "[3, 7]", "[5–9]", "(Smith et al., 2010)", "(Smith and Jones 2010; Lee, 2012)"
@@ -39,11 +40,6 @@ was were which with can may also other others more most some several many previo
 """.split())
 
 
-def _dehyphen(text: str) -> str:
-    """Undo line-break hyphenation that survived as "repli- cation"."""
-    return re.sub(r"(\w)- (\w)", lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0), text)
-
-
 def has_marker(text: str) -> bool:
     return bool(NUMERIC_MARKER.search(text) or AUTHOR_YEAR_MARKER.search(text))
 
@@ -67,7 +63,7 @@ def cited_names(fulltext: str) -> frozenset[str]:
     [37]", "Copyset Replication [9]"), lowercased: names of other work."""
     refs = references_text(fulltext)
     body = fulltext[:len(fulltext) - len(refs)] if refs else fulltext
-    text = _dehyphen(" ".join(body.split()))
+    text = dehyphen(one_line(body))
     out: set[str] = set()
     concepts: dict[str, int] = {}
     for m in NUMERIC_MARKER.finditer(text):
@@ -109,7 +105,7 @@ def other_work(text: str, section: str, fulltext: str, *, title: str = "") -> st
     paper's own statement."""
     if FIRST_PERSON.search(text):
         return ""
-    low = _dehyphen(text).lower()
+    low = dehyphen(text).lower()
     for n in own_names(title):
         # the paper's own system as the subject ("Elle can detect every anomaly in Adya et al.'s formalism"),
         # or named anywhere in a sentence that names no other authors
@@ -121,7 +117,7 @@ def other_work(text: str, section: str, fulltext: str, *, title: str = "") -> st
     m = ET_AL.search(text)
     if m:
         return f"it names other authors ({m.group(1)} et al.)"
-    m = AUTHOR_PAIR.search(_dehyphen(text))
+    m = AUTHOR_PAIR.search(dehyphen(text))
     if m:
         return f"it names other authors ({m.group(0).rsplit(' ', 1)[0]})"
     head = " ".join(re.findall(r"[\w'’-]+", low)[:5])
@@ -145,7 +141,7 @@ def references_text(fulltext: str) -> str:
 @lru_cache(maxsize=256)
 def reference_entries(fulltext: str) -> dict[int, str]:
     """The numbered entries of a paper's reference list: {12: "R. Escriva, B. Wong ... HyperDex: ..."}."""
-    refs = _dehyphen(" ".join(references_text(fulltext).split()))
+    refs = dehyphen(one_line(references_text(fulltext)))
     out: dict[int, str] = {}
     marks = list(re.finditer(r"(?:^|\s)\[(\d{1,3})\]\s", refs))
     for a, b in zip(marks, marks[1:] + [None]):
