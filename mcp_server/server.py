@@ -21,6 +21,7 @@ from pydantic import Field
 
 from mcp_server import tools as T
 from papervault import __version__
+from papervault.registry import BACKENDS as BACKEND_REGISTRY
 from papervault.errors import PapervaultError
 from papervault.vault.markdown import agent_markdown
 from papervault.workspace import Workspace
@@ -78,6 +79,8 @@ def _progress_bridge(ctx: Context | None):
     return report
 
 
+# long: every MCP tool is declared inside, a closure over the workspace's tools object; each tool is a few
+# lines
 def build_server(ws: Workspace, *, allow_write: bool = False) -> MCPServer:
     """An MCPServer over the workspace `ws` (checked to exist); write tools only with `allow_write`."""
     vt = T.VaultTools(ws)
@@ -231,7 +234,7 @@ papers and per-input problems; sends progress notifications while it works.""")
         @_errors
         async def add_paper(inputs: Annotated[list[str], Field(min_length=1, max_length=100, description="Paths, arXiv ids, DOIs or URLs")],
                             ctx: Context,
-                            backend: Annotated[str | None, Field(description="Analyser: extractive | claude | openai (default: the workspace's)")] = None,
+                            backend: Annotated[str | None, Field(description=f"Analyser: {' | '.join(BACKEND_REGISTRY.names())} (default: the workspace's)")] = None,
                             ) -> dict[str, Any]:
             progress = _progress_bridge(ctx)
             return await anyio.to_thread.run_sync(lambda: vt.add_paper(inputs, backend=backend, progress=progress))

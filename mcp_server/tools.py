@@ -344,7 +344,7 @@ class VaultTools:
     def changes(self, since: str = "7d", *, limit: int = 100) -> dict[str, Any]:
         """Papers added, updated, marked as gone from their source, and deleted since `since` (`papervault
         changes`), at most `limit` of each kind, saying how many more there are."""
-        from papervault.app.sync import changes  # deferred: the sources behind sync, not at start-up
+        from papervault.app.changes import changes  # deferred: the sources behind sync, not at start-up
 
         _check_limit(limit, "limit", MAX_LIST)
         out = changes(self.ws, (since or "7d")[:40])

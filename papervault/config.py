@@ -13,10 +13,11 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from papervault.errors import WorkspaceError
+from papervault.registry import SITE_ENGINES
 
 DEFAULT_EMBED_MODEL = "BAAI/bge-small-en-v1.5"
 
@@ -249,8 +250,18 @@ class SiteSettings(Section):
 
     name: str = Field("papervault", description="site title")
     include_pdfs: bool = Field(True, description="publish each paper's PDF beside its page (when it is in the vault)")
-    engine: Literal["mkdocs", "zensical"] = Field("mkdocs", description="what builds the site: mkdocs "
-                                                  "(mkdocs-material) or zensical (docs/site.md)")
+    engine: str = Field("mkdocs", description="what builds the site: mkdocs "
+                        "(mkdocs-material) or zensical (docs/site.md)")
+
+    @field_validator("engine")
+    @classmethod
+    def _registered_engine(cls, value: str) -> str:
+        """Any engine the registry holds (`papervault.site_engines` entry points), the built-ins included."""
+        names = SITE_ENGINES.names()
+        if value.strip().lower() not in names:
+            raise ValueError("Input should be " + " or ".join(filter(None, [", ".join(repr(n) for n in names[:-1]),
+                                                                           repr(names[-1]) if names else ""])))
+        return value
 
 
 def index_key(embed: EmbedSettings, index: IndexSettings) -> dict[str, Any]:

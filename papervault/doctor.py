@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from papervault.agents import registered
+from papervault.agents import backend_names, registered
 from papervault.wording import plural
 from papervault.workspace import Workspace
 from papervault.errors import LockedError, PapervaultError
@@ -367,7 +367,13 @@ def _backend(ws: Workspace) -> Check:
             return Check("backend", False, f"openai: {s.base_url} unreachable ({type(exc).__name__})",
                          "start the server or set [openai] base_url")
         return Check("backend", True, f"openai: {s.base_url} answers (model {s.model})")
-    return Check("backend", False, f"unknown backend {name!r}", "set [agents] backend to extractive, claude or openai")
+    return Check("backend", False, f"unknown backend {name!r}",
+                 f"set [agents] backend to {_either(backend_names())}")
+
+
+def _either(names: tuple[str, ...]) -> str:
+    """`a, b or c`."""
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1] if names else ""]))
 
 
 def _lock(ws: Workspace) -> Check:

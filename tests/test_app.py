@@ -99,9 +99,9 @@ def test_the_model_fallback_keeps_the_extractive_result(workspace_env):
         assert model_or_extractive(ws.root, "extractive", task, lambda d, l: "model", "extractive") == "extractive"
         assert asked == []
     finally:  # the registry is process-wide: leave only the built-in backends
-        from papervault.agents import _REGISTRY
+        from papervault.registry import BACKENDS as REGISTRY
 
-        _REGISTRY.pop("broken-test", None)
+        REGISTRY.unregister("broken-test")
 
 
 # --- the backend registry --------------------------------------------------------------------------
@@ -123,9 +123,9 @@ def test_backends_declare_capabilities_in_one_registry():
         b = get_backend("quotes-too", Settings(), state_dir=None)
         assert isinstance(b, ExtractiveBackend) and capabilities(b) == capabilities("extractive")
     finally:
-        from papervault.agents import _REGISTRY
+        from papervault.registry import BACKENDS as REGISTRY
 
-        _REGISTRY.pop("quotes-too", None)
+        REGISTRY.unregister("quotes-too")
 
 
 def test_no_module_compares_backend_names():

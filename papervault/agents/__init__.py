@@ -1,9 +1,11 @@
 """LLM backends behind one small interface (`Task` in, validated `Answer` out); prompts are templates.
 
-Backends register in one registry with what they can do (`Capabilities`): callers ask `capabilities(name)`
-("does it write prose?") instead of comparing names. The built-in ones, `extractive` (no model, quotations
-only), `claude` (Claude Agent SDK, one read-only session per task) and `openai` (any OpenAI-compatible
-chat-completions endpoint), register the same way another backend would. `get_backend` builds one from settings.
+Backends register in one registry (`papervault.registry.BACKENDS`, the entry-point group `papervault.backends`)
+with what they can do (`Capabilities`): callers ask `capabilities(name)` ("does it write prose?") instead of
+comparing names. The built-in ones, `extractive` (no model, quotations only), `claude` (Claude Agent SDK, one
+read-only session per task) and `openai` (any OpenAI-compatible chat-completions endpoint), are entry points of
+papervault's own pyproject.toml, as another package's backend would be; `register` adds one in-process.
+`get_backend` builds one from settings.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Any, Callable
 from papervault.agents.base import Answer, Backend, BreakerOpen, CostCeiling, Reply, Task, Usage
 from papervault.config import Settings
 from papervault.errors import BackendError
+from papervault.registry import BACKENDS as REGISTRY
 from papervault.workspace import Workspace
 
 __all__ = ["Answer", "Backend", "BreakerOpen", "CostCeiling", "Reply", "Task", "Usage", "BACKENDS",
-           "Capabilities", "capabilities", "get_backend", "register", "registered"]
+           "BackendSpec", "Capabilities", "backend_names", "capabilities", "get_backend", "register", "registered"]
 
 
 @dataclass(frozen=True)
@@ -39,23 +42,29 @@ class BackendSpec:
     description: str = ""
 
 
-_REGISTRY: dict[str, BackendSpec] = {}
-
-
 def register(name: str, factory: Callable[..., Backend], capabilities: Capabilities, description: str = "") -> None:
-    """Add a backend: `factory(settings, **common)` builds it; `capabilities` say what it can do."""
-    _REGISTRY[name.strip().lower()] = BackendSpec(name.strip().lower(), factory, capabilities, description)
+    """Add a backend in-process: `factory(settings, **common)` builds it; `capabilities` say what it can do.
+    (A package adds one for good with an entry point in the group `papervault.backends`; see
+    `papervault.registry`.)"""
+    REGISTRY.register(name, BackendSpec(name.strip().lower(), factory, capabilities, description))
 
 
 def registered() -> dict[str, BackendSpec]:
-    return dict(_REGISTRY)
+    return REGISTRY.items()
+
+
+def backend_names() -> tuple[str, ...]:
+    """The name of every registered backend, built-ins first, without importing any."""
+    return REGISTRY.names()
 
 
 def _spec(name: str | None) -> BackendSpec:
     key = (name or "extractive").strip().lower()
-    if key not in _REGISTRY:
-        raise BackendError(f"unknown backend {name!r}", fix=f"use one of {', '.join(_REGISTRY)} ([agents] backend)")
-    return _REGISTRY[key]
+    try:
+        return REGISTRY.get(key)
+    except KeyError:
+        raise BackendError(f"unknown backend {name!r}",
+                           fix=f"use one of {', '.join(backend_names())} ([agents] backend)") from None
 
 
 def capabilities(backend: str | Backend | None) -> Capabilities:
@@ -83,15 +92,17 @@ def _openai(settings: Settings, **common: Any) -> Backend:
     return OpenAIBackend(settings.openai, **common)
 
 
-register("extractive", _extractive, Capabilities(takes_schema=True),
-         "no model: quotations, tables and figures of the paper itself")
-register("claude", _claude, Capabilities(writes_prose=True, takes_schema=True, uses_model=True, reads_files=True),
-         "Claude Agent SDK, one read-only session per task")
-register("openai", _openai, Capabilities(writes_prose=True, takes_schema=True, uses_model=True),
-         "any OpenAI-compatible chat-completions endpoint")
+# The built-in backends, named by the entry points `papervault.backends` in pyproject.toml.
+EXTRACTIVE = BackendSpec("extractive", _extractive, Capabilities(takes_schema=True),
+                         "no model: quotations, tables and figures of the paper itself")
+CLAUDE = BackendSpec("claude", _claude,
+                     Capabilities(writes_prose=True, takes_schema=True, uses_model=True, reads_files=True),
+                     "Claude Agent SDK, one read-only session per task")
+OPENAI = BackendSpec("openai", _openai, Capabilities(writes_prose=True, takes_schema=True, uses_model=True),
+                     "any OpenAI-compatible chat-completions endpoint")
 
-#: the names of the built-in backends (the registry may hold more)
-BACKENDS = tuple(_REGISTRY)
+#: the names of the built-in backends (the registry may hold more: `backend_names()`)
+BACKENDS = (EXTRACTIVE.name, CLAUDE.name, OPENAI.name)
 
 
 def get_backend(name: str | None, settings: Settings, *, state_dir: Path | None = None,

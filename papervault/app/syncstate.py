@@ -56,3 +56,17 @@ def ingest_records(ws: Workspace, records: list[SourceRecord], what: str) -> tup
             elif match is not None:
                 papers[rec.source] = match.paper_id
     return job.report, papers
+
+
+def read_log(ws: Workspace) -> list[dict]:
+    """The sync log, `.papervault/sync/log.jsonl`: one entry per pass that changed something."""
+    path = sync_dir(ws) / "log.jsonl"
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue        # a line cut by a killed pass
+    return out

@@ -13,6 +13,45 @@ from papervault.workspace import Workspace
 from papervault.wording import plural  # noqa: F401 - the commands import it from here
 
 
+def either(names: tuple[str, ...] | list[str]) -> str:
+    """`a, b or c`."""
+    names = list(names)
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1] if names else ""]))
+
+
+class RegisteredChoice(click.Choice):
+    """The names a registry (`papervault.registry`) holds when the command line is read, built-ins and plugins
+    alike: the choices, the `[a|b|c]` of `--help`, and the error for a name that is not one."""
+
+    def __init__(self, registry: Any):
+        self.registry = registry
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self.registry.names()
+
+    @choices.setter
+    def choices(self, value: Any) -> None:      # click.Choice sets it in __init__; the registry is the source
+        pass
+
+
+class RegisteredOption(click.Option):
+    """An option whose help names the registry's current choices: `help` is `describe(names)` when asked."""
+
+    def __init__(self, *args: Any, describe: Callable[[str], str], **kwargs: Any):
+        self.describe = describe
+        super().__init__(*args, **kwargs)
+
+    @property
+    def help(self) -> str:
+        return self.describe(either(self.type.choices))
+
+    @help.setter
+    def help(self, value: Any) -> None:       # click.Option sets it in __init__; `describe` is the source
+        pass
+
+
 def workspace_option(f: Callable) -> Callable:
     return click.option("--workspace", "-w", "workspace", metavar="DIR", envvar="PAPERVAULT_WORKSPACE",
                         help="Workspace folder (default: $PAPERVAULT_WORKSPACE, else the nearest folder "

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, plural, workspace_option
+from papervault.commands.common import (RegisteredChoice, RegisteredOption, emit_json, json_option, open_workspace,
+                                       plural, workspace_option)
+from papervault.registry import SITE_ENGINES
 
 
 @click.group()
@@ -15,14 +17,15 @@ def site():
 
 @site.command("build")
 @click.option("--strict", is_flag=True, help="Fail on any warning (broken link, missing figure).")
-@click.option("--engine", type=click.Choice(["mkdocs", "zensical"]), default=None,
-              help="What builds the pages (default: [site] engine in papervault.toml, else mkdocs).")
+@click.option("--engine", cls=RegisteredOption, type=RegisteredChoice(SITE_ENGINES), default=None,
+              describe=lambda names: f"What builds the pages: {names} (default: [site] engine in papervault.toml, "
+                                     "else mkdocs).")
 @workspace_option
 @json_option
 def build_cmd(strict, engine, workspace, as_json):
     """Build site/ from the vault: home, paper pages, full texts, surveys with linked citations, search."""
     # deferred: mkdocs and the library are kept out of the CLI's start-up
-    from papervault.app.sync import changes
+    from papervault.app.changes import changes
     from papervault.site.build import build_site
 
     ws = open_workspace(workspace)

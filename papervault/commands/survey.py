@@ -13,13 +13,16 @@ from pathlib import Path
 
 import click
 
-from papervault.commands.common import emit_json, json_option, open_workspace, plural, workspace_option
+from papervault.registry import BACKENDS as BACKEND_REGISTRY
+from papervault.commands.common import (RegisteredChoice, RegisteredOption, emit_json, json_option, open_workspace,
+                                       plural, workspace_option)
 
 
 @click.command()
 @click.argument("topic", required=False)
-@click.option("--backend", type=click.Choice(["extractive", "claude", "openai"]), default=None,
-              help="Who writes: extractive (quotations only, no model), claude or openai (default: the workspace's).")
+@click.option("--backend", cls=RegisteredOption, type=RegisteredChoice(BACKEND_REGISTRY), default=None,
+              describe=lambda names: f"Who writes: {names}; extractive quotes the papers, no model (default: the "
+                                     "workspace's).")
 @click.option("--slug", help="Folder under vault/surveys/ (default: from the topic).")
 @click.option("--papers", "papers", multiple=True, metavar="SPEC",
               help="Which papers (default: those about TOPIC, chosen from the index): all, tag:X or collection:X "

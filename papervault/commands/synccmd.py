@@ -91,7 +91,7 @@ def print_report(out: dict) -> None:
 @json_option
 def changes(since, workspace, as_json):
     """What changed in the vault: papers added, updated, marked as gone from their source."""
-    from papervault.app.sync import changes as run_changes  # deferred: not at CLI start-up
+    from papervault.app.changes import changes as run_changes  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
     out = run_changes(ws, since)

@@ -12,13 +12,15 @@ import logging
 import os
 import threading
 import time
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from papervault.errors import SiteError
+from papervault.registry import SITE_ENGINES
 from papervault.hashing import file_sha256
 from papervault.site import zensical
 from papervault.site.assets import mathjax_assets, theme_assets
@@ -41,7 +43,22 @@ def template_dirs(ws: Workspace) -> list[Path]:
     return search_path("site", ws.root)
 
 
-ENGINES = ("mkdocs", "zensical")
+
+
+@dataclass(frozen=True)
+class SiteEngine:
+    """What turns the staged site into `site/`: `build(ws, strict=, whats_new=)` returns what `build_site`
+    reports. Engines are found in the registry (`papervault.registry.SITE_ENGINES`, the entry-point group
+    `papervault.site_engines`); the built-ins below are its entry points in pyproject.toml."""
+
+    name: str
+    build: Callable[..., dict[str, Any]]
+    description: str = ""
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every registered site engine, the built-ins first."""
+    return SITE_ENGINES.names()
 
 
 def stage(ws: Workspace, whats_new: dict | None = None, engine: str = "mkdocs") -> dict[str, Any]:
@@ -228,8 +245,10 @@ class _Collect(logging.Handler):
 def site_engine(ws: Workspace, engine: str | None = None) -> str:
     """The engine asked for (`--engine`), else `[site] engine`; a name that is neither is a SiteError."""
     name = (engine or ws.settings.site.engine or "mkdocs").lower()
-    if name not in ENGINES:
-        raise SiteError(f"unknown site engine {name!r}", fix="use mkdocs or zensical (see docs/site.md)")
+    names = engine_names()
+    if name not in names:
+        either = " or ".join(filter(None, [", ".join(names[:-1]), names[-1] if names else ""]))
+        raise SiteError(f"unknown site engine {name!r}", fix=f"use {either} (see docs/site.md)")
     return name
 
 
@@ -241,8 +260,10 @@ def build_site(ws: Workspace, *, strict: bool = False, whats_new: dict | None = 
     `engine`: "mkdocs" (mkdocs-material, the default) or "zensical"; None reads `[site] engine`.
     """
     engine = site_engine(ws, engine)
-    if engine == "zensical":
-        return _build_zensical(ws, strict=strict, whats_new=whats_new)
+    return SITE_ENGINES.get(engine).build(ws, strict=strict, whats_new=whats_new)
+
+
+def _build_mkdocs(ws: Workspace, *, strict: bool, whats_new: dict | None) -> dict[str, Any]:
     # deferred: mkdocs's build machinery (its plugins and theme loading) is needed only by a build, not by
     # every command that imports the site package
     from mkdocs.commands.build import build
@@ -286,6 +307,10 @@ def _build_zensical(ws: Workspace, *, strict: bool, whats_new: dict | None) -> d
     built = zensical.build(ws.state_dir, ws.site_dir, staged["config"], strict=strict)
     _built(ws, stamp, built["warnings"])
     return _result(ws, staged, t0, "zensical", built["warnings"], unchanged=False)
+
+
+MKDOCS = SiteEngine("mkdocs", _build_mkdocs, "mkdocs-material (the default)")
+ZENSICAL = SiteEngine("zensical", _build_zensical, "Zensical, in a process of its own")
 
 
 def _result(ws: Workspace, staged: dict[str, Any], t0: float, engine: str, warnings: list[str], *,

@@ -16,7 +16,8 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 from urllib.parse import quote
 
 import nh3
@@ -456,3 +457,71 @@ def read_library(data_dir: str | Path | None = None, *, collection: str | None =
             conn.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- what a sync pass reads ---------------------------------------------------------------------------------
+
+
+@dataclass
+class FollowedItems:
+    """What one sync pass reads of a library, from one copy of its database: the followed items by key with
+    their stamps, the records of the items `read_followed` was asked to read, and what it knows of the others."""
+
+    stamps: dict[str, str] = field(default_factory=dict)        # key -> stamp (`item_stamps`)
+    records: dict[str, SourceRecord] = field(default_factory=dict)      # key -> record, for the items read
+    problems: list[SourceProblem] = field(default_factory=list)
+    trashed: set[str] = field(default_factory=set)              # keys of items in Zotero's trash
+    all_keys: set[str] = field(default_factory=set)             # every item's key, followed or not
+
+
+def item_stamps(lib: _Library) -> dict[int, str]:
+    """Per item: its highest version and dateModified with those of its attachments, notes and annotations, and
+    how many of them there are (a child moved to the trash changes the count)."""
+    nd = (lambda col: f" AND {col} NOT IN (SELECT itemID FROM deletedItems)") if lib.deleted else (lambda col: "")
+    parts = ["SELECT itemID AS root, version, dateModified FROM items",
+             "SELECT a.parentItemID, i.version, i.dateModified FROM itemAttachments a JOIN items i "
+             "ON i.itemID = a.itemID WHERE a.parentItemID IS NOT NULL" + nd("a.itemID")]
+    if "itemNotes" in lib.tables:
+        parts.append("SELECT n.parentItemID, i.version, i.dateModified FROM itemNotes n JOIN items i "
+                     "ON i.itemID = n.itemID WHERE n.parentItemID IS NOT NULL" + nd("n.itemID"))
+    if "itemAnnotations" in lib.tables:
+        parts.append("SELECT a.parentItemID, i.version, i.dateModified FROM itemAnnotations an "
+                     "JOIN itemAttachments a ON a.itemID = an.parentItemID JOIN items i ON i.itemID = an.itemID "
+                     "WHERE a.parentItemID IS NOT NULL" + nd("an.itemID"))
+    sql = ("SELECT root, MAX(version), MAX(dateModified), COUNT(*) FROM (" + " UNION ALL ".join(parts)
+           + ") GROUP BY root")
+    return {r[0]: f"{r[1]}|{r[2]}|{r[3]}" for r in lib.conn.execute(sql)}
+
+
+def read_followed(data_dir: Path, collections: list[str], read: Callable[[str, str], bool]) -> FollowedItems:
+    """The items of `collections` (all items when empty) with their stamps, and the records of those for which
+    `read(key, stamp)` is true (new or changed since the last pass), from one copy of the database.
+    sqlite3.OperationalError when the database cannot be read (Zotero writing it)."""
+    db = data_dir / "zotero.sqlite"
+    out = FollowedItems()
+    tmp = Path(tempfile.mkdtemp(prefix="papervault-sync-"))
+    try:
+        copy = _copy_database(data_dir, tmp)
+        conn = _connect(copy, db)
+        try:
+            lib = _Library(conn, data_dir, base_attachment_dir(data_dir))
+            items: dict[int, tuple] = {}
+            for coll in (collections or [None]):
+                for row in lib.item_ids(coll, None):
+                    items[row[0]] = row
+            stamps = item_stamps(lib)
+            out.trashed = {r[0] for r in conn.execute("SELECT i.key FROM items i JOIN deletedItems d USING (itemID)")} \
+                if lib.deleted else set()
+            out.all_keys = {r[0] for r in conn.execute("SELECT key FROM items")}
+            out.stamps = {row[1]: stamps.get(iid, "") for iid, row in items.items()}
+            todo = [row for row in items.values() if read(row[1], out.stamps[row[1]])]
+            for r in lib.records(sorted(todo), data_dir):
+                if isinstance(r, SourceRecord):
+                    out.records[r.zotero_key] = r
+                else:
+                    out.problems.append(r)
+        finally:
+            conn.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
