@@ -59,9 +59,9 @@ def paper1_ids(monkeypatch) -> None:
     import hashlib
 
     import papervault.chunking.paper as paper
-    import papervault.index.store as store
+    import papervault.index.schema as schema
 
-    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-1")
+    monkeypatch.setattr(schema, "CHUNKER_VERSION", "paper-1")
     monkeypatch.setattr(paper, "chunk_id", lambda pid, level, text: hashlib.sha256(
         f"paper-1\x1f{pid}\x1f{level}\x1f{text}".encode()).hexdigest()[:24])
 

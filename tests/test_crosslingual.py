@@ -269,7 +269,8 @@ def test_multilingual_space_follows_a_new_chunker(tmp_path, model_dir, monkeypat
     """Re-chunking for another chunker carries the second space's rows over by embedded text: a paper-1 index
     (its version in every chunk id) upgrades with nothing embedded in either space; a chunker that rewrites
     the tables embeds those tables, in both spaces, and nothing else."""
-    import papervault.index.store as store
+    import papervault.index.schema as schema
+    import papervault.index.syncing as syncing
 
     ws, _ = Workspace.init(tmp_path / "small")
     for i in range(3):
@@ -300,8 +301,8 @@ def test_multilingual_space_follows_a_new_chunker(tmp_path, model_dir, monkeypat
     assert all(vecs[r["id"]] == by_text[(r["paper_id"], r["level"], r["text"])] for r in rows)
 
     tables = chunks.count_rows("level = 'table'")
-    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
-    monkeypatch.setattr(store, "chunk_paper", new_chunker("table"))
+    monkeypatch.setattr(schema, "CHUNKER_VERSION", "paper-999")
+    monkeypatch.setattr(syncing, "chunk_paper", new_chunker("table"))
     again = ix.sync()
     assert again["chunks_embedded"] == tables > 0 and again["multilingual"]["embedded"] == tables
     assert again["multilingual"]["carried"] == n_ml - tables and again["multilingual"]["rows"] == n_ml

@@ -305,12 +305,13 @@ def _level_count(ws, level: str) -> int:
 def test_chunker_version_mismatch(small_ws, monkeypatch):
     """Another chunker is no rebuild: search keeps the chunks as built and says `papervault index` re-chunks;
     that sync re-chunks every paper, embeds only the texts the new chunker changed, and records its version."""
-    import papervault.index.store as store
+    import papervault.index.schema as schema
+    import papervault.index.syncing as syncing
 
     before = PaperIndex(small_ws).stats()
     figures = _level_count(small_ws, "figure")
-    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
-    monkeypatch.setattr(store, "chunk_paper", new_chunker("figure"))
+    monkeypatch.setattr(schema, "CHUNKER_VERSION", "paper-999")
+    monkeypatch.setattr(syncing, "chunk_paper", new_chunker("figure"))
     s = Searcher(small_ws)
     assert s.search("paragraph on page", limit=3)
     assert s.search("consensus", limit=3) and len(s.notices) == 1, "said once"
@@ -334,9 +335,10 @@ def test_chunker_version_mismatch(small_ws, monkeypatch):
 
 def test_interrupted_rechunk_keeps_the_old_version(small_ws, monkeypatch):
     """A re-chunking sync that does not reach every paper records nothing; the next one finishes the rest."""
-    import papervault.index.store as store
+    import papervault.index.schema as schema
+    import papervault.index.syncing as syncing
 
-    monkeypatch.setattr(store, "CHUNKER_VERSION", "paper-999")
+    monkeypatch.setattr(schema, "CHUNKER_VERSION", "paper-999")
     chunker = new_chunker("figure")
 
     def broken(meta, *args, **kw):
@@ -344,12 +346,12 @@ def test_interrupted_rechunk_keeps_the_old_version(small_ws, monkeypatch):
             raise RuntimeError("killed here")
         return chunker(meta, *args, **kw)
 
-    monkeypatch.setattr(store, "chunk_paper", broken)
+    monkeypatch.setattr(syncing, "chunk_paper", broken)
     first = PaperIndex(small_ws).sync()
     assert sorted(first["updated"]) == ["paper0", "paper1"] and "paper2" in first["errors"]
     stats = PaperIndex(small_ws).stats()
     assert stats["chunker_version"] != "paper-999" and stats["health"].startswith("stale")
-    monkeypatch.setattr(store, "chunk_paper", chunker)
+    monkeypatch.setattr(syncing, "chunk_paper", chunker)
     rest = PaperIndex(small_ws).sync()
     assert rest["updated"] == ["paper2"] and rest["unchanged"] == 2 and not rest["errors"]
     assert 1 <= rest["chunks_embedded"] < rest["chunks_reused"]

@@ -40,7 +40,7 @@ def _rows(ws: Workspace):
 
 
 def test_windows_give_the_one_window_index(tmp_path, model_dir, monkeypatch):
-    from papervault.index import store
+    import papervault.index.syncing as syncing
 
     monkeypatch.setenv("PAPERVAULT_EMBED_VECTOR_CACHE", "")    # each index computes its own vectors
 
@@ -48,7 +48,7 @@ def test_windows_give_the_one_window_index(tmp_path, model_dir, monkeypatch):
     # rows and vectors are what is compared)
     one = _abstract_vault(tmp_path / "one", 30, multilingual=False)
     whole = _sync(one)
-    monkeypatch.setattr(store, "WINDOW_CHUNKS", 8)
+    monkeypatch.setattr(syncing, "WINDOW_CHUNKS", 8)
     many = _abstract_vault(tmp_path / "many", 30, multilingual=False)
     seen: list[tuple[int, int]] = []
     from papervault.index.store import PaperIndex
@@ -69,9 +69,9 @@ def test_windows_give_the_one_window_index(tmp_path, model_dir, monkeypatch):
 
 
 def test_sync_memory_stays_flat_as_the_vault_grows(tmp_path, model_dir, monkeypatch):
-    from papervault.index import store
+    import papervault.index.syncing as syncing
 
-    monkeypatch.setattr(store, "WINDOW_CHUNKS", 96)    # 3 windows of the smaller vault, 7 of the larger
+    monkeypatch.setattr(syncing, "WINDOW_CHUNKS", 96)    # 3 windows of the smaller vault, 7 of the larger
     peaks = {}
     for n in (100, 300):
         ws = _abstract_vault(tmp_path / f"v{n}", n)
@@ -102,9 +102,10 @@ def test_indexes_are_built_once_then_follow_each_window(tmp_path, model_dir, mon
     import lancedb.table
 
     from papervault.index import store, tables
+    import papervault.index.syncing as syncing
     from papervault.index.search import search
 
-    monkeypatch.setattr(store, "WINDOW_CHUNKS", 32)
+    monkeypatch.setattr(syncing, "WINDOW_CHUNKS", 32)
     monkeypatch.setattr(tables, "VECTOR_INDEX_MIN_ROWS", 150)
     made: list[tuple[str, int]] = []
     real = lancedb.table.LanceTable.create_index
