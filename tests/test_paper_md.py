@@ -35,6 +35,7 @@ NOT_PAPER_MD = {
     ("papervault/vault/reader.py", "heading"): "reader-notes.md",
     ("papervault/survey/outline.py", "heading"): "outline.md",
     ("papervault/site/stage.py", "heading"): "the title of survey.md and other site pages",
+    ("papervault/site/snapshot.py", "heading"): "the title of survey.md as the vault is read",
     ("papervault/chunking/paper.py", "heading"): "note.md's sections",
     ("papervault/survey/papers.py", "heading"): "note.md's sections",
     ("papervault/chunking/code/repository.py", "image line"): "a repository's README",
