@@ -234,6 +234,8 @@ def _main_figures(doc: PaperDoc, limit: int = 4) -> list[dict[str, Any]]:
     return out
 
 
+# long: one pass over the paper's prose view filling the note's fields in the schema's order; the fields share
+# the sentences already used, so that no sentence fills two of them
 @extractor("paper-note")
 def extract_note(task: Task) -> dict[str, Any]:
     """Fill the note schema from `paper.md` alone; fields it cannot fill stay empty."""

@@ -148,6 +148,8 @@ def _split_heading(raw: str) -> tuple[str, str]:
     return "", raw
 
 
+# long: one walk over the reader's blocks with the section being built as its state; split, that state would
+# travel between the parts
 def read_paper(markdown: str) -> PaperDoc:
     """A `paper.md` body's prose view, from the blocks `papervault.vault.paper` reads; tolerant of anything the
     parser may emit."""

@@ -177,6 +177,8 @@ def _find_abstract(sections: list[_Section]) -> str:
     return ""
 
 
+# long: the chunks in reading order (paper, sections with paragraphs, figures, tables, note, highlights),
+# written out once so ordinals and parents are given in one sequence
 def chunk_paper(meta: PaperMeta, fulltext: str, note_body: str, settings: IndexSettings | None = None,
                 reader_notes: str = "") -> list[Chunk]:
     """All chunks of one paper in reading order: paper, then sections with their paragraphs, figures and tables,

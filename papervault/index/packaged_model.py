@@ -31,6 +31,7 @@ def _weights_zip() -> zipfile.ZipFile:
     return zipfile.ZipFile(Path(list(spec.submodule_search_locations)[0]) / "model.zip")
 
 
+# long: the encoder graph written node by node in the order ONNX evaluates it, each layer beside its weights
 def build_onnx(weights: dict[str, np.ndarray], config: dict):
     """The BERT encoder (inputs input_ids, attention_mask, token_type_ids; output last_hidden_state) as ONNX."""
     # deferred: onnx takes ~0.5 s to import and is needed once, to build the model

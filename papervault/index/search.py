@@ -309,6 +309,8 @@ class Searcher:
         w_ml = s.multilingual_weight_en if table is not None else 0.0
         return s.fts_weight, s.vector_weight, w_ml, cjk, (table if w_ml > 0 else None)
 
+    # long: the hybrid query as one pipeline (checks, full-text and vector rankings, fusion, filters, budget)
+    # whose steps share the query's plan
     def search(self, query: str, *, limit: int = 10, level: str | list[str] | None = None,
                filters: dict | None = None, budget: int | None = None, mode: str = "hybrid",
                coarse: bool | None = None) -> list[Hit]:

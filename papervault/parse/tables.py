@@ -263,6 +263,8 @@ def _adjacent(lines: list[tuple], caption: Rect, side: str, h: float, rules: lis
     return out
 
 
+# long: one sweep of the lines' coverage of the x-axis finds the column separators, then cuts each line into
+# cells with them
 def _grid(lines: list[tuple], h: float, rules: list[Rect]) -> list[list[str | None]] | None:
     """Cells from text lines: column separators are x-gaps at least half a line high that (almost) no line
     covers; a line's words between two separators form a cell, words across a separator a merged cell."""

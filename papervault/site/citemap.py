@@ -321,6 +321,8 @@ class MapPages:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+# long: the main map and the per-tag and per-decade maps are the same steps (choose, draw, list the edges)
+# over one graph, kept together so that every map is written the same way
 def map_pages(g: SiteGraph, papers: dict, *, label_of, md, sanitise, rel_link) -> MapPages:
     """`map.md` (the most-cited papers of the vault) and a map per tag and per decade under `map/`, each an
     image of its SVG, a link to open it and the list of its edges. `md` escapes text for Markdown, `sanitise`

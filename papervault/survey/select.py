@@ -156,6 +156,8 @@ class Resolved:
     missing: list[Any] = field(default_factory=list)   # canon.MissingWork: cited by the selection, not in the vault
 
 
+# long: each selection spec (all, tag:, collection:, query:, arxiv:, the topic) is one short branch of one
+# dispatch filling the same `Resolved`, then selection.md is written from it
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
             arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True,
             reviewer: tuple[Callable[[list], list], str] | None = None,

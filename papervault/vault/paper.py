@@ -406,6 +406,8 @@ def read(text: str) -> PaperMd:
     return _read(text)
 
 
+# long: one pass over markdown-it's token stream, a state machine (page, section, figure, table) whose state
+# every token reads
 @lru_cache(maxsize=32)
 def _read(text: str) -> PaperMd:
     # the stages of a survey read the same papers many times over (~0.1 s for a 50 kB paper each time)

@@ -26,6 +26,7 @@ def _last(name: str) -> str:
     return re.split(r"\.|::|->", name.rstrip("!"))[-1]
 
 
+# long: three passes (resolve calls, fill callers, link tests) over the same name tables built at its start
 def link_calls(chunks: list[CodeChunk]) -> list[CodeChunk]:
     """Resolve every chunk's calls to refs within the repository, then fill callers and test links.
 

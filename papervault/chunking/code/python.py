@@ -50,6 +50,8 @@ def _py_start(node: ast.AST) -> int:
     return min([node.lineno] + [d.lineno for d in decos])  # type: ignore[attr-defined]
 
 
+# long: one walk of the module's syntax tree emitting module, class and function chunks in source order, with
+# the line bookkeeping they share
 def python_chunks(repo: str, path: str, source: str) -> list[CodeChunk]:
     module = module_name(path)
     nlines = source.count("\n") + 1
