@@ -29,6 +29,21 @@ T = TypeVar("T")
 
 OWN_DISTRIBUTION = "papervault"
 
+# The built-ins as pyproject.toml declares them (tests/test_registry.py checks the two agree). They are used only
+# when papervault's own distribution declares none in a group: run from a source folder, or from an install made
+# before the group existed (a `git pull` without `pip install -e .`), where the command line would otherwise offer
+# no backend at all.
+BUILTINS: dict[str, dict[str, str]] = {
+    "papervault.backends": {"extractive": "papervault.agents:EXTRACTIVE", "claude": "papervault.agents:CLAUDE",
+                            "openai": "papervault.agents:OPENAI"},
+    "papervault.site_engines": {"mkdocs": "papervault.site.build:MKDOCS",
+                                "zensical": "papervault.site.build:ZENSICAL"},
+    "papervault.sync_sources": {"zotero": "papervault.app.syncsources:ZoteroSource",
+                                "folder": "papervault.app.syncsources:FolderSource",
+                                "arxiv": "papervault.app.syncsources:ArxivQuerySource",
+                                "arxiv_versions": "papervault.app.syncsources:ArxivVersionsSource"},
+}
+
 
 class Registry(Generic[T]):
     """Named plugins of one kind: papervault's own entry points first, then other packages' (each by name; an
@@ -56,6 +71,8 @@ class Registry(Generic[T]):
             dist = getattr(ep, "dist", None)
             mine = dist is not None and (dist.metadata["Name"] or "").lower() == OWN_DISTRIBUTION
             (own if mine else others).setdefault(ep.name.strip().lower(), ep)
+        if not own:
+            own = {name: EntryPoint(name, value, self.group) for name, value in BUILTINS[self.group].items()}
         found = {**{k: own[k] for k in sorted(own)}, **{k: others[k] for k in sorted(others) if k not in own}}
         self._seen = (path, found)
         return found

@@ -83,6 +83,24 @@ def test_the_built_ins_are_entry_points_of_papervault(workspace):
         BACKENDS.get("gpt-9")
 
 
+def test_the_fallback_built_ins_are_those_pyproject_declares(monkeypatch):
+    """Run from a source folder, or from an install older than a group, papervault's own entry points are missing:
+    the registry falls back to its BUILTINS, which must say what pyproject.toml says."""
+    import tomllib
+    from pathlib import Path
+
+    from papervault import registry
+
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert declared["project"]["entry-points"] == registry.BUILTINS
+    monkeypatch.setattr(registry, "entry_points", lambda group: ())
+    fresh = registry.Registry("backend", "papervault.backends")
+    assert set(fresh.names()) == {"claude", "extractive", "openai"}
+    from papervault.agents import EXTRACTIVE
+
+    assert fresh.get("extractive") is EXTRACTIVE
+
+
 def test_an_installed_plugin_is_a_choice_of_the_command_line(plugin_dist, cli_run, workspace):
     assert "quotebot" in BACKENDS.names() and "plainpages" in SITE_ENGINES.names()
     from papervault.agents import capabilities
