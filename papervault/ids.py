@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from papervault.lineshapes import is_person_name
+
 # Letters that NFKD does not decompose into ASCII; enough for author names in practice.
 _FOLD = str.maketrans({
     "ß": "ss", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D",
@@ -35,9 +37,10 @@ upon versus via von while with within without yet zu zum
 """.split())
 
 
-# The provenance of an identity field the PDF alone gave (its layout or its XMP metadata), not a person, a library
-# or a resolved identifier: the fields `status` may doubt and `enrich` may confirm.
-READ_FROM_PDF = frozenset({"layout", "pdf-xmp"})
+# The provenance of an identity field the PDF alone gave (its layout, its XMP metadata, or a model's reading of its
+# first page), not a person, a library or a resolved identifier: the fields `status` may doubt and `enrich` may
+# confirm.
+READ_FROM_PDF = frozenset({"layout", "pdf-xmp", "model"})
 
 
 def fold(text: str) -> str:
@@ -118,19 +121,40 @@ def unique_key(base: str, taken: set[str] | frozenset[str]) -> str:
         n += 1
 
 
-def key_base(authors: list[str], year: int | None, title: str | None) -> str:
-    """The key before disambiguation: last name + year + first significant title word (`lamport2001paxos`)."""
+def short_title(title: str | None, words: int = 2) -> str:
+    """The first `words` distinct significant words of a title, run together ("Liquid Types" -> "liquidtypes")."""
+    out: list[str] = []
+    for w in normalize_title(title).split():
+        if w not in SKIP_WORDS and not w.isdigit() and w not in out:
+            out.append(w)
+        if len(out) == words:
+            break
+    return "".join(out)[:30]
+
+
+def key_base(authors: list[str], year: int | None, title: str | None, confident: bool = True) -> str:
+    """The key before disambiguation: last name + year + first significant title word (`lamport2001paxos`).
+
+    Not `confident` (an identity the PDF's layout gave with low confidence), the key holds only what is likely
+    right: the first author's surname and the year when the first author is a person's name (`saltzer1981`),
+    else a short form of the title and the year (`liquidtypes2008`), never "anon" nor a word of a line that
+    may be an affiliation or an address."""
+    y = str(year) if isinstance(year, int) and 0 < year < 10000 else ""
+    if not confident:
+        name = _ascii_word(last_name(authors[0]))[:30] if authors and is_person_name(authors[0]) else ""
+        base = f"{name}{y}" if name else f"{short_title(title)}{y}"
+        if base and not base.isdigit():
+            return base if base[0].isalpha() else "p" + base
     name = _ascii_word(last_name(authors[0])) if authors else ""
     name = name[:30]
     word = first_title_word(title)[:30]
-    y = str(year) if isinstance(year, int) and 0 < year < 10000 else ""
     base = f"{name or 'anon'}{y}{word}"
     return base if base[0].isalnum() else "p" + base
 
 
-def make_key(authors: list[str], year: int | None, title: str | None, taken: set[str]) -> str:
+def make_key(authors: list[str], year: int | None, title: str | None, taken: set[str], confident: bool = True) -> str:
     """A new, unique BetterBibTeX-style key; `taken` is the set of ids in use (not modified)."""
-    return unique_key(key_base(authors, year, title), taken)
+    return unique_key(key_base(authors, year, title, confident), taken)
 
 
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_.-]+")

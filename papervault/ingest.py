@@ -19,7 +19,8 @@ from papervault import pages
 from papervault.errors import ParseError, PapervaultError, WorkspaceError
 from papervault.hashing import file_sha256, group_sha256
 from papervault.identity import refresh_head
-from papervault.ids import make_key
+from papervault.ids import READ_FROM_PDF, make_key
+from papervault.lineshapes import is_person_name
 from papervault.models import PaperMeta, ParsedPaper, SourceRecord
 from papervault.pdfstore import backfill, keep, kept
 from papervault.sources.catalog import Catalog
@@ -118,6 +119,16 @@ def _provenance(rec: SourceRecord, parsed: ParsedPaper | None) -> dict[str, str]
         elif parsed is not None and getattr(parsed, f):
             out[f] = parsed.provenance.get(f, "layout")
     return out
+
+
+def key_confident(prov: dict[str, str], parsed: ParsedPaper | None) -> bool:
+    """Whether an id may be built from the whole identity: not when the title is the layout's low-confidence
+    read, or the first author came from the PDF and is not a person's name."""
+    if parsed is None:
+        return True
+    if prov.get("title") in READ_FROM_PDF and parsed.provenance.get("title_confidence") == "low":
+        return False
+    return not (prov.get("authors") in READ_FROM_PDF and parsed.authors and not is_person_name(parsed.authors[0]))
 
 
 def _page_labels(parsed: ParsedPaper, bib: dict[str, str]) -> list[str]:
@@ -312,9 +323,10 @@ class Ingest:
         if not rec.title and parsed is None:
             self.report.problems.append(Problem(rec.source, "no title and no PDF: nothing to make a paper from"))
             return
-        key = self.dedup.new_id(rec)
+        confident = key_confident(prov, parsed)
+        key = self.dedup.new_id(rec, confident)
         if key in self.taken:
-            key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken)
+            key = self.make_key(rec.authors, rec.year, rec.title or Path(rec.source).stem, self.taken, confident)
         self.catalog.store.add_id(key)
         meta = _meta_from(rec, key)
         meta.provenance = prov

@@ -311,7 +311,7 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
     elif len(words) == 1:
         s -= 1.5
         flags.append("one word")
-    share = dictionary_share([text])
+    share = dictionary_share([re.sub(r"\b[A-Z][A-Z\d]+\b", " ", text)])     # acronyms ("TREC") are not broken words
     if share is not None and share < 0.5:
         s -= 3
         flags.append("not words")

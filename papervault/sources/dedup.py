@@ -495,13 +495,14 @@ class DedupIndex:
             out.update(self.store.word_ids(word, budget))
         return out
 
-    def new_id(self, record: SourceRecord | PaperMeta) -> str:
-        """An id for a record that matched nothing: the user's own key if it is free, else a generated one."""
+    def new_id(self, record: SourceRecord | PaperMeta, confident: bool = True) -> str:
+        """An id for a record that matched nothing: the user's own key if it is free, else a generated one
+        (of the likely-right parts only when the identity is not `confident`, see `ids.key_base`)."""
         own = sanitize_key(getattr(record, "key", None))
         ids = self.ids
         if own:
             return unique_key(own, ids)
-        return make_key(record.authors, record.year, record.title or "", ids)
+        return make_key(record.authors, record.year, record.title or "", ids, confident)
 
     def assign(self, record: SourceRecord) -> tuple[str, Match | None]:
         """Find `record`'s paper or give it a new id, and remember it either way: (paper id, match or None)."""
