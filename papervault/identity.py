@@ -177,8 +177,15 @@ def identity_doubt(meta: PaperMeta) -> str | None:
     """Why a paper's identity is low-confidence, or None: a title the header reader chose with low confidence
     (`provenance.title_confidence`), an id whose author part is "anon" while the paper has a title from its
     PDF, or an id whose author part is a word of the title (an author line read as the title, or the title
-    as authors). Fields a person or a library gave, or `enrich` resolved, are never doubted."""
+    as authors); where a model read the first page, a field the page did not settle between the parse and the
+    model (`identity.uncertain`), or an id made before the model read other authors. Fields a person or a library gave, or `enrich` resolved, are never doubted."""
     prov = meta.provenance or {}
+    unsettled = [f for f in (meta.identity or {}).get("uncertain") or [] if prov.get(f) in READ_FROM_PDF]
+    if unsettled:
+        return f"the parse and the model's first-page read disagree on {', '.join(unsettled)}; the page does not settle it"
+    surname = _ascii_word(last_name(meta.authors[0]))[:30] if meta.authors else ""
+    if prov.get("authors") == "model" and surname and not meta.id.lower().startswith(surname):
+        return f"the id was made before the model read the authors ({meta.authors[0]}): `papervault rekey {meta.id}`"
     if prov.get("title") not in READ_FROM_PDF:
         return None
     if prov.get("title_confidence") == "low":

@@ -124,7 +124,7 @@ class PaperMeta(BaseModel):
     bib: dict[str, str] = Field(default_factory=dict, description="the other bibliographic fields a source gave "
                                 "(pages, volume, number, publisher, editor, ...), by their BibTeX names")
     provenance: dict[str, str] = Field(default_factory=dict, description="where each identity field came from: "
-                                       "bibtex, csl, zotero, doi, arxiv, pdf-xmp, layout, user")
+                                       "bibtex, csl, zotero, doi, arxiv, pdf-xmp, layout, model, user")
     retracted: bool | None = Field(None, description="retraction status, when Crossref or OpenAlex reports it")
     aliases: list[str] = Field(default_factory=list, description="former ids (`papervault rekey`): [@old] resolves")
     code: list[str] = Field(default_factory=list)
@@ -135,6 +135,8 @@ class PaperMeta(BaseModel):
     baselines: list[str] = Field(default_factory=list)
     key_results: list[dict[str, Any]] = Field(default_factory=list)
     coverage: dict[str, Any] = Field(default_factory=dict)
+    identity: dict[str, Any] | None = Field(None, description="whose reading of the first page the identity "
+                                            "fields keep: {source: parse|model, disagreed, model, uncertain}")
     generated_hash: str | None = Field(None, description="hash of the body the tool last wrote")
     created: str | None = None
     updated: str | None = None

@@ -23,6 +23,7 @@ from papervault.agents.base import Backend, Task, Usage
 from papervault.config import Settings
 from papervault.agents.paperdoc import PaperDoc, PaperPart, normalise, read_paper, split_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
+from papervault.identity_read import settle
 from papervault.models import PaperMeta
 from papervault.vault.paper import mentions
 from papervault.vault.paths import is_safe
@@ -379,6 +380,9 @@ async def compose_note(meta: PaperMeta, fulltext: str, pdir: Path, backend: Back
                                                fresh=fresh))
         raw, usage, attempts, model = answer.data, answer.usage, answer.attempts, answer.model
     data = _clamp_pages(_fill_defaults(raw, tmpl.schema), doc.pages)
+    identity = settle(meta, data.get("identity"), fulltext)
+    if identity is not None:
+        meta.identity = identity
     coverage = compute_coverage(doc, data)
     figures = {f.number: {"caption": f.caption, "page": f.page, "src": f.src} for f in doc.figures if f.number}
     analyser = f"{backend.name}/{model}" if model else backend.name

@@ -1,0 +1,173 @@
+"""A model's reading of a paper's first page (title, authors, year, venue) weighed against the parse's.
+
+Where the two disagree, each reading is scored on what the first page itself supports: is the string printed
+there, is it the whole title (not a piece of it), does it look like a title (not an author line, an
+affiliation, an address or a column name), are the authors people's names printed on the page, is the year
+printed on the page, and what the parse already knew (its title confidence, its largest type). The
+better-supported reading is kept; a tie keeps the parse. Fields a person, a library or a resolved identifier
+gave are never touched. The note says which reading it kept (`identity: {source, disagreed, uncertain}`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from papervault.ids import READ_FROM_PDF, fold, last_name, normalize_title
+from papervault.models import PaperMeta
+from papervault.vault.paper import read as read_paper_md
+from papervault.lineshapes import is_address, is_column, is_institution, is_person_name
+
+FIELDS = ("title", "authors", "year", "venue")
+_AUTHOR_LINE = re.compile(r"^(?:[A-Z][\w.'’-]*\s+){1,3}[A-Z][\w'’-]+(?:\s*[,*∗†‡]\s*|\s+and\s+)"
+                          r"(?:[A-Z][\w.'’-]*\s+){0,3}[A-Z][\w'’-]+")
+
+
+def first_pages(fulltext: str, pages: int = 2) -> str:
+    """The text of the first `pages` pages of `paper.md` (the title page, and the next one after a cover)."""
+    end = next((at for page, at in read_paper_md(fulltext).anchors if page > pages), len(fulltext))
+    return fulltext[:end]
+
+
+def _on_page(text: str, page: str) -> bool:
+    t = normalize_title(text)
+    return bool(t) and f" {t} " in f" {normalize_title(page)} "
+
+
+def title_support(title: str, page: str, other: str, parse_confidence: str | None = None) -> float:
+    """How well the first page supports `title` against the other reading `other`."""
+    t = " ".join(str(title or "").split())
+    if not normalize_title(t):
+        return -9.0
+    s = 2.0 if _on_page(t, page) else -2.0
+    words = normalize_title(t).split()
+    o = normalize_title(other)
+    if o and o != normalize_title(t):
+        if f" {o} " in f" {normalize_title(t)} " and _on_page(t, page):
+            s += 1.5                    # the other is a piece of this one: "Programming" of "Functional Programming"
+        elif f" {normalize_title(t)} " in f" {o} " and _on_page(other, page):
+            s -= 1.5
+    if len(words) == 1:
+        s -= 1.0
+    if _AUTHOR_LINE.match(t) or (is_person_name(t) and re.search(r"\b[A-Z]\.", t)):
+        s -= 3.0
+    if is_institution(t) and len(words) <= 8 and not re.search(r"[:?]", t):
+        s -= 2.0
+    if is_address(t) or is_column(t):
+        s -= 3.0
+    if parse_confidence == "high":
+        s += 1.0
+    return s
+
+
+def authors_support(authors: list[str], page: str) -> float:
+    """People's names printed on the first page count; an organisation or a name not on the page counts
+    against the list."""
+    if not authors:
+        return 0.0
+    low = fold(page).lower()
+    s = 0.0
+    for a in authors:
+        surname = fold(last_name(a)).lower()
+        good = is_person_name(a) and bool(surname) and surname in low
+        s += 1.0 if good else -1.5
+    return s / len(authors) * min(len(authors), 3)
+
+
+def year_support(year: Any, page: str) -> float:
+    if not isinstance(year, int) or isinstance(year, bool):
+        return -1.0 if year is not None else 0.0
+    return 1.0 if re.search(rf"(?<!\d){year}(?!\d)|['’]{year % 100:02d}\b", page) else -1.0
+
+
+def venue_support(venue: Any, page: str) -> float:
+    if not isinstance(venue, str) or not venue.strip():
+        return 0.0
+    return 1.0 if _on_page(venue, page) else -1.0
+
+
+def _clean_read(read: Any) -> dict[str, Any]:
+    """The model's reading, its types checked and sizes capped (it comes from a paper, through a model)."""
+    if not isinstance(read, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if isinstance(read.get("title"), str) and 0 < len(read["title"].strip()) <= 500:
+        out["title"] = " ".join(read["title"].split())
+    if isinstance(read.get("authors"), list):
+        names = [" ".join(a.split()) for a in read["authors"][:100] if isinstance(a, str) and 0 < len(a.strip()) <= 120]
+        if names:
+            out["authors"] = names
+    y = read.get("year")
+    if isinstance(y, str) and re.fullmatch(r"\d{4}", y.strip()):
+        y = int(y)
+    if isinstance(y, int) and not isinstance(y, bool) and 1000 < y < 3000:
+        out["year"] = y
+    if isinstance(read.get("venue"), str) and 0 < len(read["venue"].strip()) <= 300:
+        out["venue"] = " ".join(read["venue"].split())
+    return out
+
+
+def _same(name: str, a: Any, b: Any) -> bool:
+    if name == "title" or name == "venue":
+        return normalize_title(a) == normalize_title(b)
+    if name == "authors":
+        def key(xs):
+            return [normalize_title(last_name(x)) for x in xs or []]
+        return key(a) == key(b)
+    return a == b
+
+
+def _support(name: str, value: Any, page: str, other: Any, meta: PaperMeta) -> float:
+    if name == "title":
+        conf = (meta.provenance or {}).get("title_confidence") if value == meta.title else None
+        return title_support(value, page, other or "", conf)
+    if name == "authors":
+        return authors_support(value or [], page)
+    if name == "year":
+        return year_support(value, page)
+    return venue_support(value, page)
+
+
+def settle(meta: PaperMeta, read: Any, fulltext: str) -> dict[str, Any] | None:
+    """Apply the model's first-page reading `read` to `meta` where the page supports it better than the
+    parse; returns the note's `identity` record, or None when the model gave no reading."""
+    got = _clean_read(read)
+    if not got:
+        return None
+    page = first_pages(fulltext)
+    prov = dict(meta.provenance or {})
+    disagreed: list[str] = []
+    taken: list[str] = []
+    uncertain: list[str] = []
+    for name in FIELDS:
+        if name not in got:
+            continue
+        mine, theirs = getattr(meta, name), got[name]
+        if mine not in (None, "", []) and prov.get(name) not in (None, *READ_FROM_PDF):
+            continue                              # a person, a library or an identifier gave it
+        if mine not in (None, "", []) and _same(name, mine, theirs):
+            continue
+        if mine not in (None, "", []):
+            disagreed.append(name)
+        s_parse = _support(name, mine, page, theirs, meta) if mine not in (None, "", []) else -5.0
+        s_model = _support(name, theirs, page, mine, meta)
+        if s_model > s_parse and s_model > 0:
+            setattr(meta, name, theirs)
+            prov[name] = "model"
+            taken.append(name)
+            if name == "title":
+                prov["title_confidence"] = "high" if s_model - s_parse >= 1.0 else "low"
+                prov["title_evidence"] = "model's first-page read, printed on the page"
+        if abs(s_model - s_parse) < 1.0 or max(s_model, s_parse) <= 0:
+            uncertain.append(name)
+    if "title" in disagreed and "title" not in taken and "title" not in uncertain and prov.get("title") in READ_FROM_PDF:
+        prov["title_confidence"] = "high"        # the page settled it for the parse's title
+    meta.provenance = prov
+    record: dict[str, Any] = {"source": "model" if taken else "parse"}
+    if disagreed:
+        record["disagreed"] = disagreed
+    if taken:
+        record["model"] = taken
+    if uncertain:
+        record["uncertain"] = uncertain
+    return record
