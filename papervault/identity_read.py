@@ -158,8 +158,8 @@ def settle(meta: PaperMeta, read: Any, fulltext: str) -> dict[str, Any] | None:
             if name == "title":
                 prov["title_confidence"] = "high" if s_model - s_parse >= 1.0 else "low"
                 prov["title_evidence"] = "model's first-page read, printed on the page"
-        if abs(s_model - s_parse) < 1.0 or max(s_model, s_parse) <= 0:
-            uncertain.append(name)
+        if name != "venue" and (abs(s_model - s_parse) < 1.0 or max(s_model, s_parse) <= 0):
+            uncertain.append(name)        # a venue both readings find printed is not worth a person's time
     if "title" in disagreed and "title" not in taken and "title" not in uncertain and prov.get("title") in READ_FROM_PDF:
         prov["title_confidence"] = "high"        # the page settled it for the parse's title
     meta.provenance = prov
