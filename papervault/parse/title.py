@@ -1,0 +1,284 @@
+"""The title of a page: candidate runs of lines scored on the page's own evidence (`choose_title`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from papervault.ids import SKIP_WORDS
+from papervault.parse.layout import Block, Line
+from papervault.parse.lines import (_BODY_START, _CONNECTIVE, _MEMO_PREFIX, _PAREN_DATES, _STAMP_ANYWHERE, _STRONG,
+                                    _glue, _names_line, is_author_line, is_banner, norm, not_title)
+from papervault.parse.words import dictionary_share, vocabulary
+
+@dataclass
+class TitleChoice:
+    """The title the page's signals agree on: its lines, text, score, the evidence for it and a confidence."""
+
+    lines: list[Line]
+    text: str
+    score: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    confidence: str = "low"
+
+
+def _extend(start: Line, lines: list[Line], ok: set[int], body: float, scanned: bool) -> list[Line]:
+    """The run of title lines around `start`: up over the lines of the title set above it (a smaller first
+    line, "Early" over "LISP History"), down over its continuation lines."""
+    i = lines.index(start)
+    out = [start]
+    for ln in reversed(lines[:i]):      # up
+        first = out[0]
+        if ln.bbox[3] > first.bbox[3] - 0.5 * min(ln.size, first.size):       # beside it, not above it
+            continue
+        if ln.bbox[0] > max(l.bbox[2] for l in out) + 5 or ln.bbox[2] < min(l.bbox[0] for l in out) - 5:
+            continue
+        gap = first.bbox[1] - ln.bbox[3]
+        if id(ln) not in ok or gap > 0.6 * max(ln.size, first.size) or ln.size < max(body + 1.5, 0.7 * start.size) \
+                or ln.size > start.size + 0.6 or is_banner(ln.text) or _names_line(ln, first) or scanned:
+            break
+        out.insert(0, ln)
+        if len(out) >= 4:
+            return out
+    for ln in lines[i + 1:]:            # down
+        if ln.bbox[0] > max(l.bbox[2] for l in out) + 5 or ln.bbox[2] < min(l.bbox[0] for l in out) - 5:
+            continue  # another column beside the title
+        prev = out[-1]
+        h = max(1.0, prev.bbox[3] - prev.bbox[1])
+        if ln.bbox[1] < prev.bbox[1] + 0.3 * h:
+            continue
+        gap = ln.bbox[1] - prev.bbox[3]
+        nxt = lines[lines.index(ln) + 1] if lines.index(ln) + 1 < len(lines) else None
+        same = abs(ln.size - start.size) < 0.6 and start.size >= body + 2
+        if _names_line(ln, nxt) and not (same and not is_author_line(ln.text) and not scanned and ln.bold == start.bold
+                                         and ln.fonts == start.fonts):
+            break
+        if abs(ln.size - start.size) >= 0.6 and not scanned:
+            # A line of another size goes on the title only when the words say so: the line above ends on a
+            # connective or a colon, or this one opens with a parenthesis or a lower-case word.
+            goes_on = _CONNECTIVE.search(prev.text.strip()) or re.match(r"^[(\[]|[a-z]", ln.text.strip())
+            if not (goes_on and gap < 0.6 * h and ln.size >= max(body + 1.5, 0.65 * start.size)
+                    and (not not_title(ln.text) or _PAREN_DATES.match(ln.text.strip())) and not is_banner(ln.text)):
+                break
+            if _PAREN_DATES.match(ln.text.strip()):
+                out.append(ln)
+                break
+        elif gap > 1.1 * h:
+            # Wide leading: a short line of the same type right under a short title line still belongs to it.
+            if not (same and gap < 1.7 * h and ln.fonts == start.fonts and len(ln.text.split()) <= 4
+                    and len(prev.text.split()) <= 4 and not not_title(ln.text)):
+                break
+        if not_title(ln.text) and not (same and not _STAMP_ANYWHERE.search(ln.text)) or is_banner(ln.text) \
+                or (scanned and re.match(r"^by\b", ln.text, re.I)):
+            break
+        if scanned and len(out) >= 1 and not out[-1].text.rstrip().endswith((":", "-", ",")) \
+                and ln.text[:1].islower() is False and len(out[-1].text) < 0.5 * len(ln.text):
+            break
+        out.append(ln)
+        if len(out) >= 4:
+            break
+    return out
+
+
+def _file_words(name: str | None) -> set[str]:
+    """The words of a file name, as a person names a paper ("lelewer-data-compression.pdf")."""
+    if not name:
+        return set()
+    stem = re.sub(r"\.pdf$", "", name.rsplit("/", 1)[-1], flags=re.I)
+    stem = re.sub(r"([a-z])([A-Z])", r"\1 \2", stem)
+    return {w for w in norm(stem).split() if len(w) > 1 and not w.isdigit()}
+
+
+def _significant(text: str) -> list[str]:
+    return [w for w in norm(text).split() if w not in SKIP_WORDS and not w.isdigit()]
+
+
+def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: float, stop: float | None,
+           file_words: set[str], info_title: str, repeats: list[str]) -> None:
+    ev, flags = [], []
+    size = max(ln.size for ln in c.lines)
+    s = 4.0 * max(0.0, size - body) / max(1.0, big - body)
+    if all(ln.bold for ln in c.lines):
+        s += 0.5
+        ev.append("bold")
+    s -= 1.0 * c.lines[0].bbox[1] / max(1.0, height)
+    text = c.text
+    words = norm(text).split()
+    last = lines.index(c.lines[-1]) if c.lines[-1] in lines else len(lines) - 1
+    lo, hi = min(ln.bbox[0] for ln in c.lines), max(ln.bbox[2] for ln in c.lines)
+    wide = (hi - lo) * 0.25 + 20
+    after = [ln for ln in lines[last + 1:] if (stop is None or ln.bbox[1] < stop + 1)
+             and ln.bbox[0] < hi + wide and ln.bbox[2] > lo - wide][:5]      # under it, not in the next column
+    below_first = after[0] if after else None
+    if is_author_line(text) or (len(c.lines) == 1 and _names_line(c.lines[0], below_first)):
+        s -= 6
+        flags.append("author line")
+    if is_banner(text):
+        s -= 6
+        flags.append("banner")
+    letters = [ch for ch in text if ch.isalpha()]
+    if len(words) == 1 and letters and all(ch.isupper() for ch in letters) and not text.rstrip().endswith(":"):
+        s -= 6      # one upper-case word over the title: a series, a place, an acronym's banner ("BRICS")
+        flags.append("banner")
+    elif len(words) == 1:
+        s -= 1.5
+        flags.append("one word")
+    share = dictionary_share([re.sub(r"\b[A-Z][A-Z\d]+\b", " ", text)])     # acronyms ("TREC") are not broken words
+    if share is not None and share < 0.5:
+        s -= 3
+        flags.append("not words")
+    if text[:1].islower():
+        s -= 2
+        flags.append("starts mid-word")
+    # The author block right under the title (an affiliation or a line of smaller type may come between),
+    # never under another line of title type.
+    for j, ln in enumerate(after[:3]):
+        nxt = after[j + 1] if j + 1 < len(after) else None
+        if "@" in ln.text or _names_line(ln, nxt):
+            s += 2
+            ev.append("author block below")
+            break
+        if ln.size >= size - 1 or j >= 1:
+            break
+    first = lines.index(c.lines[0]) if c.lines[0] in lines else 0
+    before = [ln for ln in lines[max(0, first - 3):first] if ln.bbox[3] < c.lines[0].bbox[3] - 2]
+    if before and any(_names_line(ln, before[k + 1] if k + 1 < len(before) else c.lines[0])
+                      for k, ln in enumerate(before[-2:])) and not is_banner(before[-1].text):
+        s += 1
+        ev.append("author block above")
+    sig = _significant(text)
+    if file_words and sig:
+        hit = sum(w in file_words for w in sig)
+        if hit >= 2 and (hit / len(sig) >= 0.6 or hit >= 3 and hit / len(file_words) >= 0.6):
+            s += 3 * hit / len(sig)
+            ev.append("file name")
+    nt = norm(text)
+    if info_title and nt and len(words) >= 2 and (norm(info_title) == nt or (nt in norm(info_title)
+                                                  and len(nt) > 0.6 * len(norm(info_title)))):
+        s += 3
+        ev.append("pdf metadata")
+    if len(words) >= 2 and any(nt in norm(r) or (norm(r) in nt and len(norm(r)) > 0.6 * len(nt)) for r in repeats):
+        s += 2
+        ev.append("running head")
+    c.score, c.evidence, c.flags = round(s, 3), ev, flags
+
+
+def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
+    """The lines of the title on one page ([] when there is none)."""
+    best = choose_title(blocks, height, scanned=scanned)
+    return best.lines if best else []
+
+
+def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
+                 info_title: str = "", repeats: list[str] | tuple = ()) -> TitleChoice | None:
+    """The title of one page, chosen among the runs of large lines in its top part by the signals of the
+    PDF: type size and weight, an author block (names, affiliations, e-mails) under it, the words of the file
+    name, the document's metadata title, the running head of the next pages; with the evidence and a
+    confidence (`high` when the largest type and one more signal agree, or two signals do, and the text is
+    neither an author line, a banner, one word nor broken words)."""
+    raw = [ln for b in blocks if b.kind in ("text", "title", "heading") for ln in b.lines
+           if ln.bbox[1] < 0.62 * height]
+    if not raw:
+        return None
+    glued, parts = _glue(raw)
+    lines = sorted(glued, key=lambda ln: (ln.bbox[1], ln.bbox[0]))
+    sizes = [ln.size for ln in lines]
+    body = max(set(sizes), key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
+    x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
+    stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
+                 and _BODY_START.match(ln.text.strip())), None)
+    cands = [ln for ln in lines if not not_title(ln.text) and (stop is None or ln.bbox[1] < stop - 1)]
+    if not cands:
+        return None
+    ok = {id(ln) for ln in cands}
+    big = max((ln.size for ln in cands if len(ln.text.strip()) >= 3), default=body)
+    if scanned or big < body + 1.0:
+        # Type of one size (a typewritten memo, an OCR'd scan): the first lines that are left.
+        starts = cands[:4]
+    else:
+        starts = sorted((ln for ln in cands if ln.size >= body + 1.0), key=lambda ln: -ln.size)[:8]
+    fw = _file_words(file_name)
+    runs: list[list[Line]] = []
+    for st in starts:
+        run = _extend(st, lines, ok, body, scanned)
+        if run not in runs:
+            runs.append(run)
+    # A run inside a longer one is the same title cut short.
+    runs = [r for r in runs if not any(r != o and all(any(x is y for y in o) for x in r) for o in runs)]
+    choices = [TitleChoice(r, title_text(r)) for r in runs]
+    for c in choices:
+        _score(c, lines, body, big, height, stop, fw, info_title, list(repeats))
+    # The largest type among the runs that are not an author line, a banner or a fragment.
+    top = max((max(ln.size for ln in c.lines) for c in choices if not c.flags), default=big)
+    for c in choices:
+        if max(ln.size for ln in c.lines) >= top - 0.5 and not c.flags:
+            c.evidence.insert(0, "largest type")
+    choices.sort(key=lambda c: -c.score)
+    best = choices[0]
+    margin = best.score - choices[1].score if len(choices) > 1 else 99.0
+    strong = sum(e in best.evidence for e in _STRONG)
+    if not best.flags and margin >= 1.0 and (("largest type" in best.evidence and strong >= 1) or strong >= 2):
+        best.confidence = "high"
+    if scanned:
+        best.evidence.append("OCR")
+    best.lines = [p for ln in best.lines for p in parts.get(id(ln), [ln])]
+    return best
+
+
+def _segment(run: str) -> list[str]:
+    """Letters run together ("DataCompression", "DATACOMPRESSION") split into words: at case changes, else
+    into the fewest dictionary words."""
+    pieces = re.findall(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+|[^A-Za-z\d]", run)
+    vocab = vocabulary()
+    if len(pieces) > 1 and all(p.lower() in vocab or not p.isalpha() for p in pieces):
+        return pieces
+    low = run.lower()
+    n = len(low)
+    best: list[tuple[float, int]] = [(0.0, 0)] + [(1e9, 0)] * n
+    for j in range(1, n + 1):
+        for i in range(max(0, j - 24), j):
+            w = low[i:j]
+            cost = 1.0 if (w in vocab and (len(w) > 1 or w in "ai")) or w.isdigit() else 5.0 * len(w)
+            if best[i][0] + cost < best[j][0]:
+                best[j] = (best[i][0] + cost, i)
+    out, j = [], n
+    while j > 0:
+        i = best[j][1]
+        out.append(run[i:j])
+        j = i
+    return out[::-1]
+
+
+def unspace(text: str) -> str:
+    """A letter-spaced line ("D a t a C o m p r e s s i o n", each glyph its own word) made words again;
+    a gap wider than one space (two or more spaces) is kept as a word break."""
+    toks = text.split()
+    if len(toks) < 4 or sum(len(t) == 1 for t in toks) < 0.7 * len(toks):
+        return text
+    words = []
+    for group in re.split(r"\s{2,}", text.strip()):
+        g = group.split()
+        if len(g) >= 3 and sum(len(t) == 1 for t in g) >= 0.7 * len(g):
+            words.extend(_segment("".join(g)))
+        else:
+            words.extend(g)
+    return " ".join(words)
+
+
+def title_text(lines: list[Line]) -> str:
+    text = ""
+    for ln in lines:
+        t = ln.text.strip()
+        if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and t[:1].isupper():
+            text += t            # "The UNIX Time-" + "Sharing System"
+        elif text.endswith("-") and len(text) > 1 and text[-2].isalpha() and t[:1].islower():
+            text = text[:-1] + t
+        else:
+            text = f"{text} {t}" if text else t
+    text = _MEMO_PREFIX.sub("", unspace(text))
+    text = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", re.sub(r"\s+", " ", text)).strip()
+    text = re.sub(r"(\w)[∗*†‡§¶]\d*$", r"\1", text)
+    return text.rstrip(" ,;")
+
+
