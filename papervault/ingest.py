@@ -123,11 +123,13 @@ def _provenance(rec: SourceRecord, parsed: ParsedPaper | None) -> dict[str, str]
 
 def key_confident(prov: dict[str, str], parsed: ParsedPaper | None) -> bool:
     """Whether an id may be built from the whole identity: not when the title is the layout's low-confidence
-    read, or the first author came from the PDF and is not a person's name."""
+    read, or the PDF gave the title and no author, or the first author came from the PDF and is not a person's
+    name."""
     if parsed is None:
         return True
-    if prov.get("title") in READ_FROM_PDF and parsed.provenance.get("title_confidence") == "low":
-        return False
+    if prov.get("title") in READ_FROM_PDF and (parsed.provenance.get("title_confidence") == "low"
+                                               or not prov.get("authors")):
+        return False                      # no "anon" id for a paper whose identity only its PDF gave
     return not (prov.get("authors") in READ_FROM_PDF and parsed.authors and not is_person_name(parsed.authors[0]))
 
 

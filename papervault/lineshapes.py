@@ -7,7 +7,8 @@ import re
 
 # Words of an organisation's name: a person is never called this.
 INSTITUTION = re.compile(
-    r"\b(?:universit(?:y|ies|é|ä|at|e|à|ad|eit|eit)|institut(?:e|o|s)?|laborator(?:y|ies|ium)|department|dept\.?|"
+    r"\b(?:universit(?:y|ies|é|ä|at|e|à|ad|ade|eit|eit)|institut(?:e|o|s)?|laborator(?:y|ies|ium)|department|dept\.?|"
+    r"departament\w*|departement|fachbereich|facultad|facult[ée]|"
     r"college|school|faculty|research|centre|center|labs?|inc|corp(?:oration)?|company|gmbh|ltd|llc|plc|"
     r"asa|ag|ab|s\.?a\.?|n\.?v\.?|b\.?v\.?|foundation|society|association|academy|council|agency|group|"
     r"division|consortium|organi[sz]ation|ministry|hospital|observatory|polytechnic|polytechnique|"
@@ -23,11 +24,15 @@ ADDRESS = re.compile(
     r"canada|australia|israel|india|korea|taiwan|belgium|portugal|greece|poland|brazil)\b", re.I)
 # Column and section names of a journal set where a title would be ("Database Theory Column").
 COLUMN = re.compile(r"^(?:[\w&-]+\s+){0,4}(?:column|corner|department|forum|viewpoint|news|editorial|letters?|"
-                    r"book\s+reviews?|highlights|perspectives?)\.?$", re.I)
+                    r"book\s+reviews?|highlights|perspectives?|views|reviews)\.?$", re.I)
 _PARTICLES = {"de", "van", "von", "der", "den", "la", "le", "di", "da", "del", "du", "dos", "das", "y", "bin", "ibn",
               "ter", "ten", "zu", "af", "st."}
+_FUNCTION_WORDS = {"of", "the", "from", "for", "in", "on", "with", "to", "a", "an", "at", "by", "into", "via", "versus",
+                   "vs", "and", "is", "are", "introduction", "abstract", "contents", "summary", "keywords",
+                   "chapter", "section", "appendix", "references", "thesis", "degree", "text", "size", "font", "as", "or", "not", "its", "their", "our", "we", "this", "that", "using", "under"}
 _NAME_WORD = re.compile(r"^(?:[A-Z]\.(?:-?[A-Z]\.)*|[A-Z][a-z'’]?\.?|(?:Mc|Mac|O['’]|D['’])?[A-Z\u00C0-\u00DE]"
-                        r"[a-z\u00DF-\u00FF\u0100-\u017F'’]+(?:-[A-Z\u00C0-\u00DE][a-z\u00DF-\u00FF\u0100-\u017F'’]+)?"
+                        r"[a-z\u00DF-\u00FF\u0100-\u017F'’]+(?:[A-Z][a-z]+)?"       # "DeCandia", "McKusick"
+                        r"(?:-[A-Z\u00C0-\u00DE][a-z\u00DF-\u00FF\u0100-\u017F'’]+)?"
                         r"|[A-Z\u00C0-\u00DE]{2,}(?:-[A-Z]{2,})?)$")
 
 
@@ -41,8 +46,10 @@ def is_person_name(text: str) -> bool:
     words = re.sub(r"(?<=\.)(?=[A-Z])", " ", t).split()   # "J.H." -> "J." "H."
     if not 2 <= len(words) <= 6:
         return False
-    if words[0].lower() in _PARTICLES or words[-1].lower() in _PARTICLES:
-        return False
+    if words[0] in _PARTICLES or words[-1] in _PARTICLES:
+        return False                                   # "van", "de" inside a name, never at its ends ("Sheng Di")
+    if any(w.lower() in _FUNCTION_WORDS for w in words):
+        return False                                   # "Evidence from the Industry" is a phrase
     if re.fullmatch(r"[A-Z]\.?", words[-1]) and not re.fullmatch(r"[A-Z][a-z]", words[0]):
         return False                                   # "Saltzer J." read backwards is not how a page prints it
     upper = [w for w in words if w.isupper() and len(w) > 2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from papervault.lineshapes import is_person_name
 from papervault.parse.layout import Block, Line
 from papervault.parse.lines import _BODY_START, _NOT_TITLE, _affiliation, _glue, _names_line, is_author_line, is_banner
 from papervault.parse.structure import parse_authors
@@ -93,3 +94,18 @@ def _spaced(ln: Line, text: str) -> str:
     return out if not text.lower().startswith("by ") else out[3:]
 
 
+
+
+def clean_names(names: list[str]) -> list[str]:
+    """People's names only: small capitals set apart glued ("E INAV" -> "Einav", "Rob ertson" is the repair's),
+    a leading "By" dropped, names in capitals in title case, and whatever is not a person's name
+    (`lineshapes.is_person_name`: "I. INTRODUCTION", "Stanford University", "Departamento de Fisica") left out."""
+    out: list[str] = []
+    for n in names:
+        t = re.sub(r"^\s*by\s+", "", n, flags=re.I)
+        t = re.sub(r"\b([A-Z]) ([A-Z]{2,})\b", r"\1\2", t)
+        if t.isupper() and len(t) > 3:
+            t = " ".join(w if re.fullmatch(r"(?:[A-Z]\.)+", w) else w.capitalize() for w in t.split())
+        if is_person_name(t) and t not in out:
+            out.append(t)
+    return out

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 
 from papervault.lineshapes import is_person_name
-from papervault.parse.authors import _authors_above, find_authors
+from papervault.parse.authors import _authors_above, clean_names, find_authors
+from papervault.parse.cover import read_cover
 from papervault.parse.layout import Block, Line
 from papervault.parse.lines import (_ARXIV_STAMP, _BAD_DATE, _BODY_START, _DATE_LINE, _GOOD_DATE, _JUNK_INFO_TITLE,
                                     _MONTH, _SHORT_YEAR, _VENUE, _YEAR, is_author_line, is_banner, norm, not_title)
@@ -148,9 +149,16 @@ def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | 
         h.title, h.provenance["title"] = layout_title, "layout"
         h.provenance["title_confidence"] = choice.confidence
         h.provenance["title_evidence"] = "; ".join(choice.evidence + [f"not: {f}" for f in choice.flags]) or "none"
-    authors = find_authors(pages[tp], title_lines, heights[tp]) if pages else []
+    # A cover page that labels its fields ("Author(s): ...", "Chapter Title: ...") states the identity outright.
+    labelled = read_cover([ln.text for b in pages[0] for ln in b.lines]) if pages else None
+    if labelled:
+        h.title, h.provenance["title"] = labelled.title, "layout"
+        h.provenance.update(title_confidence="high", title_evidence="labelled fields of a cover page")
+    authors = labelled.authors if labelled and labelled.authors else \
+        find_authors(pages[tp], title_lines, heights[tp]) if pages else []
     if not authors and pages and title_lines:
         authors = _authors_above(pages[tp], title_lines)
+    authors = clean_names(authors)
     # A "name" made of the title's own words is a piece of the title, never its author.
     tw = set(norm(h.title).split())
     authors = [a for a in authors if not (set(norm(a).split()) <= tw)]
@@ -158,7 +166,7 @@ def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | 
     if info_author and not re.search(r"\b(?:admin|user|owner|unknown|author)\b", info_author, re.I):
         cand = [a.strip() for a in re.split(r";|,\s*(?:and\s+)?|\s+and\s+|&", info_author) if len(a.strip()) > 2]
         low = page_text.lower()
-        if cand and all(a.split()[-1].lower() in low for a in cand):
+        if cand and all(a.split()[-1].lower() in low and is_person_name(a) for a in cand):
             authors, h.provenance["authors"] = cand, "pdf-xmp"
     if authors and "authors" not in h.provenance:
         h.provenance["authors"] = "layout"
@@ -181,7 +189,7 @@ def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | 
     h.year = find_year(front[:120], h.arxiv, rotated, h.title)
     if h.year:
         h.provenance["year"] = "layout"
-    h.venue = find_venue(front, h.title)
+    h.venue = (labelled.venue if labelled else None) or find_venue(front, h.title)
     if h.venue:
         h.provenance["venue"] = "layout"
     kw = (info.get("keywords") or "").strip()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
-from papervault.lineshapes import is_address, is_column
+from papervault.lineshapes import is_column, is_person_name
 from papervault.parse.layout import Line, Span
 from papervault.parse.structure import parse_authors
+from papervault.parse.words import vocabulary
 
 _YEAR = re.compile(r"(?<![\d/.-])(1[89]\d\d|20[0-4]\d)(?![\d])")
 _SHORT_YEAR = re.compile(r"['’‘`](\d\d)\b")
@@ -19,11 +20,12 @@ _NOT_TITLE = re.compile(
     r"article|version|work|document|report)|(?:to\s+)?appear(?:s|ed)?\s+in|accepted|published|preprint|"
     r"submitted|manuscript|draft|in\s+proceedings|proceedings\s+of|presented\s+(?:at|by)|copyright|"
     r"permission\s+to|all\s+rights|keywords?|index\s+terms|arxiv|issn|isbn|technical\s+report|"
-    r"research\s+report|vol(?:ume|\.)?\s*\d+|no\.\s*\d+|number\s+\d+|supervised\s+by|advisor|received|"
+    r"research\s+report|vol(?:ume|\.)?\s*(?:\d+|[IVXLC]+\b)|no\.\s*\d+|number\s+\d+|supervised\s+by|advisor|received|"
     r"revised|editors?|edited\s+by|communicated\s+by|journal\s+of|transactions\s+on|communications\s+of|"
     r"annals\s+of|bulletin\s+of|ieee\s+transactions|acm\s+transactions|electronic\s+version|reprinted|"
     r"research\s+paper\s+competition|open\s+access|sponsored\s+by|contents\s+lists|available\s+online|"
-    r"homepage|e-?mail|correspondence|corresponding)\b"
+    r"homepage|e-?mail|correspondence|corresponding|author\s*\(s\)\s*:|source\s*:|stable\s+url|working\s+paper|"
+    r"nih\s+public\s+access|author\s+manuscript|public\s+access|this\s+pdf\s+is|extensive\s+quotation)\b"
     r"|abstract(?:\s*$|\s*[.:\u2014\u2013-]|\s+(?:we|this|in|the|a|an|our)\b|\s+(?-i:[a-z]))"  # not "Abstract Interpretation"
     r"|doi\s*:|doi\.org|https?:|www\.|proc\.|tech\.\s+rep|©|\(c\)\s)", re.I)
 _STAMP_ANYWHERE = re.compile(r"\b(?:downloaded\s+from|accessed\s+on|retrieved\s+from|printed\s+on|all\s+rights\s+"
@@ -83,8 +85,8 @@ def not_title(text: str) -> bool:
         return True
     if _INSTITUTION.search(t) and len(t) < 90 and not re.search(r"[:?]", t):
         return True
-    if _ARTICLE_TYPE.match(t.rstrip(".: ")):
-        return True
+    if _ARTICLE_TYPE.match(t.rstrip(".: ")) or is_column(t):
+        return True                      # "Research Article", "Database Theory Column"
     # An upper-case place line ("MASSACHUSETTS", "UNIVERSITY OF CALIFORNIA,") ends with a comma.
     if t.endswith(",") and t.isupper():
         return True
@@ -112,11 +114,12 @@ def is_author_line(text: str) -> bool:
 # ("AMERICAN MATHEMATICAL SOCIETY", "BRICS", "IRVINE", "Do not quote or cite without permission of the authors.").
 _BANNER_WORDS = re.compile(r"\b(?:SOCIETY|PRESS|SERIES|NOTES|CENT(?:ER|RE)|RESEARCH|SCIENCES?|UNIVERSITY|INSTITUTE|"
                            r"ASSOCIATION|ACADEMY|LABORATOR(?:Y|IES)|FOUNDATION|COUNCIL|DEPARTMENT|COLLEGE|SCHOOL|"
-                           r"PUBLISHERS?|PROCEEDINGS|REPORTS?|MEMO(?:RANDUM)?|THESIS|DISSERTATION)\b")
+                           r"PUBLISHERS?|PROCEEDINGS|REPORTS?|MEMO(?:RANDUM)?|THESIS|DISSERTATION|JOURNAL|QUARTERLY|"
+                           r"TRANSACTIONS|BULLETIN|MAGAZINE)\b")
 _CIRCULATION = re.compile(r"\b(?:(?:please\s+)?do\s+not|don'?t)\s+(?:quote|cite|circulate|distribute|copy|reproduce)"
                           r"|without\s+(?:the\s+)?(?:written\s+)?permission|not\s+for\s+(?:distribution|citation|"
                           r"publication|quotation)|^\s*(?:draft|preliminary\s+draft|working\s+draft)\b"
-                          r"|comments\s+welcome", re.I)
+                          r"|comments\s+welcome|further\s+reproduction", re.I)
 # Words that end a title line that goes on (or start one that continues the line above).
 _CONNECTIVE = re.compile(r"(?:\b(?:of|for|and|in|on|to|the|a|an|with|by|from|into|via|under|over|at|as|its)|[:,\-–—])$",
                          re.I)
@@ -163,8 +166,8 @@ def _glue(lines: list[Line]) -> tuple[list[Line], dict[int, list[Line]]]:
 def _names_line(ln: Line, below: Line | None) -> bool:
     """A line of person names: several names or initials, or one name over an affiliation or an e-mail."""
     t = ln.text.strip()
-    if is_author_line(t):
-        return True
+    if is_author_line(t) or looks_like_name(t) and re.search(r"[∗*†‡]\s*$", t):
+        return True                       # one name with its footnote mark ("Andrew Hodges∗")
     names = parse_authors([t])
     if len(names) != 1 or len(names[0]) < 0.8 * len(t.strip(" *†‡∗")) or re.search(r"[:?]", t):
         return False
@@ -191,3 +194,18 @@ def _affiliation(text: str) -> bool:
     return bool(_STOP_PART.search(text) or _INSTITUTION.search(text))
 
 
+
+
+def looks_like_name(text: str) -> bool:
+    """A person's name as a line of its own: a name's shape (`lineshapes.is_person_name`) with an initial, a
+    footnote mark or a word the dictionary does not know ("Henrik Kleven"), unlike a short title in title case
+    ("Liquid Types")."""
+    t = text.strip()
+    if not is_person_name(t):
+        return False
+    vocab = vocabulary()
+    words = re.findall(r"[^\W\d_]{2,}", t)
+    unknown = [w for w in words if w.lower() not in vocab]
+    if t.isupper():                      # in capitals a name is a guess: no word of it is a dictionary word
+        return len(unknown) == len(words) > 0
+    return bool(re.search(r"\b[A-Z]\.|[∗*†‡]\s*$", t)) or bool(unknown)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from papervault.ids import SKIP_WORDS
 from papervault.parse.layout import Block, Line
 from papervault.parse.lines import (_BODY_START, _CONNECTIVE, _MEMO_PREFIX, _PAREN_DATES, _STAMP_ANYWHERE, _STRONG,
-                                    _glue, _names_line, is_author_line, is_banner, norm, not_title)
+                                    _glue, _names_line, is_author_line, is_banner, looks_like_name, norm,
+                                    not_title)
 from papervault.parse.words import dictionary_share, vocabulary
 
 @dataclass
@@ -50,6 +51,8 @@ def _extend(start: Line, lines: list[Line], ok: set[int], body: float, scanned: 
             continue
         gap = ln.bbox[1] - prev.bbox[3]
         nxt = lines[lines.index(ln) + 1] if lines.index(ln) + 1 < len(lines) else None
+        if looks_like_name(ln.text) and not looks_like_name(prev.text):
+            break                         # the author's name under the title, in the title's type
         same = abs(ln.size - start.size) < 0.6 and start.size >= body + 2
         if _names_line(ln, nxt) and not (same and not is_author_line(ln.text) and not scanned and ln.bold == start.bold
                                          and ln.fonts == start.fonts):
@@ -131,6 +134,9 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
     if text[:1].islower():
         s -= 2
         flags.append("starts mid-word")
+    if len(words) > 30 or re.search(r"[a-z]{2}[.?!]\s+[A-Z][a-z]+\s+[a-z]", text):
+        s -= 4                           # a sentence of the abstract or a notice, not a title
+        flags.append("sentence")
     # The author block right under the title (an affiliation or a line of smaller type may come between),
     # never under another line of title type.
     for j, ln in enumerate(after[:3]):
