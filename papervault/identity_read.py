@@ -34,6 +34,12 @@ def _on_page(text: str, page: str) -> bool:
     return bool(t) and f" {t} " in f" {normalize_title(page)} "
 
 
+def _padding(longer: str, shorter: str) -> bool:
+    """Whether what `longer` adds to `shorter` (normalised titles) is a column's or an organisation's name."""
+    extra = " ".join(f" {longer} ".replace(f" {shorter} ", " ", 1).split())
+    return bool(extra) and (is_column(extra) or is_institution(extra))
+
+
 def title_support(title: str, page: str, other: str, parse_confidence: str | None = None) -> float:
     """How well the first page supports `title` against the other reading `other`."""
     t = " ".join(str(title or "").split())
@@ -41,12 +47,14 @@ def title_support(title: str, page: str, other: str, parse_confidence: str | Non
         return -9.0
     s = 2.0 if _on_page(t, page) else -2.0
     words = normalize_title(t).split()
-    o = normalize_title(other)
-    if o and o != normalize_title(t):
-        if f" {o} " in f" {normalize_title(t)} " and _on_page(t, page):
-            s += 1.5                    # the other is a piece of this one: "Programming" of "Functional Programming"
-        elif f" {normalize_title(t)} " in f" {o} " and _on_page(other, page):
-            s -= 1.5
+    o, n = normalize_title(other), normalize_title(t)
+    if o and o != n:
+        if f" {o} " in f" {n} " and _on_page(t, page):
+            # the other is a piece of this one ("Programming" of "Functional Programming"), unless what this one
+            # adds is a column's or an organisation's name ("Views & Reviews" over "A Science of Intelligence")
+            s += -3.0 if _padding(n, o) else 1.5
+        elif f" {n} " in f" {o} " and _on_page(other, page):
+            s += 1.5 if _padding(o, n) else -1.5
     if len(words) == 1:
         s -= 1.0
     if _AUTHOR_LINE.match(t) or (is_person_name(t) and re.search(r"\b[A-Z]\.", t)):
@@ -60,18 +68,26 @@ def title_support(title: str, page: str, other: str, parse_confidence: str | Non
     return s
 
 
-def authors_support(authors: list[str], page: str) -> float:
-    """People's names printed on the first page count; an organisation or a name not on the page counts
-    against the list."""
+def authors_support(authors: list[str], page: str, other: list[str] | None = None) -> float:
+    """People's names printed at the head of the first page count (+1; printed further down, in a footnote or
+    the acknowledgements, +0.25); an organisation or a name not on the page counts against the list (-1.5). The
+    average, not the sum: a longer list is not better for being longer, unless all it adds is printed at the
+    head (a co-author the other reading missed)."""
     if not authors:
         return 0.0
-    low = fold(page).lower()
-    s = 0.0
-    for a in authors:
+    low, head = fold(page).lower(), fold(page[:1200]).lower()
+
+    def one(a: str) -> float:
         surname = fold(last_name(a)).lower()
-        good = is_person_name(a) and bool(surname) and surname in low
-        s += 1.0 if good else -1.5
-    return s / len(authors) * min(len(authors), 3)
+        if not (is_person_name(a) and surname and surname in low):
+            return -1.5
+        return 1.0 if surname in head else 0.25
+    s = sum(one(a) for a in authors) / len(authors)
+    mine = {fold(last_name(a)).lower() for a in authors}
+    theirs = {fold(last_name(a)).lower() for a in other or []}
+    if theirs and theirs < mine and all(one(a) == 1.0 for a in authors if fold(last_name(a)).lower() not in theirs):
+        s += 0.5
+    return s
 
 
 def year_support(year: Any, page: str) -> float:
@@ -122,7 +138,7 @@ def _support(name: str, value: Any, page: str, other: Any, meta: PaperMeta) -> f
         conf = (meta.provenance or {}).get("title_confidence") if value == meta.title else None
         return title_support(value, page, other or "", conf)
     if name == "authors":
-        return authors_support(value or [], page)
+        return authors_support(value or [], page, other or [])
     if name == "year":
         return year_support(value, page)
     return venue_support(value, page)
