@@ -171,6 +171,8 @@ def _names_line(ln: Line, below: Line | None) -> bool:
     names = parse_authors([t])
     if len(names) != 1 or len(names[0]) < 0.8 * len(t.strip(" *†‡∗")) or re.search(r"[:?]", t):
         return False
+    if t.isupper() and not looks_like_name(t):
+        return False                      # "SEGMENTATION METHODS": the end of a title in capitals
     if below is None:
         return False
     nb = below.text.strip()

@@ -102,6 +102,8 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
     ev, flags = [], []
     size = max(ln.size for ln in c.lines)
     s = 4.0 * max(0.0, size - body) / max(1.0, big - body)
+    if big - body < 1.0 and size >= big - 0.5:
+        s += 1.0                         # a cover set large throughout: the largest type still counts
     if all(ln.bold for ln in c.lines):
         s += 0.5
         ev.append("bold")
@@ -117,8 +119,8 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
     if is_author_line(text) or (len(c.lines) == 1 and _names_line(c.lines[0], below_first)):
         s -= 6
         flags.append("author line")
-    if is_banner(text):
-        s -= 6
+    if is_banner(text) or any(re.match(r"\s*journal\s+homepage", ln.text, re.I) for ln in after[:2]):
+        s -= 6                           # a publisher's banner, or the journal's name over its homepage line
         flags.append("banner")
     letters = [ch for ch in text if ch.isalpha()]
     if len(words) == 1 and letters and all(ch.isupper() for ch in letters) and not text.rstrip().endswith(":"):
