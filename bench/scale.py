@@ -47,24 +47,27 @@ def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
     """pages/s of the parse task and chunks/s of the embedding task on a local Dask cluster of `workers`."""
     from prefect import flow
 
-    from flows.ingest import _api_for_workers_env, embed_batch, embed_ml_batch, parse_pdf, task_runner
+    from flows.executor import PrefectExecutor
+    from flows.runner import api_for_workers, task_runner
+    from papervault.app.adding import PARSE, add_context
+    from papervault.app.indexing import EMBED, EMBED_ML
     from papervault.chunking.paper import chunk_paper, embed_text
-    from papervault.config import EmbedSettings, IndexSettings, ParseSettings
+    from papervault.config import IndexSettings
     from papervault.models import PaperMeta
     from papervault.parse.batch import _result
+    from papervault.workspace import Workspace
 
-    parse_settings = ParseSettings().model_dump()
-    embed_settings = EmbedSettings().model_dump()
+    ws, _ = Workspace.init(tmp / f"ws-{workers}")       # its own parse cache: every PDF is parsed
+    ctx = add_context(ws, "extractive", distributed=True)
 
     @flow(name="bench-scale")
     def measure() -> dict:
+        ex = PrefectExecutor()
         # warm up: every worker imports the parser and loads the model before the clock starts
-        [f.result() for f in embed_batch.map([["warm up"]] * (workers * 2), [embed_settings] * (workers * 2))]
-        [f.result() for f in embed_ml_batch.map([["warm up"]] * (workers * 2), [None] * (workers * 2))]
+        ex.map(EMBED, ctx, [["warm up"]] * (workers * 2))
+        ex.map(EMBED_ML, ctx, [["warm up"]] * (workers * 2))
         t0 = time.perf_counter()
-        cache = str(tmp / f"parse-cache-{workers}")   # empty: every PDF is parsed
-        parsed = [_result(str(p), f.result()) for p, f in
-                  zip(pdfs, parse_pdf.map([str(p) for p in pdfs], [parse_settings] * len(pdfs), [cache] * len(pdfs)))]
+        parsed = [_result(str(p), got) for p, got in zip(pdfs, ex.map(PARSE, ctx, [str(p) for p in pdfs]))]
         parse_s = time.perf_counter() - t0
         good = [p for p in parsed if not isinstance(p, Exception)]
         pages = sum(p.pages for p in good)
@@ -74,18 +77,18 @@ def dask_rates(pdfs: list[Path], workers: int, tmp: Path) -> dict:
             texts += [embed_text(c, meta.title) for c in chunk_paper(meta, p.markdown, "", IndexSettings())]
         batches = [texts[i:i + 256] for i in range(0, len(texts), 256)]
         t0 = time.perf_counter()
-        [f.result() for f in embed_batch.map(batches, [embed_settings] * len(batches))]
+        ex.map(EMBED, ctx, batches)
         embed_s = time.perf_counter() - t0
         # the multilingual space (on by default): the same chunks, as `papervault index` maps them
         t0 = time.perf_counter()
-        [f.result() for f in embed_ml_batch.map(batches, [None] * len(batches))]
+        ex.map(EMBED_ML, ctx, batches)
         ml_s = time.perf_counter() - t0
         return {"workers": workers, "papers": len(good), "pages": pages, "parse_s": round(parse_s, 2),
                 "pages_per_s": round(pages / parse_s, 2), "chunks": len(texts), "embed_s": round(embed_s, 2),
                 "chunks_per_s": round(len(texts) / embed_s, 1), "ml_embed_s": round(ml_s, 2),
                 "ml_chunks_per_s": round(len(texts) / ml_s, 1)}
 
-    with _api_for_workers_env():
+    with api_for_workers():
         return measure.with_options(task_runner=task_runner("dask", workers))()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 from papervault.errors import PapervaultError, UnsafePathError
 from papervault.models import PaperMeta
@@ -110,9 +111,11 @@ def _rewrite(text: str, old: str, new: str) -> str:
     return text
 
 
-def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
+def rekey(ws: Workspace, pid: str, new: str | None = None, *, reindex: Callable[[Workspace], dict] | None = None) -> dict:
     """Rename paper `pid` everywhere in one commit: its folder (git mv), citations and links in notes and
-    surveys, the surveys' bibliographies and the index; the old id stays in `aliases`, so `[@old]` resolves."""
+    surveys, the surveys' bibliographies; the old id stays in `aliases`, so `[@old]` resolves. Then the index,
+    through `reindex(ws)`: the application's one index update (`papervault.app.indexing`), which the command
+    passes; its report's `error` is the rename's `index` line."""
     ws.require()
     with ws.write_lock("rekey"):
         vault = ws.vault
@@ -161,16 +164,14 @@ def rekey(ws: Workspace, pid: str, new: str | None = None) -> dict:
                 vault.write(real, out)           # the file a link inside the vault names; the link stays
                 changed.append(str(path.relative_to(vault.root)))
         vault.commit(f"rekey {pid} -> {new}", [vault.root])       # what rekey moved and rewrote, nothing else
-    indexed = False
-    try:
-        from papervault.index.store import PaperIndex  # deferred: pyarrow, not at status's or MCP's start-up
-
-        if ws.index_dir.exists():
-            PaperIndex(ws).sync()
-            indexed = True
-    except Exception as exc:  # the rename stands; the index catches up on the next `papervault index`
-        return {"id": pid, "new": new, "changed": changed, "index": f"not updated: {exc}", "refused": refused}
-    return {"id": pid, "new": new, "changed": changed, "index": "updated" if indexed else "none", "refused": refused}
+    index = "none"
+    if reindex is not None and ws.index_dir.exists():
+        try:
+            got = reindex(ws)
+            index = f"not updated: {got['error']}" if got.get("error") else "updated"
+        except Exception as exc:  # the rename stands; the index catches up on the next `papervault index`
+            index = f"not updated: {exc}"
+    return {"id": pid, "new": new, "changed": changed, "index": index, "refused": refused}
 
 
 def identity_doubt(meta: PaperMeta) -> str | None:

@@ -26,7 +26,7 @@ SURVEY_SCRIPT = r"""
 import json, sys
 from pathlib import Path
 from papervault.app.adding import add
-from papervault.app.survey import run_survey_inprocess
+from papervault.app.surveyplan import run_survey_inprocess
 from papervault.demo import make_synthetic_papers
 from papervault.workspace import Workspace
 
@@ -75,7 +75,7 @@ def test_the_model_fallback_keeps_the_extractive_result(workspace_env):
     is never asked."""
     from papervault.agents import Capabilities, register
     from papervault.agents.base import Backend, Task
-    from papervault.app.survey import model_or_extractive
+    from papervault.app.survey import SurveyContext, model_or_extractive
 
     ws, _ = Workspace.init(workspace_env)
     asked: list[str] = []
@@ -92,11 +92,12 @@ def test_the_model_fallback_keeps_the_extractive_result(workspace_env):
     try:
         notes: list[str] = []
         task = lambda: Task(kind="survey-outline", key="k", system="s", prompt="p", schema={"type": "object"})  # noqa: E731
-        got = model_or_extractive(ws.root, "broken-test", task, lambda data, label: "model", "extractive",
+        ctx = SurveyContext(ws, "t", "t", "broken-test")
+        got = model_or_extractive(ctx, "broken-test", task, lambda data, label: "model", "extractive",
                                   lambda exc: notes.append(str(exc)))
         assert got == "extractive" and asked == ["survey-outline"] and "the model is down" in notes[0]
         asked.clear()
-        assert model_or_extractive(ws.root, "extractive", task, lambda d, l: "model", "extractive") == "extractive"
+        assert model_or_extractive(ctx, "extractive", task, lambda d, l: "model", "extractive") == "extractive"
         assert asked == []
     finally:  # the registry is process-wide: leave only the built-in backends
         from papervault.registry import BACKENDS as REGISTRY
@@ -231,27 +232,28 @@ def test_templates_ship_as_package_data_and_every_package_is_listed():
 
 
 def test_a_workspace_template_override_changes_the_survey_cache_keys(workspace_env):
-    from papervault.app.survey import analyse_key, cache_key
+    from papervault.app.survey import SectionInput, SurveyContext, analyse_key, cache_key
     from papervault.templating import builtin_dir, find
 
     ws, _ = Workspace.init(workspace_env)
-    params = {"root": str(ws.root), "topic": "t", "ids": ["a"], "backend": "claude", "inputs": "x"}
-    draft_key = cache_key("draft", params)
-    note_key = analyse_key({"root": str(ws.root), "paper_id": "a", "backend": "claude"})
-    assert cache_key("draft", dict(params)) == draft_key             # stable
+    ctx = SurveyContext(ws, "t", "t", "claude")
+    params = SectionInput({"title": "s"}, ["a"], {}, "x")
+    draft_key = cache_key("draft", ctx, params)
+    note_key = analyse_key(ctx, "a")
+    assert cache_key("draft", ctx, SectionInput({"title": "s"}, ["a"], {}, "x")) == draft_key      # stable
     own = ws.root / "templates" / "survey" / "draft.prompt.md.j2"
     own.parent.mkdir(parents=True)
     own.write_text((builtin_dir() / "survey" / "draft.prompt.md.j2").read_text() + "\nWrite tersely.\n")
     assert find("draft.prompt.md.j2", "survey", ws.root) == own      # the override is what renders
-    assert cache_key("draft", params) != draft_key
-    assert analyse_key({"root": str(ws.root), "paper_id": "a", "backend": "claude"}) == note_key
+    assert cache_key("draft", ctx, params) != draft_key
+    assert analyse_key(ctx, "a") == note_key
     # an override of the note's prompt changes the analysis key, not the survey's
-    survey_key = cache_key("draft", params)
+    survey_key = cache_key("draft", ctx, params)
     prompt = ws.root / "templates" / "prompts" / "paper-note.user.md.j2"
     prompt.parent.mkdir(parents=True)
     prompt.write_text("Read {{ meta.title }} closely.\n")
-    assert analyse_key({"root": str(ws.root), "paper_id": "a", "backend": "claude"}) != note_key
-    assert cache_key("draft", params) == survey_key
+    assert analyse_key(ctx, "a") != note_key
+    assert cache_key("draft", ctx, params) == survey_key
 
 
 # --- paper.md: one reader, agreeing with the writer ---------------------------------------------------

@@ -122,11 +122,13 @@ def test_chinese_question_through_mcp(indexed):
 
 
 def test_chinese_question_selects_papers_for_a_survey(indexed):
-    from flows.survey import retrieve
+    from papervault.app.survey import Selection, SurveyContext, retrieve
+    from papervault.workspace import Workspace
 
-    got = retrieve.fn(str(indexed), [f"query:{ZH_HARVEST}"], "extractive", "xling")
+    ctx = SurveyContext(Workspace(indexed), "", "xling", "extractive")
+    got = retrieve(ctx, Selection([f"query:{ZH_HARVEST}"]))
     assert got["ids"][0] == HARVEST and not got["problems"]
-    got = retrieve.fn(str(indexed), [f"query:{ZH_PAXOS}"], "extractive", "xling")
+    got = retrieve(ctx, Selection([f"query:{ZH_PAXOS}"]))
     assert got["ids"][0] == PAXOS
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import without_multilingual
 from papervault import pages
+from papervault.app.indexing import update_index_reported
 from papervault.doctor import run_checks
 from papervault.index.search import search
 from papervault.index.store import PaperIndex
@@ -21,6 +22,9 @@ from papervault.survey.correlate import cite
 from papervault.survey.draft import page_link
 from papervault.survey.select import load_papers
 from papervault.workspace import Workspace
+
+# the index brought up to date as `papervault rekey` does: the one index update, every vector now
+REINDEX = lambda w: update_index_reported(w, wait=True)  # noqa: E731
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from identity_pdfs import make  # noqa: E402
@@ -277,7 +281,7 @@ def test_rekey_renames_everywhere_and_the_old_id_resolves(ws, tmp_path):
     vault.commit("survey")
     PaperIndex(ws).sync()
 
-    report = rekey(ws, old, new)
+    report = rekey(ws, old, new, reindex=REINDEX)
     assert report["new"] == new and report["index"] == "updated"
     assert not vault.paper_dir(old).exists() and vault.has_paper(new)
     meta = vault.read_meta(new)
@@ -319,8 +323,8 @@ def test_rekey_leaves_redirects_for_old_site_urls(ws, tmp_path):
     build_site(ws)
     assert (site / "papers" / old / "paper.html").is_file()
 
-    rekey(ws, old, mid)
-    rekey(ws, mid, new)
+    rekey(ws, old, mid, reindex=REINDEX)
+    rekey(ws, mid, new, reindex=REINDEX)
     assert ws.vault.read_meta(new).aliases == [old, mid]
     hostile = 'Early Experience <script>alert(1)</script> & "Relational" </script>'
     edit_paper(ws, new, title=hostile)
@@ -476,11 +480,11 @@ def test_old_ids_resolve_in_every_command_after_rekey(ws, tmp_path, capsys):
 
     # A survey's selection.md where a person ticked the paper by its old id: stage 1 selects the renamed paper
     # (the survey flow runs this same function as its first task).
-    from papervault.app.survey import retrieve
+    from papervault.app.survey import Selection, SurveyContext, retrieve
 
     (ws.vault.survey_dir("rel") / "selection.md").parent.mkdir(parents=True)
     (ws.vault.survey_dir("rel") / "selection.md").write_text(f"## Selected\n\n- [x] @{mid}\n")
-    got = retrieve(str(ws.root), ["query:string matching"], "extractive", "rel")
+    got = retrieve(SurveyContext(ws, "", "rel", "extractive"), Selection(["query:string matching"]))
     assert new in got["ids"] and got["edits"]["added"] == [new] and not got["problems"], got
     assert f"@{mid}" not in (ws.vault.survey_dir("rel") / "selection.md").read_text()
 
@@ -517,11 +521,11 @@ def test_old_ids_resolve_in_the_mcp_tools_after_rekey(ws, tmp_path, model_dir):
     from support_mcp import papervault_cmd, server_env
 
     old, mid, new = _rekeyed_twice(ws, tmp_path)
-    rekey(ws, old, mid)
-    rekey(ws, mid, new)
-    rekey(ws, new, old)         # renamed back: an id is never an alias of its own paper
+    rekey(ws, old, mid, reindex=REINDEX)
+    rekey(ws, mid, new, reindex=REINDEX)
+    rekey(ws, new, old, reindex=REINDEX)         # renamed back: an id is never an alias of its own paper
     assert ws.vault.read_meta(old).aliases == [mid, new]
-    rekey(ws, old, new)
+    rekey(ws, old, new, reindex=REINDEX)
     assert ws.vault.read_meta(new).aliases == [mid, old]
     notice = f"{old} is now {new} (renamed by `papervault rekey`); cite it as [@{new}]"
     cmd = papervault_cmd()

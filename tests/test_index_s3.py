@@ -77,7 +77,7 @@ def test_index_search_survey_and_mcp_readers_on_loopback_s3(tmp_path, s3_index, 
     from mcp import Client, StdioServerParameters
 
     from papervault.app.adding import add
-    from papervault.app.survey import run_survey_inprocess
+    from papervault.app.surveyplan import run_survey_inprocess
     from papervault.demo import make_synthetic_papers
     from papervault.index.search import Searcher
     from papervault.index.store import PaperIndex, open_db

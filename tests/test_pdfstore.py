@@ -192,13 +192,13 @@ def test_a_hostile_pdf_value_or_a_link_in_the_store_is_never_followed(added, tmp
 
 def test_survey_parse_stage_reads_the_kept_pdf(added):
     """The survey's parse stage finds a selected paper's PDF in the store when the original is gone."""
-    from papervault.app.survey import parse_paper
+    from papervault.app.survey import SurveyContext, parse_paper
 
     ws, pid, original = added
     w = Workspace(ws)
     shutil.rmtree(original.parent)
     w.vault.fulltext_path(pid).unlink()
-    assert parse_paper(str(ws), pid) == {"id": pid, "status": "parsed"}
+    assert parse_paper(SurveyContext(Workspace(ws), "", "s", "extractive"), pid) == {"id": pid, "status": "parsed"}
     assert '<a id="page-3"></a>' in w.vault.read_fulltext(pid)
 
 

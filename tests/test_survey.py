@@ -230,7 +230,7 @@ def test_bibliographies_and_pandoc(papers, tmp_path):
 
 def test_arxiv_selection_imports_and_selects(tmp_path, monkeypatch):
     """`arxiv:QUERY` searches (a loopback arXiv), imports the matches in the same run and selects them."""
-    from flows.survey import retrieve
+    from papervault.app.survey import Selection, SurveyContext, retrieve
     from papervault.workspace import Workspace
 
     from support_arxiv import Catalog, LoopbackServer, Paper
@@ -245,7 +245,8 @@ def test_arxiv_selection_imports_and_selects(tmp_path, monkeypatch):
     ws, _ = Workspace.init(tmp_path / "arxiv-ws")
     with LoopbackServer(cat) as srv:
         srv.settings_env(monkeypatch)
-        out = retrieve.fn(str(ws.root), ["arxiv:consensus algorithm replicas"], "extractive", "cons", 2)
+        ctx = SurveyContext(Workspace(ws.root), "", "cons", "extractive")
+        out = retrieve(ctx, Selection(["arxiv:consensus algorithm replicas"], arxiv_max=2))
     assert len(out["ids"]) == 2 and out["ids"] == out["retrieved"], out
     titles = {ws.vault.read_meta(i).title for i in out["ids"]}
     assert "Deep residual learning for image recognition" not in titles

@@ -73,7 +73,7 @@ def log_vault(tmp_path, cli_run) -> Path:
 
 @pytest.fixture
 def log_survey(log_vault) -> Path:
-    from papervault.app.survey import run_survey_inprocess
+    from papervault.app.surveyplan import run_survey_inprocess
 
     run_survey_inprocess("consensus on replicated logs", workspace=log_vault, slug="logs", papers=["all"],
                          backend="extractive")

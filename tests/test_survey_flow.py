@@ -157,7 +157,7 @@ def test_every_stage_commits_its_artefact_and_every_citation_resolves(run):
 
 def test_planted_citation_is_caught_by_the_index_backed_check(run):
     """The polish task with the real index: a true quotation passes, a planted claim is flagged."""
-    from flows.survey import polish
+    from papervault.app.survey import PolishInput, SurveyContext, polish
     from papervault.survey.evidence import paper_sentences, quotable
     from papervault.survey.polish import SUPPORT_THRESHOLD
 
@@ -167,7 +167,7 @@ def test_planted_citation_is_caught_by_the_index_backed_check(run):
     quote = next(s for s in paper_sentences(pid, full) if quotable(s.text))
     body = (f"- “{quote.text}” [@{pid}, p. {quote.page}]\n"
             f"- Megastore stores every entity group on a single magnetic tape robot in one building [@{pid}].\n")
-    res = polish.fn(str(ws.root), SLUG, run["ids"], body, SUPPORT_THRESHOLD)
+    res = polish(SurveyContext(ws, TOPIC, SLUG, "extractive"), PolishInput(run["ids"], body, SUPPORT_THRESHOLD))
     assert res["claims"] == 2 and res["supported"] == 1
     assert [f["text"][:40] for f in res["flags"]] == ["Megastore stores every entity group on a"]
     assert "magnetic tape robot in one building [@%s] **(unverified)**" % pid in res["markdown"]

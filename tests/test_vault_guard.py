@@ -149,7 +149,8 @@ def test_a_link_in_pdfs_is_replaced_by_the_copy_not_written_through(ws, outside,
 
 def test_survey_parse_stage_writes_nothing_through_a_linked_figures_folder(ws, outside, tmp_path, cli_run):
     """The survey's parse stage completes a selected paper whose PDF is kept but whose full text is gone."""
-    from papervault.app.survey import parse_paper
+    from papervault.app.survey import SurveyContext, parse_paper
+    from papervault.workspace import Workspace
 
     cli_run(["add", _pdf(tmp_path / "paxos.pdf"), "--quiet"])
     pdir = ws / "vault" / "papers" / PID
@@ -157,7 +158,7 @@ def test_survey_parse_stage_writes_nothing_through_a_linked_figures_folder(ws, o
     shutil.rmtree(pdir / "figures", ignore_errors=True)
     (pdir / "figures").symlink_to(outside, target_is_directory=True)
     before = _snapshot(outside)
-    out = parse_paper(str(ws), PID)
+    out = parse_paper(SurveyContext(Workspace(ws), "", "s", "extractive"), PID)
     assert out["status"] == "failed" and "leads out of the vault" in out["message"] and "\n" not in out["message"]
     assert _snapshot(outside) == before and not (pdir / "paper.md").exists()
 
@@ -263,7 +264,8 @@ def test_edit_stores_a_doi_and_arxiv_id_as_an_import_does(ws, cli_run):
 def test_a_shared_notes_files_path_is_read_by_no_command(ws, outside, tmp_path, cli_run, run):
     """A note that arrived with a shared vault names PDFs outside pdfs/: absolute and `../`. Neither `open`,
     `show` nor the survey's parse stage reads them; each says why in one line."""
-    from papervault.app.survey import parse_paper
+    from papervault.app.survey import SurveyContext, parse_paper
+    from papervault.workspace import Workspace
 
     secret = _pdf(outside / "private.pdf", "Private Salary Review", "confidential quokka figures")
     note = ws / "vault" / "papers" / PID / "note.md"
@@ -276,7 +278,7 @@ def test_a_shared_notes_files_path_is_read_by_no_command(ws, outside, tmp_path, 
         _one_line_error(res, "a note's files are not read")
         shown = json.loads(cli_run(["show", PID, "--json"]).stdout)
         assert shown["pdf"] is None
-        out = parse_paper(str(ws), PID)
+        out = parse_paper(SurveyContext(Workspace(ws), "", "s", "extractive"), PID)
         assert out["status"] == "no-pdf" and "a note's files are not read" in out["message"]
         assert not (note.parent / "paper.md").exists()
     assert "quokka" not in "".join(p.read_text(errors="replace") for p in (ws / "vault").rglob("*.md"))

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from papervault.wording import plural
 from papervault.app.adding import add
-from papervault.app.survey import run_survey_inprocess
+from papervault.app.surveyplan import run_survey_inprocess
 from papervault.demo import SPECS, make_synthetic_papers
 from papervault.site.build import build_site
 from papervault.workspace import Workspace
@@ -20,8 +20,8 @@ def run_demo(ws_dir: Path, papers: Path | None, *, backend: str = "extractive", 
              log: Callable[[str], Any] = print, survey: Survey | None = None) -> dict[str, Any]:
     """Build a demo workspace end to end; returns where everything is and how long each step took.
 
-    `survey(topic, workspace=..., backend=...)` runs the survey: the command line passes the Prefect flow;
-    by default it runs in this process without Prefect (`papervault.app.survey.run_survey_inprocess`).
+    `survey(topic, workspace=..., backend=...)` runs the survey: by default in this process, as
+    `papervault survey` does (`papervault.app.surveyplan.run_survey_inprocess`); a caller may pass a flow.
     """
     if survey is None:
         survey = run_survey_inprocess

@@ -1,4 +1,5 @@
-"""Bring the index in step with the vault: the one implementation behind `papervault index`, `papervault add` (every front end's), the `index` flow,
+"""Bring the index in step with the vault, declared once as the pipeline INDEX (its embedding batches fanned
+out by the executor): the one implementation behind `papervault index`, `papervault add` (every front end's), the `index` flow,
 the MCP server's writes, the survey's index stage, the demo and `papervault sync`."""
 
 from __future__ import annotations
@@ -6,8 +7,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+from papervault.app.context import RunContext
 from papervault.errors import PapervaultError
 from papervault.index import fill
+from papervault.pipeline.executors import InProcess
+from papervault.pipeline.runner import Run, run
+from papervault.pipeline.stage import Failed, Pipeline, Stage
 from papervault.timing import phase
 from papervault.wording import plural
 from papervault.workspace import Workspace
@@ -17,7 +22,8 @@ Progress = Callable[..., None]   # progress(stage, done, total)
 
 def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, paper_ids: list[str] | None = None,
                  progress: Progress | None = None, embed_batches=None, embed_ml_batches=None, code: bool = True,
-                 lock: str | None = "index", lock_wait: float = 0.0, stage: str = "embed") -> dict[str, Any]:
+                 lock: str | None = "index", lock_wait: float = 0.0, stage: str = "embed",
+                 embedder=None) -> dict[str, Any]:
     """Sync (or with `rebuild`, rebuild) the paper index, then the code index when its chunks are stale.
 
     - `defer`: paragraphs are left to the background fill (docs/index.md, "Searchable first"), which is started
@@ -26,6 +32,7 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     - `paper_ids`: only those papers (a survey's selection); the code index is then left alone.
     - `embed_batches` / `embed_ml_batches`: embed the batches elsewhere (the index flow's task runner).
     - `lock`: the write lock is taken under that command name (None: the caller holds it), waiting `lock_wait` s.
+    - `embedder`: a model already loaded (a survey's searcher's), else the workspace's is loaded.
     - `progress(stage, done, total)` is told how the embedding goes.
     """
     from papervault.index.store import PaperIndex  # deferred: pyarrow, not at the MCP server's start-up
@@ -33,7 +40,7 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     step = (lambda done, total: progress(stage, done, total)) if progress else None
     held = ws.write_lock(lock, wait=lock_wait) if lock else contextlib.nullcontext()
     with held:
-        idx = PaperIndex(ws, embed_batches=embed_batches, embed_ml_batches=embed_ml_batches)
+        idx = PaperIndex(ws, embedder, embed_batches=embed_batches, embed_ml_batches=embed_ml_batches)
         with phase("index: model load"):
             idx.embedder.dim      # the model's load, apart from the embedding
         if rebuild:
@@ -95,3 +102,76 @@ def index_line(report: dict) -> str:
     if errors:
         line += f"; NOT indexed: {', '.join(sorted(errors))} (see `papervault status`)"
     return line
+
+
+# --- the declaration: the index update as a stage, its embedding batches fanned out ----------------------
+
+def embed_batch(ctx: RunContext, texts: list[str]):
+    """Vectors of one batch of chunk texts with the run's embedding settings (the model loaded once per process)."""
+    from papervault.index.embed import Embedder  # deferred: pyarrow and fastembed, only where batches are embedded
+
+    return Embedder(ctx.embed).embed(texts)
+
+
+def embed_ml_batch(ctx: RunContext, texts: list[str]):
+    """Vectors of one batch of texts in the multilingual space (index/multilingual.py)."""
+    from papervault.index.multilingual import MultilingualEmbedder  # deferred: as Embedder above
+
+    return MultilingualEmbedder(ctx.embed.vector_cache).embed(texts)
+
+
+EMBED = Stage("embed-batch", embed_batch, per_paper=True, retries=1, retry_delay=2)
+EMBED_ML = Stage("embed-multilingual-batch", embed_ml_batch, per_paper=True, retries=1, retry_delay=2)
+
+
+def embedding_parts(r: Run) -> dict[str, Any]:
+    """`embed_batches` / `embed_ml_batches` for the index when the run's executor spreads parts over its
+    workers (the same batches as in this process, so the same vectors); nothing when it does not."""
+    if not r.distributed:
+        return {}
+
+    def over(stage: Stage):
+        def batches(texts: list[list[str]]):
+            out = r.map(stage, texts)
+            for o in out:
+                if isinstance(o, Failed):
+                    raise PapervaultError(f"embedding a batch failed: {o.error}", fix="run `papervault index` again")
+            return out
+        return batches
+    return {"embed_batches": over(EMBED), "embed_ml_batches": over(EMBED_ML)}
+
+
+def _index(r: Run, st: "IndexState") -> dict[str, Any]:
+    return update_index(r.context.ws, rebuild=st.rebuild, defer=st.defer, progress=st.progress,
+                        **embedding_parts(r))
+
+
+class IndexState:
+    def __init__(self, rebuild: bool, defer: bool, progress: Progress | None):
+        self.rebuild, self.defer, self.progress = rebuild, defer, progress
+        self.report: dict[str, Any] = {}
+        self.run = None
+
+
+def _indexed(st: IndexState, report: dict[str, Any]) -> None:
+    st.report = report
+
+
+INDEX = Pipeline("index", (Stage("index", _index, writer=True, parts=(EMBED, EMBED_ML), then=_indexed),),
+                 doc="the index in step with the vault (paper rows, sections, paragraphs, code)")
+
+
+def embed_context(ws: Workspace) -> RunContext:
+    """The context of a run that embeds: the settings the index runs with (its recorded model and precision
+    when papervault.toml is silent); only the embedder's section travels to workers."""
+    from papervault.index.embed import workspace_embed_settings  # deferred: pyarrow, only when a run embeds
+
+    return RunContext(ws, sections=("embed",), embed=workspace_embed_settings(ws))
+
+
+def run_index(ws: Workspace, *, executor: Any = None, rebuild: bool = False, defer: bool = False,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """`papervault index` (every front end's): INDEX through `executor` (in this process when None)."""
+    st = IndexState(rebuild, defer, progress)
+    run(INDEX, embed_context(ws.require()), st, executor or InProcess())
+    return st.report

@@ -22,11 +22,11 @@ def demo(papers, workspace, backend, topic, as_json):
     """Run init, add, index, survey and site build end to end, and print where the survey and site are."""
     target = Path(workspace) if workspace else Path("demo-workspace") / (papers.resolve().name if papers else "synthetic")
     log = (lambda *a, **k: None) if as_json else click.echo
-    # deferred: Prefect and the library are kept out of the CLI's start-up
-    from flows.survey import run_survey
+    # deferred: the library is kept out of the CLI's start-up
     from papervault.app.demo import run_demo
 
-    result = run_demo(target, papers, backend=backend, topic=topic, log=log, survey=run_survey)
+    # the survey as `papervault survey` runs it by default: in this process (no Prefect server to start)
+    result = run_demo(target, papers, backend=backend, topic=topic, log=log)
     if as_json:
         emit_json(result)
         return

@@ -83,10 +83,13 @@ def enrich(given, doubtful, workspace, as_json):
 def rekey(given, new_id, workspace, as_json):
     """Rename a paper everywhere (folder, citations, links, bibliographies, index) in one commit; without
     NEW_ID the id is made again from its current authors, year and title. The old id stays an alias."""
-    from papervault.identity import rekey as run  # deferred: not at CLI start-up
+    # deferred: not at CLI start-up
+    from papervault.app.indexing import update_index_reported
+    from papervault.identity import rekey as run
 
     ws = open_workspace(workspace)
-    report = run(ws, paper_id(ws, given), new_id)
+    # the renamed paper's rows through the one index update, every vector now (no background fill)
+    report = run(ws, paper_id(ws, given), new_id, reindex=lambda w: update_index_reported(w, wait=True))
     if as_json:
         emit_json(report)
     else:

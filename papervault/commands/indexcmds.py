@@ -40,13 +40,13 @@ def index(rebuild, quiet, wait, fill_only, task_runner, workers, dask_address, w
         finally:
             progress.close()
         return _print_index_report(report, t0, as_json)
-    from papervault.app.indexing import update_index  # deferred: not at CLI start-up
+    from papervault.app.indexing import run_index  # deferred: not at CLI start-up
 
     progress = Progress(quiet or as_json)
     try:
         with timing.recording() as timings:
-            report = update_index(ws, rebuild=rebuild, defer=ws.settings.index.background_fill and not wait,
-                                  progress=progress)
+            report = run_index(ws, rebuild=rebuild, defer=ws.settings.index.background_fill and not wait,
+                               progress=progress)
     finally:
         progress.close()
     report["timings"] = timings.as_dict()

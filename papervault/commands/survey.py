@@ -1,4 +1,5 @@
-"""`survey`: write a literature survey of vault papers by running the Prefect flow `survey` in this process.
+"""`survey`: write a literature survey of vault papers, the declaration `papervault.app.surveyplan.SURVEY` run
+in this process, or with `--task-runner` as the Prefect flow `survey` (its tasks on threads or a Dask cluster).
 
 The command belongs to the CLI layer, which may call `flows/` (the library below it never does).
 """
@@ -30,9 +31,11 @@ from papervault.commands.common import (RegisteredChoice, RegisteredOption, emit
 @click.option("--max-papers", type=click.IntRange(min=1), default=None,
               help="At most this many papers chosen by the topic (default: as many as stand out).")
 @click.option("--arxiv-max", type=int, default=10, show_default=True, help="With arxiv:QUERY: how many papers to retrieve.")
-@click.option("--task-runner", type=click.Choice(["thread", "dask"]), default="thread", show_default=True,
-              help="Run per-paper and per-section tasks in threads, or on a local Dask cluster.")
-@click.option("--workers", type=int, default=None, help="Parallel tasks (threads, or Dask worker processes).")
+@click.option("--task-runner", type=click.Choice(["thread", "dask"]), default=None,
+              help="Run as a Prefect flow, its per-paper and per-section tasks in threads or on a Dask cluster "
+                   "(default: in this process, without Prefect).")
+@click.option("--workers", type=int, default=None,
+              help="Parallel tasks (threads, or Dask worker processes; default 4 / 2).")
 @click.option("--dask-address", metavar="ADDR",
               help="With --task-runner dask: an existing Dask scheduler (tcp://host:8786) instead of a local cluster.")
 @click.option("--threshold", type=float, default=None,
@@ -81,14 +84,22 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
         _select_only(topic, ws, slug=slug, papers=list(papers) or None, backend=backend, arxiv_max=arxiv_max,
                      max_papers=max_papers, as_json=as_json, t0=t0)
         return
-    # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    from flows.survey import run_survey  # deferred: Prefect loads here, after the setting above
+    params = dict(slug=slug, papers=list(papers) or None, backend=backend, arxiv_max=arxiv_max, threshold=threshold,
+                  max_papers=max_papers)
+    if task_runner is None:
+        from papervault.app.surveyplan import run_survey as run_here  # deferred: not at CLI start-up
+        from papervault.pipeline.executors import InProcess
 
-    with _quiet_prefect_console(), _stage_display(enabled=not as_json) as progress:
-        result = run_survey(topic, task_runner=task_runner, workers=workers, dask_address=dask_address, slug=slug,
-                            papers=list(papers) or None, backend=backend, workspace=str(ws.root),
-                            arxiv_max=arxiv_max, threshold=threshold, max_papers=max_papers, progress=progress)
+        with _stage_display(enabled=not as_json, where="in this process") as progress:
+            result = run_here(ws, topic, executor=InProcess(workers), on_stage=progress, **params)
+    else:
+        # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+        from flows.survey import run_survey  # deferred: Prefect loads here, after the setting above
+
+        with _quiet_prefect_console(), _stage_display(enabled=not as_json, where="as a Prefect flow") as progress:
+            result = run_survey(topic, task_runner=task_runner, workers=workers, dask_address=dask_address,
+                                workspace=str(ws.root), progress=progress, **params)
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)   # Prefect's start-up and shutdown included
     if as_json:
         emit_json(result)
@@ -128,7 +139,7 @@ def _show_refresh(diff: dict, as_json: bool) -> None:
 
 def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
     """Stage 1 alone, in this process: it reads the index and writes one file, so it needs no Prefect run."""
-    from papervault.app.survey import run_survey_inprocess  # deferred: not at CLI start-up
+    from papervault.app.surveyplan import run_survey_inprocess  # deferred: not at CLI start-up
 
     result = run_survey_inprocess(topic, workspace=ws.root, select_only=True, **params)
     result["wall_seconds"] = round(time.perf_counter() - t0, 1)
@@ -154,7 +165,7 @@ STAGES = ("retrieve", "parse", "analyse", "index", "correlate", "outline", "draf
 
 
 @contextlib.contextmanager
-def _stage_display(enabled: bool):
+def _stage_display(enabled: bool, where: str):
     """The progress handed down to the survey: one line on stderr per stage as it finishes (`[3/8] analyse
     2.1 s`), instead of Prefect's log lines; None when `enabled` is false (--json)."""
     def show(name: str, seconds: float) -> None:
@@ -164,7 +175,7 @@ def _stage_display(enabled: bool):
     if not enabled:
         yield None
         return
-    click.echo(f"[0/{len(STAGES)}] starting the survey flow (Prefect) ...", err=True)
+    click.echo(f"[0/{len(STAGES)}] starting the survey {where} ...", err=True)
     yield show
 
 

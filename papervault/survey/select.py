@@ -161,7 +161,8 @@ class Resolved:
 def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: int | None = None,
             arxiv: Callable[[str], tuple[list[str], list[str]]] | None = None, write: bool = True,
             reviewer: tuple[Callable[[list], list], str] | None = None,
-            lookup: Callable[[list], list[str]] | None = None) -> Resolved:
+            lookup: Callable[[list], list[str]] | None = None,
+            index_missing: Callable[[Any, list[str], Any], None] | None = None) -> Resolved:
     """Resolve a survey's selection and write `vault/surveys/<slug>/selection.md`.
 
     Without specs the papers about `topic` are chosen from the index (papervault.survey.topic). `all` selects
@@ -172,7 +173,9 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
     `reviewer` = (ask_all, label): a model reviews the topic's selection (papervault.survey.judge) before
     `max_papers` cuts it; `ask_all(tasks)` returns each answer's data (papervault.survey.judge.reviewer).
     `lookup(works)` may complete the works the selection cites and the vault lacks (papervault.survey.canon) with
-    a DOI found online, before `selection.md` lists them; it returns problem lines."""
+    a DOI found online, before `selection.md` lists them; it returns problem lines.
+    `index_missing(ws, ids, embedder)` indexes the papers a topic selection finds missing from the index (the
+    application's one index update); without it (a preview) they are named as a problem and left out."""
 
 
     t0 = time.perf_counter()
@@ -239,9 +242,13 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                 from papervault.index.search import Searcher  # deferred: the index (pyarrow, LanceDB)
 
                 searcher = searcher or Searcher(ws)
-                n = index_missing(ws, restrict, searcher.embedder)
-                if n:
-                    out.problems.append(f"{n} paper(s) were not in the index: indexed them before choosing")
+                missing = missing_from_index(ws, restrict)
+                if missing and index_missing is not None:
+                    index_missing(ws, missing, searcher.embedder)
+                    out.problems.append(f"{len(missing)} paper(s) were not in the index: indexed them before choosing")
+                elif missing:
+                    out.problems.append(f"{len(missing)} paper(s) are not in the index and were not considered: "
+                                        "run `papervault index`")
                 selector = TopicSelector(ws, searcher)
                 sel = selector.select(topic, restrict=restrict, max_papers=None if reviewer else max_papers,
                                       exclude=(), pool=judge.POOL if reviewer else 0)
@@ -320,21 +327,17 @@ def _matcher(ws, selector=None):
     return Matcher(ids, titles, dois, arxivs, authors, years)
 
 
-def index_missing(ws, among: set[str] | None = None, embedder=None) -> int:
-    """Index the vault's papers (or those of `among`) the index does not have yet (added since the last
-    `papervault index`), so the topic can choose them; papers already indexed are not read, and the model is
-    loaded only when there is something to embed. Returns how many were indexed."""
+def missing_from_index(ws, among: set[str] | None = None) -> list[str]:
+    """The vault's papers (or those of `among`) the index does not have yet (added with `--no-index` since the
+    last `papervault index`); the index is read, never written (the caller's index update does that)."""
     # deferred: the index (pyarrow, LanceDB)
-    from papervault.index.store import PAPERS, PaperIndex, open_db, table_names
+    from papervault.index.store import PAPERS, open_db, table_names
 
     db = open_db(ws)
     have: set[str] = set()
     if PAPERS in table_names(db):
         have = set(db.open_table(PAPERS).search().select(["paper_id"]).limit(None).to_arrow()["paper_id"].to_pylist())
-    missing = [p for p in (sorted(among) if among is not None else ws.vault.paper_ids()) if p not in have]
-    if missing:
-        PaperIndex(ws, embedder).sync(paper_ids=missing)
-    return len(missing)
+    return [p for p in (sorted(among) if among is not None else ws.vault.paper_ids()) if p not in have]
 
 
 def _fill_titles(ws, entries) -> None:
