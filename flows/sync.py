@@ -1,4 +1,5 @@
-"""The Prefect flow `sync`: one pass of `papervault sync` (papervault.app.sync) as a flow run, so the Prefect UI
+"""The Prefect flow `sync`: one pass of `papervault sync` (the declaration papervault.app.sync.SYNC, on the
+Prefect executor) as a flow run, so the Prefect UI
 shows each pass, what it added, updated and marked (the run's table artifact `papervault-sync`, its result
 and its logs), and the sources that failed.
 
@@ -26,6 +27,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 from prefect import flow, get_run_logger, serve as prefect_serve  # noqa: E402
 from prefect.artifacts import create_table_artifact  # noqa: E402
 
+from flows.executor import PrefectExecutor  # noqa: E402
 from papervault.app.sync import sync as run_sync  # noqa: E402
 from papervault.errors import InputError  # noqa: E402
 from papervault.workspace import Workspace  # noqa: E402
@@ -50,7 +52,7 @@ def parse_interval(text: str) -> _dt.timedelta:
 def sync(workspace: str | None = None, index: bool = True) -> dict[str, Any]:
     """One pass over every source the workspace's [sync] follows; the report of `papervault sync --json`."""
     ws = Workspace.resolve(workspace).require()
-    report = run_sync(ws, index=index).as_dict()
+    report = run_sync(ws, index=index, executor=PrefectExecutor()).as_dict()
     log = get_run_logger()
     log.info("sync of %s: added %d, updated %d, marked %d, skipped %d", ws.root, len(report["added"]),
              len(report["updated"]), len(report["marked"]), len(report["skipped"]))

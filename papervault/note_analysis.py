@@ -18,9 +18,8 @@ import tempfile
 
 import jinja2
 
-from papervault.agents import capabilities, get_backend
+from papervault.agents import capabilities
 from papervault.agents.base import Backend, Task, Usage
-from papervault.config import Settings
 from papervault.agents.paperdoc import PaperDoc, PaperPart, normalise, read_paper, split_paper, top_sections
 from papervault.errors import BackendError, NotFoundError, PapervaultError, WorkspaceError
 from papervault.identity_read import settle
@@ -470,22 +469,6 @@ def analysis_job(vault: Vault, paper_id: str, backend: Backend, *, force: bool =
     return {"paper_id": paper_id, "meta": meta.model_dump(exclude_none=True), "fulltext": fulltext,
             "figures": figures, "reader_notes": (pdir / "reader-notes.md").is_file(), "template": tmpl.portable(),
             "fresh": force}
-
-
-_WORKER_BACKENDS: dict = {}
-
-
-def worker_backend(backend: str, settings: dict, state_dir: str | None) -> Backend:
-    """The analysis backend of a worker process for `run_job`, built once per (backend, settings, state folder):
-    `settings` holds only the sections the analyser reads; a state folder this process cannot see becomes a
-    temporary one."""
-    key = (backend, repr(sorted(settings.items())), state_dir)
-    if key not in _WORKER_BACKENDS:
-        state = Path(state_dir) if state_dir and Path(state_dir).is_dir() else None
-        if state is None:
-            state = Path(tempfile.mkdtemp(prefix="papervault-worker-"))
-        _WORKER_BACKENDS[key] = get_backend(backend, Settings(settings), state_dir=state)
-    return _WORKER_BACKENDS[key]
 
 
 def run_job(job: dict[str, Any], backend: Backend) -> dict[str, Any]:

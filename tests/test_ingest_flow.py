@@ -1,7 +1,8 @@
 """The flows `add` and `index` (flows/ingest.py) on a local Dask cluster give the vault and index of the
 in-process path: the same note files, the same chunk ids, the same vectors; the papers are analysed in the
 tasks (not in the writer); a PDF that hangs a worker's parser becomes that paper's one-line problem; and the
-flow reports its progress like the in-process path.
+flow reports its progress like the in-process path. The survey's one declaration, run in process, on Prefect's
+threads and on Dask over copies of the reference, writes the same artefacts, notes and index rows.
 
 Real everything: two corpus papers (their first two pages, cut from the shared PDFs by PyMuPDF: the comparison
 does not depend on a paper's length) parsed by PyMuPDF in Dask worker processes, analysed there, the local ONNX
@@ -240,3 +241,39 @@ def test_dask_parse_timeout_and_progress(tmp_path, prefect_api, monkeypatch):
     assert problem["source"].endswith("a-long-report.pdf")
     assert problem["error"] == "parsing took longer than 3 s of CPU time and was abandoned", problem
     assert ("parse", 2, 2) in calls and ("analyse", 1, 1) in calls and ("add", 2, None) in calls, calls
+
+
+SURVEY_FILES = ("selection.md", "correlation.md", "outline.md", "survey.md", "references.bib", "references.json",
+                "polish-report.md")
+SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
+
+
+def _survey_files(ws: Workspace, slug: str) -> dict[str, str]:
+    """The survey's artefacts as text, but for the times a run reports in them."""
+    sdir = ws.vault.survey_dir(slug)
+    return {name: SECONDS.sub("<t>", (sdir / name).read_text(encoding="utf-8")) for name in SURVEY_FILES}
+
+
+def test_a_survey_is_the_same_in_process_on_prefect_threads_and_on_dask(tmp_path, in_process, prefect_api):
+    """The survey's one declaration run by each executor over copies of the reference workspace: the same
+    artefacts, the same notes and the same index rows (its index stage finds nothing new to embed)."""
+    import shutil
+
+    from flows.survey import run_survey
+    from papervault.app.surveyplan import run_survey as run_in_process
+
+    local, _ = in_process
+    got = {}
+    for how in ("in-process", "thread", "dask"):
+        ws = Workspace(shutil.copytree(local.root, tmp_path / how, symlinks=True))
+        params = dict(slug="s", papers=["all"], backend="extractive")
+        if how == "in-process":
+            result = run_in_process(ws, "fault tolerance in systems", **params)
+        else:
+            result = run_survey("fault tolerance in systems", task_runner=how, workers=1, workspace=str(ws.root),
+                                **params)
+        assert sorted(result["papers"]) == sorted(local.vault.paper_ids()) and not result["failed"], result
+        got[how] = (_survey_files(ws, "s"), _vault_files(ws), _chunks(ws)[0])
+    assert all(got["in-process"][0].values()) and got["in-process"][2]
+    assert got["thread"] == got["in-process"]
+    assert got["dask"] == got["in-process"]

@@ -9,6 +9,7 @@ imports Prefect, click or the MCP SDK.
 - `papers`: add_repo, delete, list with filters (one year grammar for every front end)
 - `survey`: the work of the survey's stages (retrieve ... polish) and the survey document's assembly;
   `surveyplan`: the survey declared as the pipeline SURVEY, run through an executor (in process by default)
+- `sync`: one pass of `papervault sync`, declared as the pipeline SYNC (each source's pass: `syncsources`)
 - `context`: `RunContext`, the typed settings object every stage of a run is given (`papervault.pipeline`)
 - `demo`: the demo pipeline (init, add, index, survey, site)
 - `reading`: a paper's outline, and its text by section, pages, offset or chunk window; its figures
