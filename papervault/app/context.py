@@ -1,8 +1,9 @@
 """What every stage of one run is given: `RunContext`, the typed settings object that travels with a run.
 
 It holds the workspace with the settings the command read once (never read again from a root string by a
-stage), and the run's own backend objects, one per name, built once in each process that runs a stage (a
-backend's breaker and run log are shared by the stages a process runs; a backend never travels). To a worker
+stage), and the run's own backend objects, one per name, built when first asked (in the writer's process once
+per run, so its stages and threads share a backend's breaker and run log; a copy of the context that travelled
+to a worker builds its own there: a backend never travels). To a worker
 (a process, a Dask worker) it travels as the workspace's root and its settings, or only the sections the
 operation's parts read (`sections`: an `add` ships the parser's, the embedder's and the analyser's, never the
 index's storage credentials).

@@ -1,6 +1,7 @@
 """Bring the index in step with the vault, declared once as the pipeline INDEX (its embedding batches fanned
-out by the executor): the one implementation behind `papervault index`, `papervault add` (every front end's), the `index` flow,
-the MCP server's writes, the survey's index stage, the demo and `papervault sync`."""
+out by the executor): the one implementation behind `papervault index`, `papervault add` (every front end's),
+the `index` flow, the MCP server's writes, the survey's index stage and its topic selection, `rekey`, the demo
+and `papervault sync`."""
 
 from __future__ import annotations
 

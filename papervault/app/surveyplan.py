@@ -147,8 +147,9 @@ def _correlated(st: SurveyState, corr_d: dict[str, Any]) -> None:
                     [{"paper": r.paper_id, "method": (r.method or "")[:120], "datasets": "; ".join(r.datasets),
                       "metrics": "; ".join(r.metrics), "results": "; ".join(r.results)[:200]}
                      for r in st.corr.comparison], f"Comparison table of the survey “{st.ctx.topic}”")
-    st.commit(f"survey {st.ctx.slug}: correlate {plural(len(st.ids), 'paper')} ({plural(len(st.corr.clusters), 'theme')}, "
-              f"{len(st.corr.lineages)} lineages, {len(st.corr.gaps)} gaps) to plan the outline",
+    st.commit(f"survey {st.ctx.slug}: correlate {plural(len(st.ids), 'paper')} "
+              f"({plural(len(st.corr.clusters), 'theme')}, {len(st.corr.lineages)} lineages, {len(st.corr.gaps)} "
+              "gaps) to plan the outline",
               [st.sdir / "correlation.md", *figure_paths])
 
 
@@ -229,7 +230,8 @@ def run_survey(ws: Workspace, topic: str, *, executor: Any = None, on_stage: Cal
                arxiv_max: int = 10, threshold: float | None = None, max_papers: int | None = None,
                select_only: bool = False) -> dict[str, Any]:
     """Write a literature survey of vault papers on `topic` into `vault/surveys/<slug>/`: SURVEY run through
-    `executor` (in this process when None) under the workspace write lock. Without `papers`, stage 1 selects
+    `executor` (in this process when None, `[agents] concurrency` papers or sections at once) under the
+    workspace write lock. Without `papers`, stage 1 selects
     the vault papers about the topic; `select_only` stops after it, for a person to review `selection.md`.
     `on_stage(name, seconds)` is told as each stage ends (the CLI's `[3/8] analyse  2.1 s` lines)."""
     t_start = time.perf_counter()
@@ -242,7 +244,7 @@ def run_survey(ws: Workspace, topic: str, *, executor: Any = None, on_stage: Cal
     with ws.write_lock("survey"):
         ws.vault.guard(st.sdir)  # a survey folder that is a link out of the vault is refused, not written
         st.sdir.mkdir(parents=True, exist_ok=True)
-        done = run(SURVEY, ctx, st, executor or InProcess(), on_stage=on_stage)
+        done = run(SURVEY, ctx, st, executor or InProcess(ws.settings.agents.concurrency), on_stage=on_stage)
     return _report(st, done, t_start)
 
 

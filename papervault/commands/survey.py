@@ -91,7 +91,8 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
         from papervault.pipeline.executors import InProcess
 
         with _stage_display(enabled=not as_json, where="in this process") as progress:
-            result = run_here(ws, topic, executor=InProcess(workers), on_stage=progress, **params)
+            executor = InProcess(workers or ws.settings.agents.concurrency)
+            result = run_here(ws, topic, executor=executor, on_stage=progress, **params)
     else:
         # Prefect reads its settings when first imported: its console shows warnings only (set before the import)
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
