@@ -154,6 +154,20 @@ def test_every_stage_commits_its_artefact_and_every_citation_resolves(run):
     assert outline is not None and "Purpose:" in outline.data
     assert table is not None and table.type == "table" and len(json.loads(table.data)) == len(run["ids"])
 
+    # the per-paper tasks of the flow run are named by paper
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    wanted = {f"{stage}-{pid}" for stage in ("parse", "analyse") for pid in run["ids"]}
+
+    async def task_runs() -> set[str]:
+        async with get_client() as c:
+            runs = await c.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(any_=sorted(wanted))))
+        return {t.name for t in runs}
+
+    assert anyio.run(task_runs) == wanted
+
 
 def test_planted_citation_is_caught_by_the_index_backed_check(run):
     """The polish task with the real index: a true quotation passes, a planted claim is flagged."""

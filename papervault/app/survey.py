@@ -39,12 +39,9 @@ from papervault.survey import outline as O
 from papervault.survey import polish as P
 from papervault.survey.correlate import Correlation
 from papervault.survey.evidence import best_support
-from papervault.survey.figures import write_figures
-from papervault.survey.outline import Outline, Section, render_outline
-from papervault.survey.polish import SUPPORT_THRESHOLD, Change, Flag, PolishResult
-from papervault.survey.select import load_papers, resolve, selection_digest
+from papervault.survey.outline import Section
+from papervault.survey.select import load_papers, resolve
 from papervault.vault.paths import is_safe
-from papervault.wording import plural
 from papervault.workspace import Workspace
 
 T = TypeVar("T")
