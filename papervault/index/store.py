@@ -30,7 +30,8 @@ from papervault.index.syncing import GROUP_CHUNKS, WINDOW_CHUNKS, WRITE_BATCH, I
 from papervault.index.tables import (CHUNKS, COMPACT_ROWS, KEEP_VERSIONS, PAPERS, S3_ENV,  # noqa: F401
                                      VECTOR_INDEX_MIN_ROWS, add_vector_index, batches as _batches, columns,
                                      has_fts, index_location, is_remote, open_db, optimize, prune_versions,
-                                     recorded_meta, redact, redact_uri, sql_list as _sql_list, table_names)
+                                     recorded_meta, redact, redact_uri, set_library_log, sql_list as _sql_list,
+                                     table_names)
 from papervault.models import Chunk
 from papervault.timing import phase
 from papervault.wording import plural
@@ -53,6 +54,7 @@ class PaperIndex:
         self.embed_batches = embed_batches
         self.embed_ml_batches = embed_ml_batches
         self.db = open_db(workspace)
+        set_library_log(workspace.state_dir / "logs" / "index.log")   # LanceDB's own warnings: there, not the terminal
         self.names = (PAPERS, CHUNKS)   # a rebuild indexes into staging tables first (see `rebuild`)
 
     # --- tables ----------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ all build on it without importing one another for it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import sys
 import time
 from datetime import timedelta
 from typing import Iterable
@@ -159,16 +161,68 @@ def has_fts(table) -> bool:
 
 
 def add_vector_index(table, dim: int) -> None:
-    """An IVF-PQ index on `vector` once the table reaches VECTOR_INDEX_MIN_ROWS, made once: later rows join it
-    through `optimize()`, which assigns them to the trained partitions without reading the rows indexed before.
-    Its partitions stay those trained then; `papervault index --rebuild` trains them again over the whole table."""
+    """An IVF-PQ index on `vector` once the table holds VECTOR_INDEX_MIN_ROWS rows with vectors of their own, made
+    once: later rows join it through `optimize()`, which assigns them to the trained partitions without reading
+    the rows indexed before. Its partitions stay those trained then; `papervault index --rebuild` trains them
+    again over the whole table.
+
+    Never while rows wait for the background fill (`pending`, index/store.py): their placeholder vectors are all
+    the same, so the partitions would be trained on thousands of copies of one point (LanceDB then warns that
+    most clusters are empty) and on vectors the fill replaces. The fill's own update builds it once they are real.
+    What the library prints while it trains goes to the index log (`library_output`), not the terminal."""
+    pending = "pending" in table.schema.names
+    if pending and table.count_rows("pending = true"):
+        return
     n = table.count_rows()
     # LanceDB names the type "IvfPq": a check for "IVF" never matched, and every sync rebuilt the index
     if n >= VECTOR_INDEX_MIN_ROWS and not any(ix.index_type.upper().startswith("IVF") for ix in table.list_indices()):
         from lancedb.index import IvfPq  # deferred with lancedb itself (see open_db)
 
-        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(n ** 0.5)),
-                                                  num_sub_vectors=max(1, dim // 16)))
+        with library_output():
+            table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=max(16, int(n ** 0.5)),
+                                                      num_sub_vectors=max(1, dim // 16)))
+
+
+# Where the native libraries' own output goes (LanceDB's Rust side writes its warnings straight to the process's
+# stderr: "KMeans: more than 10% of clusters are empty", "partition 88 is empty, skipping"): the workspace's
+# .papervault/logs/index.log, set by the index that opens the tables (`set_library_log`).
+_library_log: str | None = None
+
+
+def set_library_log(path) -> None:
+    """Send what LanceDB prints while it trains or updates an index to this file (None: discarded)."""
+    global _library_log
+    _library_log = str(path) if path else None
+
+
+@contextlib.contextmanager
+def library_output():
+    """While it lasts, what native code writes to stderr (file descriptor 2) goes to the index log instead of
+    the person's terminal; Python's own output is flushed first, so nothing of ours is taken with it."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    target = _library_log or os.devnull
+    try:
+        if _library_log:
+            os.makedirs(os.path.dirname(_library_log), exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def optimize(table) -> None:
@@ -178,9 +232,10 @@ def optimize(table) -> None:
     one large fragment with the new rows: at 90,000 papers that held 247 MB for the papers table alone, and more
     as the library grew. Fragments of COMPACT_ROWS are left as they are; only the smaller ones are merged."""
     ds = table.to_lance()
-    ds.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
-    table.checkout_latest()
-    table.to_lance().optimize.optimize_indices()
+    with library_output():     # new rows into a vector index warn of its empty partitions ("partition N is empty")
+        ds.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
+        table.checkout_latest()
+        table.to_lance().optimize.optimize_indices()
     table.checkout_latest()
 
 
