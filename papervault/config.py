@@ -120,7 +120,9 @@ class ParseSettings(Section):
     ocr_threads: int = Field(0, description="threads of the OCR engine (0: one per parser process when "
                                              "several run, else one per core)")
     timeout: float = Field(300.0, description="CPU seconds a parser process may spend on one PDF before it is "
-                                               "abandoned (a wall-clock backstop is ten times as long)")
+                                               "abandoned, counted again from each page read by OCR (a long scan "
+                                               "is never abandoned for its length); a wall-clock backstop is ten "
+                                               "times as long")
     workers: int = Field(2, description="parallel parser processes")
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
     cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "

@@ -15,6 +15,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from papervault.config import ParseSettings
+from papervault.errors import ParseError
 from papervault.parse import batch
 from papervault.workspace import Workspace
 
@@ -149,3 +151,26 @@ def test_a_parse_that_uses_no_cpu_is_abandoned_by_the_wall_clock(monkeypatch):
     assert batch._overrun((os.getpid(), batch.cpu_seconds(os.getpid())), 5.0, 1.0) is None
     assert batch._overrun((os.getpid(), -100.0), 0.1, 1.0) == "cpu"
     assert batch.wall_limit(300) == 3000
+
+
+def _scan(path: Path, src: Path, pages: int) -> Path:
+    """An image-only PDF of `pages` pages, as a scanner makes: each page of `src` (cycled) rendered to pixels."""
+    out = pymupdf.open()
+    with pymupdf.open(src) as doc:
+        for i in range(pages):
+            page = doc[i % doc.page_count]
+            pix = page.get_pixmap(dpi=150, colorspace=pymupdf.csGRAY)
+            new = out.new_page(width=page.rect.width, height=page.rect.height)
+            new.insert_image(new.rect, pixmap=pix)
+    out.save(path)
+    return path
+
+
+def test_a_long_scan_is_given_its_time_page_by_page(tmp_path, corpus_dir):
+    """OCR is budgeted by the page: a three-page scan whose OCR needs about twice the timeout in all (a page
+    takes 1.5-2.5 CPU s here) is read to its end, while the same timeout still stops a parse that never ends
+    a page."""
+    src = _scan(tmp_path / "scan.pdf", corpus_dir / "garbage_collection_the_lisp_ii_garbage_collector.pdf", 3)
+    got = batch.parse_many([src], ParseSettings(timeout=3.5), workers=1)[str(src)]
+    assert not isinstance(got, ParseError), got.reason
+    assert got.ocr_pages == [1, 2, 3] and "LISP" in got.markdown.upper(), got.ocr_pages

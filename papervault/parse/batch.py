@@ -23,6 +23,7 @@ import pymupdf
 
 import papervault
 from papervault.config import ParseSettings
+from papervault.parse import ocr
 from papervault.errors import ParseError
 from papervault.models import ParsedPaper
 from papervault.parse.document import file_sha256
@@ -120,6 +121,8 @@ def _alive(pid: int) -> bool:
 #
 # `[parse] timeout` is the CPU time (user + system, all threads) a worker process may spend on one file: a busy
 # machine slows a parse down without bringing it nearer its limit, while a parser that loops still reaches it.
+# OCR is budgeted by the page: each page read by OCR starts the count again (`ocr.on_page`), so a 60-page scan
+# (5-12 CPU s a page) is parsed to its end, while a parser stuck on one page or in a loop is still stopped.
 # A parse that uses no CPU at all (stuck waiting) is abandoned by the wall clock after WALL_FACTOR times the
 # timeout (and never before WALL_MARGIN seconds more than it), a generous backstop.
 
@@ -230,8 +233,9 @@ def _worker(path: str, settings_dict: dict, cache_dir: str | None):
     # `args`, so pickling it back would fail and look like a crashed worker.
     settings = ParseSettings(**settings_dict)
     if _started is not None:
-        t = os.times()
-        _started.put((path, os.getpid(), t.user + t.system))
+        _say_started(path)
+        # each OCR'd page starts the file's budget again: the timeout bounds a page, not a long scan
+        ocr.on_page = lambda: _say_started(path)
     try:
         return parse_cached(Path(path), settings, Path(cache_dir) if cache_dir else None)
     except ParseError as exc:
@@ -239,6 +243,12 @@ def _worker(path: str, settings_dict: dict, cache_dir: str | None):
     except Exception as exc:  # a parser bug on one file must not stop the batch
         return ("error", f"parser failed ({type(exc).__name__}: {str(exc)[:160]})",
                 "report the file; the rest of the batch was parsed")
+
+
+def _say_started(path: str) -> None:
+    """Tell the pool that this worker (re)starts the budget of `path` now, with its CPU time then."""
+    t = os.times()
+    _started.put((path, os.getpid(), t.user + t.system))
 
 
 def _result(key: str, value) -> ParsedPaper | ParseError:
@@ -320,6 +330,10 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
                                return_when=FIRST_COMPLETED)
                 while not started.empty():
                     absolute, pid, cpu = started.get()
+                    if absolute in where:       # a page done by OCR: the file's clocks start again from here
+                        for fut, (key, _, path) in list(running.items()):
+                            if path == absolute:
+                                running[fut] = (key, time.monotonic(), path)
                     where[absolute] = (pid, cpu)
                 for fut in done:
                     key, _, _ = running.pop(fut)

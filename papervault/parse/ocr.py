@@ -12,6 +12,9 @@ from papervault.parse.layout import Line, Span
 _engine = None
 _engine_threads = None
 _lock = threading.Lock()
+# Called after each page read by OCR (in a parser process: it tells the pool, whose CPU budget is then counted
+# from that page on, so a long scan is given time page by page and never abandoned for being long).
+on_page = None
 
 
 def _get_engine(threads: int = 0):
@@ -72,7 +75,11 @@ def _no_spinning() -> None:
 def ocr_page(page: pymupdf.Page, dpi: int = 200, threads: int = 0) -> list[Line]:
     """Render `page` at `dpi` and read it back as lines in PDF coordinates (points), with estimated sizes."""
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
-    result = _get_engine(threads)(pix.tobytes("png"))
+    try:
+        result = _get_engine(threads)(pix.tobytes("png"))
+    finally:
+        if on_page is not None:
+            on_page()
     if result is None or result.boxes is None or result.txts is None:
         return []
     scale = 72.0 / dpi
