@@ -223,6 +223,8 @@ class VaultTools:
             "fulltext": f"papers/{paper_id}/paper.md",
             "pdf": _pdf_path(self.ws, meta),
             "cite": f"[@{paper_id}]",
+            # "text layer": searchable by its first pass, its layout, figures and OCR still to come
+            "stage": "text layer" if (meta.parser or "").startswith("first-pass/") else "complete",
         }
         if cut:
             out["note_truncated"] = True

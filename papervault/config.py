@@ -124,6 +124,11 @@ class ParseSettings(Section):
                                                "is never abandoned for its length); a wall-clock backstop is ten "
                                                "times as long")
     workers: int = Field(2, description="parallel parser processes")
+    first_pass: bool = Field(False, description=(
+        "`add` reads each PDF's text layer and identity first (milliseconds a page), so the paper is searchable "
+        "at once, and a background worker does the layout parse, figures, tables, text repair and OCR behind "
+        "it (`status` shows each paper's stage; `add --wait` does it all in one pass). Changes how soon a paper "
+        "is searchable, never what the vault and index hold at the end"))
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
     cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "
                                                     "(default: <workspace>/.papervault/cache/parse)")

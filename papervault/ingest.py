@@ -73,6 +73,7 @@ class AddReport:
     timings: dict = field(default_factory=dict)             # wall and CPU seconds per phase (papervault.timing)
     recovered: dict = field(default_factory=dict)           # what undoing a killed run did: {undone, kept}
     index: dict | None = None           # the index step of `papervault.app.adding.add` (None: not run, --no-index)
+    arrival: dict | None = None         # the full parses left to the arrival worker (papervault.app.arrival)
 
     def as_dict(self) -> dict:
         return {"added": self.added, "merged": self.merged, "unchanged": self.unchanged,
@@ -80,7 +81,7 @@ class AddReport:
                 "warnings": [w.as_dict() for w in self.warnings], "chosen": self.chosen,
                 "code_links": self.code_links, "pdfs_kept": self.pdfs_kept, "reanalysed": self.reanalysed,
                 "commits": self.commits, "timings": self.timings, "recovered": self.recovered,
-                "index": self.index}
+                "index": self.index, "arrival": self.arrival}
 
 
 def _records(inputs: list[str], ws: Workspace, options: dict) -> Iterator[SourceRecord | Problem]:
@@ -161,9 +162,12 @@ class Ingest:
     """
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
-                 reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None):
+                 reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None,
+                 first_pass: bool = False):
 
         self.ws = ws
+        # PDFs read by their first pass only (papervault.parse.firstpass); the arrival worker parses them fully
+        self.first_pass = first_pass
         self.vault = Vault(ws.vault.root, fsync=False)
         self.progress = progress or (lambda *a: None)
         self.make_key = make_key
@@ -203,6 +207,11 @@ class Ingest:
         if not paths:
             return {}
         s = self.ws.settings.parse
+        if self.first_pass:
+            from papervault.parse.firstpass import first_pass_many  # deferred: as parse_many above
+
+            with phase("add: first pass (text layer)"):
+                return first_pass_many(paths, s)
         with phase("add: parse PDFs (parser processes)"):
             if self.parse_fn is not None:
                 return self.parse_fn(paths, s, self.ws.parse_cache_dir)
@@ -435,6 +444,8 @@ class Ingest:
         self.catalog.note_paper(meta)
         if parsed is None and not self.vault.fulltext_path(pid).is_file():
             return  # a metadata-only paper (BibTeX, CSL, Zotero without PDF): analysed once its PDF arrives
+        if parsed is not None and parsed.parser.startswith("first-pass/"):
+            return  # analysed once, from its full parse (papervault.app.arrival), never from the first pass
         self.pending.append((pid, rec.source))      # analysed together at the end of the batch
 
     def analyse_pending(self) -> None:
@@ -596,7 +607,7 @@ def recover(ws: Workspace) -> Recovery:
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
         options: dict | None = None, reanalyse: bool = False, parse_fn: ParseFn | None = None,
-        analyse_fn: AnalyseFn | None = None) -> AddReport:
+        analyse_fn: AnalyseFn | None = None, first_pass: bool = False) -> AddReport:
     """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit (one
     per `[sources] commit_every` records for a big import).
 
@@ -606,7 +617,7 @@ def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progre
     with ws.write_lock("add"):
         recovered = recover(ws)
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn,
-                     analyse_fn=analyse_fn)
+                     analyse_fn=analyse_fn, first_pass=first_pass)
         if recovered.undone or recovered.kept:
             job.report.recovered = recovered.as_dict()
         try:

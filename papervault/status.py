@@ -35,6 +35,7 @@ def workspace_status(ws: Workspace) -> dict:
         "vault_clean": vault.is_clean(),
         "vault_head": vault.repo.head.commit.hexsha if vault.repo.head.is_valid() else None,
         "text_layers": text_layers(ws, ids),
+        "stages": _stages(ws),
         "low_confidence": _doubtful(ws),
     }
     try:
@@ -79,6 +80,17 @@ def _fill_status(ws: Workspace, st: dict) -> dict:
     elif pending:
         out["hint"] = "no fill is running: run `papervault index` (background) or `papervault index --wait`"
     return out
+
+
+def _stages(ws: Workspace) -> dict:
+    """Which papers are searchable by their first pass only, their full parse still to come
+    (papervault.app.arrival); every other paper is complete."""
+    from papervault.parse.firstpass import stages  # deferred: read when status is asked (loads the parser)
+
+    try:
+        return stages(ws)
+    except Exception as exc:  # status answers even when the worker's state cannot be read
+        return {"first_pass": [], "error": str(exc)[:200]}
 
 
 def _doubtful(ws: Workspace) -> list[dict]:

@@ -164,6 +164,8 @@ SLOW_TESTS = {
     "test_background_fill.py::test_index_is_searchable_at_once_and_the_fill_ends_with_the_foreground_index",
     "test_background_fill.py::test_a_killed_fill_leaves_the_rest_pending_and_index_finishes_it",
     "test_app.py::test_a_survey_runs_stage_by_stage_without_prefect",
+    "test_arrival.py::test_add_first_pass_is_searchable_and_status_names_its_stage",
+    "test_arrival.py::test_a_killed_full_parse_then_a_rerun_gives_the_one_pass_vault_and_index",
     "test_everyday.py::test_the_readme_everyday_commands_work_in_a_fresh_shell",
     "test_everyday.py::test_highlights_are_indexed_linked_shown_on_the_site_and_returned_by_mcp",
     "test_everyday.py::test_search_says_precisely_why_there_is_nothing",

@@ -110,7 +110,7 @@ def _import(r: Run, st: AddState) -> AddReport:
     spread = {"parse_fn": _parse_over(r, st.progress), "analyse_fn": _analyse_over(r, st.progress)} \
         if r.distributed else {}
     return ingest(ctx.ws, list(st.inputs), backend=ctx.backend, progress=st.progress, options=st.options,
-                  reanalyse=st.reanalyse, **spread)
+                  reanalyse=st.reanalyse, first_pass=st.extra.get("first_pass", False), **spread)
 
 
 def _imported(st: AddState, report: AddReport) -> None:
@@ -156,9 +156,17 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
     The one `add` of every front end. Its last stage makes the papers it added, merged or re-analysed
     searchable (`papervault.app.indexing.index_added`: paper rows and sections now, paragraphs filled behind;
     every vector at once with `wait` or on a distributing executor); its report is `report.index`.
-    `index=False` leaves that to a later `papervault index` (a batch of imports)."""
+    `index=False` leaves that to a later `papervault index` (a batch of imports). With `[parse] first_pass` (and
+    neither `wait` nor a distributing executor), PDFs are read by their first pass and the arrival worker
+    (`papervault.app.arrival`) parses them fully behind; `report.arrival` says so."""
     ws.require()
-    st = AddState(list(inputs), progress, options, reanalyse, index, wait)
     executor = executor or InProcess()
+    # [parse] first_pass: the text layer now, the full parse behind (papervault.app.arrival); --wait: one pass
+    first = bool(ws.settings.parse.first_pass) and not wait and not executor.distributed
+    st = AddState(list(inputs), progress, options, reanalyse, index, wait, extra={"first_pass": first})
     run(ADD, add_context(ws, backend or ws.settings.agents.backend, executor.distributed), st, executor)
+    if first:
+        from papervault.app.arrival import after_add  # deferred: only when the first pass ran
+
+        st.report.arrival = after_add(ws)
     return st.report

@@ -43,12 +43,14 @@ def init(directory, embed_model, embed_model_path, workspace, as_json):
 @click.option("--reanalyse", is_flag=True, help="Analyse notes again even when they are current.")
 @click.option("--no-index", "no_index", is_flag=True,
               help="Leave the new papers out of the index until `papervault index` (a batch of imports).")
+@click.option("--wait", is_flag=True,
+              help="One pass: parse every PDF fully and embed every vector before returning (no work left behind).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @runner_options
 @workspace_option
 @json_option
-def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, no_index, quiet, task_runner,
-        workers, dask_address, workspace, as_json):
+def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, reanalyse, no_index, wait, quiet,
+        task_runner, workers, dask_address, workspace, as_json):
     """Import papers: PDF files and folders, .bib, CSL-JSON, arXiv ids/URLs, DOIs, PDF URLs, Zotero; then make
     them searchable (paragraphs filled in the background), unless --no-index."""
     from papervault.app.adding import add as run_add  # deferred: not at CLI start-up
@@ -77,7 +79,7 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                              reanalyse=reanalyse, index=index)
             else:
                 report = run_add(ws, list(inputs), backend=backend, progress=progress, options=options,
-                                 reanalyse=reanalyse, index=index)
+                                 reanalyse=reanalyse, index=index, wait=wait)
         report.timings = timings.as_dict()
     finally:
         progress.close()
@@ -114,6 +116,9 @@ def add(inputs, zotero, collection, since, arxiv_search, max_results, backend, r
                   else f"; vault commit {report.commit[:8]}" if report.commit else ""))
     if report.index is not None:
         click.echo(report.index["line"], err=unsearchable)
+    if report.arrival and report.arrival.get("waiting"):
+        click.echo(f"{plural(report.arrival['waiting'], 'paper')} searchable by their text layer; layout, figures, "
+                   "tables and OCR follow in the background (`papervault status` shows how far)")
     elif report.added or report.merged:
         click.echo("not indexed (--no-index): run `papervault index` to make them searchable")
     if failed:
@@ -233,6 +238,17 @@ def status(workspace, as_json):
             running = f"background fill running (pid {fill['running']})" if fill["running"] else fill["hint"]
             click.echo(f"fill            {made} of {fill['paragraphs']} paragraph vectors made "
                        f"({100 * made // fill['paragraphs']}%); {running}")
+    stages = st.get("stages") or {}
+    waiting = stages.get("first_pass") or []
+    if waiting:
+        last = stages.get("last") or {}
+        how = (f"full parse running (pid {stages['running']}, {last.get('done', 0)} done)" if stages.get("running")
+               else stages.get("hint", ""))
+        shown = ", ".join(waiting[:STATUS_PAPERS]) + (" ..." if len(waiting) > STATUS_PAPERS else "")
+        click.echo(f"stages          {plural(len(waiting), 'paper')} searchable by text layer only, layout, "
+                   f"figures and OCR to come ({shown}); {how}")
+    elif st["papers"]:
+        click.echo("stages          every paper fully parsed")
     click.echo(f"vault           {'clean' if st['vault_clean'] else 'uncommitted changes'}")
     tl = st["text_layers"]
     repaired = f"{plural(tl['repaired_pages'], 'repaired page')} in {plural(tl['papers_repaired'], 'paper')}"

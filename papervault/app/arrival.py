@@ -1,0 +1,247 @@
+"""Searchable as it arrives: the full parse of papers that `add` read by their first pass, done behind them.
+
+With `[parse] first_pass`, `add` writes each PDF's first pass (papervault.parse.firstpass: the text layer and
+the identity, milliseconds a page), indexes it and returns: the paper is in `status`, `search` and MCP at once.
+This worker then parses those papers fully (layout, headings, figures, tables, text repair, OCR: the parse of a
+one-pass `add --wait`, through the same parser pool, timeout and parse cache), replaces their `paper.md`, figures
+and identity, analyses them (once: the first pass is never analysed), commits, and brings their index rows up to
+date (paragraph vectors through the background fill, as after any `add`).
+
+The vault is the queue: a paper whose note says `parser: first-pass/...` still waits, so a worker killed at any
+point loses nothing and does nothing twice: what it wrote and did not commit is undone by the next writer's
+recovery (the same journal as `add`), the parse of a paper it finished is in the parse cache, and the next worker
+(started by the next `add`, `papervault index`, or `python -m papervault.app.arrival`) takes the papers that
+still wait. One worker runs per workspace (an flock on `.papervault/arrival.lock`); it takes the write lock only
+around each batch it writes. It says what it is doing in `.papervault/arrival.json` (read by `status`) and logs
+to `.papervault/logs/arrival.log`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from papervault.errors import ParseError
+from papervault.parse.firstpass import lock_path, running, stages, state, waiting, write_state  # noqa: F401
+from papervault.workspace import Workspace
+
+COMMAND = "add (full parse)"   # the write lock's holder name while the worker writes a batch
+
+
+def start(ws) -> int | None:
+    """Start the worker for this workspace unless one runs; returns its pid (None when one was running). The
+    process is detached (its own session): it outlives the command that started it."""
+    if running(ws):
+        return None
+    log_dir = ws.state_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / "arrival.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(ws.root)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
+                                start_new_session=True, cwd=str(ws.root))
+    return proc.pid
+
+
+def after_add(ws) -> dict:
+    """What `add` reports of the papers it left to the worker: {waiting, pid}; the worker is started when any
+    paper waits."""
+    ids = waiting(ws)
+    return {"waiting": len(ids), "pid": (start(ws) or running(ws)) if ids else None}
+
+
+# --- the worker ---------------------------------------------------------------------------------------------
+
+def _source_pdf(ws, meta) -> str | None:
+    from papervault.pdfstore import kept  # deferred: with the rest of the write path
+
+    stored = kept(ws.root, meta.pdf)
+    if stored:
+        return str(stored)
+    for f in meta.files or []:
+        if Path(f).is_file():
+            return str(f)
+    return None
+
+
+def _order(paths: dict[str, str]) -> list[str]:
+    """Cheapest parse first, so most papers are complete soonest (a long scan does not hold the rest back)."""
+    from papervault.parse.batch import estimated_cost  # deferred: PyMuPDF with the parser
+
+    return sorted(paths, key=lambda pid: (estimated_cost(paths[pid]), pid))
+
+
+def run(ws, *, batch: int | None = None, progress=None) -> dict:
+    """Parse every waiting paper fully, a batch at a time; returns {done, failed, batches} (or {"running": pid}
+    when another worker holds the workspace)."""
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return {"running": running(ws)}
+        return _run_locked(ws, batch=batch, progress=progress)
+    finally:
+        os.close(fd)
+
+
+def _run_locked(ws, *, batch: int | None, progress) -> dict:
+    from papervault.parse.batch import parse_many  # deferred: PyMuPDF and the parser pool
+
+    s = ws.settings.parse
+    size = batch or max(2, 2 * s.workers)
+    info = {"pid": os.getpid(), "started": time.time(), "done": 0, "failed": 0, "total": None, "phase": "start"}
+    write_state(ws, info)
+    report = {"done": [], "failed": {}, "batches": 0}
+    tried: set[str] = set()
+    while True:
+        ids = [p for p in waiting(ws) if p not in tried]
+        info["total"] = info["done"] + info["failed"] + len(ids)
+        if not ids:
+            break
+        metas = {}
+        paths: dict[str, str] = {}
+        for pid in ids:
+            meta = ws.vault.read_meta(pid)
+            path = _source_pdf(ws, meta)
+            if path is None:
+                report["failed"][pid] = "its PDF is gone from the workspace and from where it was added"
+                tried.add(pid)
+                continue
+            metas[pid], paths[pid] = meta, path
+        todo = _order(paths)[:size]
+        if not todo:
+            continue
+        tried.update(todo)
+        info.update(phase="parse", current=todo, updated=time.time())
+        write_state(ws, info)
+        parsed = parse_many([paths[p] for p in todo], s, cache_dir=ws.parse_cache_dir, workers=s.workers)
+        info.update(phase="write", updated=time.time())
+        write_state(ws, info)
+        done, failed = _write_batch(ws, {p: (metas[p], parsed[paths[p]]) for p in todo})
+        report["failed"].update(failed)
+        report["done"] += done
+        report["batches"] += 1
+        info.update(phase="index", done=info["done"] + len(done), failed=info["failed"] + len(failed),
+                    updated=time.time())
+        write_state(ws, info)
+        if done:
+            _index(ws, done)
+        if progress:
+            progress("full parse", info["done"], info["total"])
+    if report["batches"] or info["total"] == 0:
+        # what a killed worker committed and did not index (and a kill between an add's commit and its index
+        # step) is brought in step: unchanged papers cost a hash each
+        info.update(phase="index", updated=time.time())
+        write_state(ws, info)
+        _index(ws, None)
+    info.update(phase="finished", finished=time.time(), current=[], seconds=round(time.time() - info["started"], 2),
+                problems=report["failed"])
+    write_state(ws, info)
+    return report
+
+
+def _write_batch(ws, items: dict) -> tuple[list[str], dict[str, str]]:
+    """Write the full parses of a batch under the write lock (after recovering what a killed run left), analyse
+    them, commit. A paper changed meanwhile (gone, its file replaced, already complete) is left alone."""
+    from papervault.ingest import Ingest, recover  # deferred: the write path loads with the worker's first batch
+
+    done: list[str] = []
+    failed: dict[str, str] = {}
+    with ws.write_lock(COMMAND, wait=24 * 3600):
+        recover(ws)
+        job = Ingest(ws, backend=ws.settings.agents.backend)
+        job.what = "add (full parse)"
+        try:
+            for pid, (meta, parsed) in items.items():
+                if not ws.vault.has_paper(pid):
+                    continue
+                now = ws.vault.read_meta(pid)
+                if not (now.parser or "").startswith("first-pass/") or now.sha256 != meta.sha256:
+                    continue
+                if isinstance(parsed, ParseError):
+                    # The first pass stays (searchable by its text layer); the reason is said where status reads it.
+                    failed[pid] = parsed.reason
+                    continue
+                replace_first_pass(job, now, parsed)
+                done.append(pid)
+            job.analyse_pending()
+            job.commit()
+        finally:
+            job.close()
+    return done, failed
+
+
+IDENTITY = ("title", "authors", "year", "venue", "doi", "arxiv")
+_SOURCES = {"bibtex", "csl", "zotero", "arxiv", "doi", "url"}    # provenance of a source's own metadata
+
+
+def replace_first_pass(job, meta, parsed) -> None:
+    """Write a paper's full parse over its first pass, as a one-pass `add` would have written it: the full text
+    and figures, the PDF's identity fields where the PDF gave them (a source's metadata always wins), the pages
+    OCR'd or repaired, the printed page labels; then queue its analysis on `job`."""
+    from papervault.ingest import _page_labels  # deferred: with the write path (see _write_batch)
+
+    vault = job.vault
+    pid = meta.id
+    job.journal.touch(pid)
+    fields: dict = {}
+    prov = dict(meta.provenance)
+    for f in IDENTITY:
+        if prov.get(f) in _SOURCES:
+            continue        # the source's own metadata (BibTeX, CSL, Zotero, arXiv, DOI, URL) always wins
+        value = getattr(parsed, f)
+        fields[f] = value if value else ([] if f == "authors" else None)
+        if value:
+            prov[f] = parsed.provenance.get(f, "layout")
+        else:
+            prov.pop(f, None)
+    if "title" in fields and not fields["title"]:
+        fields["title"] = Path(meta.sources[0]).stem if meta.sources else pid    # as `add` names a paper
+    if not meta.abstract and parsed.abstract:
+        fields["abstract"] = parsed.abstract
+    for f, src in parsed.provenance.items():
+        if fields.get(f, getattr(meta, f, None)) == getattr(parsed, f, None):
+            prov.setdefault(f, src)
+    vault.write_fulltext(pid, parsed)
+    fields.update(pages=parsed.pages, parser=parsed.parser, ocr_pages=list(parsed.ocr_pages),
+                  repaired_pages=list(parsed.repaired_pages), page_labels=_page_labels(parsed, meta.bib),
+                  provenance=prov)
+    vault.update_meta(pid, **fields)
+    job.catalog.note_paper(vault.read_meta(pid))
+    job.touched.append(vault.paper_dir(pid))
+    job.pending.append((pid, meta.sources[0] if meta.sources else pid))
+    job.report.merged.append({"id": pid, "source": meta.sources[0] if meta.sources else pid, "origin": "pdf",
+                              "reason": "full parse", "gained_pdf": False, "new_source": False})
+
+
+def _index(ws, ids: list[str] | None) -> None:
+    """Bring the index rows of these papers (None: every paper) up to date (paragraphs through the background
+    fill, as `add`)."""
+    from papervault.app.indexing import update_index_reported  # deferred: the index loads after the first parse
+
+    report = update_index_reported(ws, ids, code=False)
+    if report.get("error"):
+        print(f"index: not updated: {report['error']}", file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m papervault.app.arrival",
+                                 description="Parse fully the papers `add` read by their first pass.")
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--batch", type=int, default=None, help="papers parsed and written together")
+    args = ap.parse_args(argv)
+    ws = Workspace(Path(args.workspace))
+    report = run(ws, batch=args.batch)
+    print(json.dumps({k: v for k, v in report.items()}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""The first pass over a PDF: what makes a paper searchable in milliseconds a page, before its full parse.
+
+It reads the PDF's text layer as it is (PyMuPDF's plain text, page by page, under the same page anchors as the
+full parse) and the paper's identity from its first pages' layout (`read_front`, without OCR). The layout parse,
+headings, figures, tables, text repair and OCR are the full parse's (`papervault.parse.pdf.parse_pdf`), run
+behind by the arrival worker (`papervault.app.arrival`), which replaces this text with its own. A page with no
+text layer (a scan) is empty here and named in `pending_pages` until its OCR is done.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from papervault.config import ParseSettings
+from papervault.errors import ParseError
+from papervault.models import ParsedPaper
+from papervault.parse.document import file_sha256, open_pdf
+from papervault.parse.pdf import read_front
+from papervault.parse.version import PARSER_VERSION
+from papervault.vault.paper import alt_text, escape_html, page_anchor
+
+FIRST_PASS = f"first-pass/{PARSER_VERSION}"   # a paper's `parser` until its full parse replaces the text
+MIN_PAGE_CHARS = 40      # a page with less text than this is taken to need OCR (a scan)
+HEADER_PAGES = 2         # pages whose layout the identity is read from
+STATE_WAIT_TRIES = 20   # `running` asks the worker's state file again this many times, 0.1 s apart
+_FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
+_HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
+
+
+def is_first_pass(parser: str | None) -> bool:
+    """Whether a paper's text is still its first pass (its full parse has not replaced it yet)."""
+    return bool(parser) and str(parser).startswith("first-pass/")
+
+
+def _para(text: str) -> str:
+    """A block of a page's plain text as one Markdown paragraph, escaped like the full parse's text."""
+    text = " ".join(text.split())
+    return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
+
+
+def first_pass(path: Path | str, settings: ParseSettings | None = None) -> ParsedPaper:
+    """The first pass of the PDF at `path` (see the module); raises `ParseError` when it cannot be read."""
+    settings = settings or ParseSettings()
+    path = Path(path)
+    try:
+        head = read_front(path, settings.model_copy(update={"ocr": False}), pages=HEADER_PAGES)
+    except ParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the full parse reads it again and says why it cannot
+        raise ParseError(str(path), f"could not read its first pages ({type(exc).__name__})",
+                         fix="the full parse will try again; check the PDF") from None
+    doc = open_pdf(path, max_pages=settings.max_pages)
+    out = [f"# {escape_html(alt_text(head.title)) if head.title else 'Untitled'}"]
+    pending: list[int] = []
+    try:
+        n = doc.page_count
+        for pno in range(1, n + 1):
+            out.append(page_anchor(pno))
+            try:
+                blocks = doc[pno - 1].get_text("blocks", sort=False)
+            except Exception:  # noqa: BLE001 - one unreadable page waits for the full parse
+                pending.append(pno)
+                continue
+            texts = [b[4] for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()]
+            if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
+                pending.append(pno)
+            out.extend(_para(t) for t in texts)
+    finally:
+        doc.close()
+    paper = ParsedPaper(markdown="\n\n".join(out) + "\n", pages=n, title=head.title[:300], authors=head.authors,
+                        year=head.year, doi=head.doi, arxiv=head.arxiv, venue=head.venue,
+                        keywords=head.keywords, provenance=dict(head.provenance), parser=FIRST_PASS,
+                        sha256=file_sha256(path))
+    paper.warnings = [f"pages waiting for OCR: {pending}"] if pending else []
+    paper.pending_pages = pending    # type: ignore[attr-defined]  (read by the arrival worker's status)
+    return paper
+
+
+def first_pass_many(paths: list[str], settings: ParseSettings) -> dict:
+    """{path: ParsedPaper | ParseError}, in this process (the first pass is too cheap for a worker pool)."""
+    out: dict = {}
+    for p in dict.fromkeys(paths):
+        if not Path(p).is_file():
+            out[p] = ParseError(p, "file not found", fix="check the path")
+            continue
+        try:
+            out[p] = first_pass(p, settings)
+        except ParseError as exc:
+            out[p] = exc
+    return out
+
+
+# --- where each paper stands: read by `status`, MCP and the arrival worker (papervault.app.arrival) -----------
+
+def lock_path(ws) -> Path:
+    return ws.state_dir / "arrival.lock"
+
+
+def state_path(ws) -> Path:
+    return ws.state_dir / "arrival.json"
+
+
+def state(ws) -> dict:
+    try:
+        return json.loads(state_path(ws).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_state(ws, info: dict) -> None:
+    tmp = state_path(ws).with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, state_path(ws))
+
+
+def waiting(ws) -> list[str]:
+    """The papers whose text is still their first pass (their full parse has not replaced it), by id."""
+    vault = ws.vault
+    out = []
+    for pid in vault.paper_ids():
+        try:
+            head = vault.safe_path(vault.note_path(pid)).read_text(encoding="utf-8")[:8192]
+        except (OSError, ValueError):
+            continue
+        if _FIRST_PASS.search(head.split("\n---", 1)[0]):
+            out.append(pid)
+    return out
+
+
+def running(ws) -> int | None:
+    """The pid of the worker running on this workspace (-1: one runs, pid not yet known), or None."""
+    path = lock_path(ws)
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        for _ in range(STATE_WAIT_TRIES):
+            info = state(ws)
+            if info.get("pid") and not info.get("finished"):
+                return int(info["pid"])
+            time.sleep(0.1)
+        return -1
+    finally:
+        os.close(fd)
+    return None
+
+
+def stages(ws, ids: list[str] | None = None) -> dict:
+    """Each paper's stage for `status`: {"searchable": [ids read by their first pass, full parse waiting],
+    "worker": {running, done, total, current, ...}}. A paper not listed is complete (fully parsed)."""
+    wait = waiting(ws)
+    if ids is not None:
+        keep = set(ids)
+        wait = [p for p in wait if p in keep]
+    pid = running(ws)
+    info = state(ws)
+    out = {"first_pass": wait, "running": pid, "last": info or None}
+    if wait and pid:
+        out["hint"] = (f"{len(wait)} paper(s) searchable by their text layer; the full parse (layout, figures, "
+                       "tables, OCR) is running behind")
+    elif wait:
+        out["hint"] = ("no full parse is running: the next `papervault add` starts it, or "
+                       f"`python -m papervault.app.arrival --workspace {ws.root}`")
+    return out
+
+

@@ -1,0 +1,182 @@
+"""Searchable as it arrives: `add` with [parse] first_pass makes a paper searchable from its text layer, the
+arrival worker parses it fully behind, and a worker killed anywhere, then run again, leaves the vault and index
+a one-pass `add --wait` builds."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import lancedb
+import pymupdf
+import yaml
+
+from papervault.app import arrival
+from papervault.parse.firstpass import first_pass, is_first_pass
+from papervault.workspace import Workspace
+
+
+def _pdf(path: Path, title: str, pages: int = 3) -> Path:
+    doc = pymupdf.open()
+    for i in range(pages):
+        page = doc.new_page()
+        if i == 0:
+            page.insert_text((72, 90), title, fontsize=20)
+            page.insert_text((72, 120), "Ada Lovelace and Charles Babbage", fontsize=11)
+            page.insert_text((72, 170), "Abstract", fontsize=12)
+        page.insert_text((72, 200), f"# Section {i + 1}: quorum leases bound the recovery time of a log.",
+                         fontsize=10)
+        page.insert_text((72, 220), "<script>alert(1)</script> Replicas answer reads locally under a lease.",
+                         fontsize=10)
+    doc.save(path)
+    return path
+
+
+def test_first_pass_reads_text_and_identity_escaped(tmp_path):
+    src = _pdf(tmp_path / "leases.pdf", "Quorum Leases for Replicated Logs")
+    paper = first_pass(src)
+    assert paper.title == "Quorum Leases for Replicated Logs" and is_first_pass(paper.parser)
+    assert paper.pages == 3 and paper.markdown.count('<a id="page-') == 3
+    # the text layer is the PDF's, escaped as the full parse escapes it: no markup, no headings from a page
+    assert "&lt;script>" in paper.markdown and "<script>" not in paper.markdown
+    assert "\n\\# Section 1" in paper.markdown or "\\# Section 1" in paper.markdown
+
+
+def test_add_first_pass_is_searchable_and_status_names_its_stage(tmp_path, monkeypatch, cli_run):
+    """The paper is in the vault, its stage is "text layer" in status and MCP, and the worker's run makes it
+    complete (here in this process)."""
+    from mcp_server.tools import VaultTools as Tools
+
+    src = _pdf(tmp_path / "leases.pdf", "Quorum Leases for Replicated Logs")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    monkeypatch.setattr(arrival, "start", lambda ws: None)      # the worker runs below, in this process
+    report = json.loads(cli_run(["add", src, "--no-index", "--json", "--workspace", ws.root]).stdout)
+    [pid] = report["added"]
+    assert report["arrival"]["waiting"] == 1
+    ws = Workspace(ws.root)
+    st = json.loads(cli_run(["status", "--json", "--workspace", ws.root]).stdout)
+    assert st["stages"]["first_pass"] == [pid]
+    assert Tools(ws).get_paper(pid)["stage"] == "text layer"
+    done = arrival.run(ws)
+    assert done["done"] == [pid] and arrival.waiting(ws) == []
+    meta = ws.vault.read_meta(pid)
+    assert not is_first_pass(meta.parser) and meta.status == "analysed"
+    assert Tools(Workspace(ws.root)).get_paper(pid)["stage"] == "complete"
+
+
+# --- killed anywhere, then run again: the one-pass result ----------------------------------------------------
+
+_VOLATILE = {"added", "updated", "analysed_at", "created"}
+
+
+def _vault(ws: Path) -> dict:
+    out = {}
+    papers = ws / "vault" / "papers"
+    for pdir in sorted(p for p in papers.iterdir() if p.is_dir()):
+        note = (pdir / "note.md").read_text()
+        _, front, body = note.split("---", 2)
+        meta = {k: v for k, v in (yaml.safe_load(front) or {}).items() if k not in _VOLATILE}
+        figs = sorted(p.name for p in (pdir / "figures").glob("*.png")) if (pdir / "figures").is_dir() else []
+        out[pdir.name] = {"meta": meta, "body": body, "paper": (pdir / "paper.md").read_text(), "figures": figs}
+    return out
+
+
+def _index(ws: Path) -> dict:
+    db = lancedb.connect(str(ws / ".papervault" / "index"))
+    chunks = db.open_table("chunks").to_arrow().select(["id", "paper_id", "level", "text", "pending"]).to_pylist()
+    # (a paper's content hash digests its note's bytes, and so the note's timestamps: left out)
+    papers = db.open_table("papers").to_arrow().select(["paper_id", "title", "chunks"]).to_pylist()
+    return {"chunks": sorted((c["id"], c["paper_id"], c["level"], c["text"], c["pending"]) for c in chunks),
+            "papers": sorted(tuple(p.values()) for p in papers)}
+
+
+def _env(ws: Path, **extra) -> dict:
+    return dict(os.environ, PAPERVAULT_WORKSPACE=str(ws), PAPERVAULT_INDEX_BACKGROUND_FILL="false",
+                PAPERVAULT_PARSE_TIMEOUT="1200", **extra)
+
+
+def _pv(ws: Path, *args, **extra) -> dict:
+    r = subprocess.run([sys.executable, "-m", "papervault", *args, "--json"], env=_env(ws, **extra),
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+def _kill_worker_at(ws: Path, phase: str, batch: int, **env) -> str:
+    """Run the worker (a batch a paper) and kill it with SIGKILL once its state says `phase` of its `batch`-th
+    batch (or whatever it has reached when it is seen); returns where it was killed."""
+    state = ws / ".papervault" / "arrival.json"
+    state.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(ws), "--batch", "1"],
+                            env=_env(ws, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen, deadline = "not started", time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                info = json.loads(state.read_text())
+            except (OSError, ValueError):
+                info = {}
+            if info.get("pid") == proc.pid and info.get("phase"):
+                seen = f"{info['phase']} after {info.get('done', 0)} done"
+                if info["phase"] == phase and info.get("done", 0) >= batch - 1 or info.get("done", 0) >= batch:
+                    break
+            time.sleep(0.002)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return seen
+
+
+def test_a_killed_full_parse_then_a_rerun_gives_the_one_pass_vault_and_index(tmp_path, corpus_dir):
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    for name in ("distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
+                 "operating_systems_unix-time-sharing-system.pdf"):
+        shutil.copy(corpus_dir / name, pdfs / name)
+    one, arrive = tmp_path / "one-pass", tmp_path / "arrive"
+    for ws in (one, arrive):
+        Workspace.init(ws)
+    ref = _pv(one, "add", str(pdfs), "--wait")
+    assert len(ref["added"]) == 2 and ref["arrival"] is None
+
+    # the worker's lock held here: `add` starts none (one runs per workspace), the kills below are ours to place
+    (arrive / ".papervault").mkdir(exist_ok=True)
+    fd = os.open(arrival.lock_path(Workspace(arrive)), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        got = _pv(arrive, "add", str(pdfs), PAPERVAULT_PARSE_FIRST_PASS="true")
+    finally:
+        os.close(fd)
+    assert sorted(got["added"]) == sorted(ref["added"]) and got["arrival"]["waiting"] == 2
+    # killed while it parses a paper (for real: a parse cache of its own), while it indexes one it committed,
+    # while it writes the next
+    where = [_kill_worker_at(arrive, "parse", 1, PAPERVAULT_PARSE_CACHE_DIR=str(tmp_path / "own-cache")),
+             _kill_worker_at(arrive, "index", 1), _kill_worker_at(arrive, "write", 1)]
+    assert where[0] == "parse after 0 done" and where[1].endswith("after 1 done"), where
+    print("killed at", where)
+    rerun = subprocess.run([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(arrive)],
+                           env=_env(arrive), capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert arrival.waiting(Workspace(arrive)) == [], where
+    a, b = _vault(arrive), _vault(one)
+    for pid in b:
+        for part in ("meta", "body", "paper", "figures"):
+            if part == "meta":
+                diff = {k: (a[pid]["meta"].get(k), v) for k, v in b[pid]["meta"].items() if a[pid]["meta"].get(k) != v}
+                diff.update({k: (v, None) for k, v in a[pid]["meta"].items() if k not in b[pid]["meta"]})
+                assert not diff, (pid, diff, where)
+            assert a[pid][part] == b[pid][part], (pid, part, where)
+    assert a == b, where
+    assert _index(arrive) == _index(one), where
+    # nothing done twice: one full-parse commit a paper, however often the worker was killed
+    log = subprocess.run(["git", "-C", str(arrive / "vault"), "log", "--format=%s"], capture_output=True,
+                         text=True).stdout.splitlines()
+    assert sum(line.startswith("add (full parse)") for line in log) == 2, (log, where)
