@@ -121,7 +121,9 @@ def _imported(st: AddState, report: AddReport) -> None:
 def _index(r: Run, st: AddState) -> dict:
     rep = st.report
     ids = [*rep.added, *(m["id"] for m in rep.merged if m.get("id")), *rep.reanalysed]
-    return index_added(r.context.ws, ids, wait=st.wait, progress=st.progress, **embedding_parts(r))
+    # first pass: no fill now; the arrival worker starts it once the full parses replaced these paragraphs
+    first = {"start_fill": False} if st.extra.get("first_pass") else {}
+    return index_added(r.context.ws, ids, wait=st.wait, progress=st.progress, **embedding_parts(r), **first)
 
 
 def _indexed(st: AddState, report: dict) -> None:

@@ -132,7 +132,7 @@ def _run_locked(ws, *, batch: int | None, progress) -> dict:
                     updated=time.time())
         write_state(ws, info)
         if done:
-            _index(ws, done)
+            _index(ws, done, start_fill=False)   # searchable by their full text now; vectors once all are done
         if progress:
             progress("full parse", info["done"], info["total"])
     if report["batches"] or info["total"] == 0:
@@ -221,12 +221,12 @@ def replace_first_pass(job, meta, parsed) -> None:
                               "reason": "full parse", "gained_pdf": False, "new_source": False})
 
 
-def _index(ws, ids: list[str] | None) -> None:
+def _index(ws, ids: list[str] | None, start_fill: bool = True) -> None:
     """Bring the index rows of these papers (None: every paper) up to date (paragraphs through the background
     fill, as `add`)."""
     from papervault.app.indexing import update_index_reported  # deferred: the index loads after the first parse
 
-    report = update_index_reported(ws, ids, code=False)
+    report = update_index_reported(ws, ids, code=False, start_fill=start_fill)
     if report.get("error"):
         print(f"index: not updated: {report['error']}", file=sys.stderr, flush=True)
 

@@ -24,7 +24,7 @@ Progress = Callable[..., None]   # progress(stage, done, total)
 def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, paper_ids: list[str] | None = None,
                  progress: Progress | None = None, embed_batches=None, embed_ml_batches=None, code: bool = True,
                  lock: str | None = "index", lock_wait: float = 0.0, stage: str = "embed",
-                 embedder=None) -> dict[str, Any]:
+                 embedder=None, start_fill: bool = True) -> dict[str, Any]:
     """Sync (or with `rebuild`, rebuild) the paper index, then the code index when its chunks are stale.
 
     - `defer`: paragraphs are left to the background fill (docs/index.md, "Searchable first"), which is started
@@ -35,6 +35,8 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     - `lock`: the write lock is taken under that command name (None: the caller holds it), waiting `lock_wait` s.
     - `embedder`: a model already loaded (a survey's searcher's), else the workspace's is loaded.
     - `progress(stage, done, total)` is told how the embedding goes.
+    - `start_fill=False`: pending rows are left for a later fill (papers whose first pass the arrival worker
+      replaces soon: their paragraphs would be embedded for nothing).
     """
     from papervault.index.store import PaperIndex  # deferred: pyarrow, not at the MCP server's start-up
 
@@ -58,7 +60,8 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
                 report["code"] = done
     if defer:
         pending = idx.pending()
-        report["fill"] = {"pending": pending, "pid": (fill.start(ws) or fill.running(ws)) if pending else None}
+        report["fill"] = {"pending": pending,
+                          "pid": (fill.start(ws) or fill.running(ws)) if pending and start_fill else None}
     return report
 
 

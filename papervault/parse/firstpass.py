@@ -1,7 +1,8 @@
 """The first pass over a PDF: what makes a paper searchable in milliseconds a page, before its full parse.
 
 It reads the PDF's text layer as it is (PyMuPDF's plain text, page by page, under the same page anchors as the
-full parse) and the paper's identity from its first pages' layout (`read_front`, without OCR). The layout parse,
+full parse) and the paper's identity from its first pages' layout (`read_front`, without OCR, but for the first
+page of a scan, which names the paper: seconds, once a scanned paper). The layout parse,
 headings, figures, tables, text repair and OCR are the full parse's (`papervault.parse.pdf.parse_pdf`), run
 behind by the arrival worker (`papervault.app.arrival`), which replaces this text with its own. A page with no
 text layer (a scan) is empty here and named in `pending_pages` until its OCR is done.
@@ -49,6 +50,10 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None) -> Parse
     path = Path(path)
     try:
         head = read_front(path, settings.model_copy(update={"ocr": False}), pages=HEADER_PAGES)
+        if not head.title and settings.ocr:
+            # A scan: its first page read by OCR (seconds, once a paper) names it as its full parse will, so
+            # the paper keeps the id a one-pass `add` gives it; the other pages wait for the worker.
+            head = read_front(path, settings, pages=1)
     except ParseError:
         raise
     except Exception as exc:  # noqa: BLE001 - the full parse reads it again and says why it cannot
