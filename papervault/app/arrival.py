@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from papervault.errors import ParseError
+from papervault.index import fill
 from papervault.parse.firstpass import lock_path, running, stages, state, waiting, write_state  # noqa: F401
 from papervault.workspace import Workspace
 
@@ -132,10 +133,12 @@ def _run_locked(ws, *, batch: int | None, progress) -> dict:
                     updated=time.time())
         write_state(ws, info)
         if done:
-            _index(ws, done, start_fill=False)   # searchable by their full text now; vectors once all are done
+            _index(ws, done)     # the fill embeds their paragraphs while the next batch is parsed
         if progress:
             progress("full parse", info["done"], info["total"])
     if report["batches"] or info["total"] == 0:
+        while fill.running(ws):     # a fill that ends while a batch is written leaves its rows to this last one
+            time.sleep(1.0)
         # what a killed worker committed and did not index (and a kill between an add's commit and its index
         # step) is brought in step: unchanged papers cost a hash each
         info.update(phase="index", updated=time.time())
@@ -221,12 +224,12 @@ def replace_first_pass(job, meta, parsed) -> None:
                               "reason": "full parse", "gained_pdf": False, "new_source": False})
 
 
-def _index(ws, ids: list[str] | None, start_fill: bool = True) -> None:
+def _index(ws, ids: list[str] | None) -> None:
     """Bring the index rows of these papers (None: every paper) up to date (paragraphs through the background
     fill, as `add`)."""
     from papervault.app.indexing import update_index_reported  # deferred: the index loads after the first parse
 
-    report = update_index_reported(ws, ids, code=False, start_fill=start_fill)
+    report = update_index_reported(ws, ids, code=False)
     if report.get("error"):
         print(f"index: not updated: {report['error']}", file=sys.stderr, flush=True)
 

@@ -97,7 +97,11 @@ def run(ws, index, progress=None) -> dict:
                 progress("fill", done, total)
 
         # another writer waits for one batch of ours at most; we wait for a whole command of theirs
-        report = index.fill(progress=step, lock=lambda: ws.write_lock(FILL_COMMAND, wait=24 * 3600))
+        from papervault.parse.firstpass import waiting  # deferred: the parser loads only in the fill process
+
+        # papers still read by their first pass are left to the fill the arrival worker starts after their parse
+        report = index.fill(progress=step, lock=lambda: ws.write_lock(FILL_COMMAND, wait=24 * 3600),
+                            skip=lambda: waiting(ws))
         info.update(finished=time.time(), filled=report["filled"], pending=report["pending"],
                     seconds=round(time.time() - started, 2))
         _write_state(ws, info)

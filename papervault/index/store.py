@@ -162,13 +162,15 @@ class PaperIndex:
 
     def fill(self, progress: Callable[[int, int], None] | None = None, *, chunks=None, papers=None,
              multilingual: bool = True, lock: Callable[[], object] | None = None,
-             batch: int = FILL_BATCH) -> dict:
+             batch: int = FILL_BATCH, skip: Callable[[], Iterable[str]] | None = None) -> dict:
         """Embed the passages a deferred sync left (rows with `pending` true) a batch at a time, each batch
         written in one merge that sets its vectors and clears the flag; then the multilingual space follows.
         `lock` (a context-manager factory) is taken around each write only, so a fill running behind lets other
         writers in between its batches; the caller of a plain sync already holds the lock. Safe to kill at any
         point: what is still pending is what the next fill (or a sync without `defer`) embeds. A row the vault
-        changed meanwhile is gone from `chunks` and its vector is dropped (the merge updates matching ids only)."""
+        changed meanwhile is gone from `chunks` and its vector is dropped (the merge updates matching ids only).
+        `skip()`, asked before each batch, names papers whose rows are left pending (papers still read by their
+        first pass: the full parse replaces those paragraphs, so they would be embedded for nothing)."""
         lock = lock or contextlib.nullcontext
         if chunks is None:
             papers, chunks = self._tables(create=False)
@@ -188,7 +190,9 @@ class PaperIndex:
         last: set[str] = set()
         while True:
             chunks.checkout_latest()
-            rows = chunks.search().where(f"{PENDING} = true").select(cols).limit(batch).to_list()
+            skipped = sorted(skip()) if skip else []
+            where = f"{PENDING} = true" + (f" AND paper_id NOT IN ({_sql_list(skipped)})" if skipped else "")
+            rows = chunks.search().where(where).select(cols).limit(batch).to_list()
             if not rows or {r["id"] for r in rows} <= last:
                 break     # nothing left, or a batch the merge did not take (never loop on it)
             last = {r["id"] for r in rows}
