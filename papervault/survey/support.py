@@ -96,16 +96,17 @@ def negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-def terms(text: str) -> list[str]:
-    """Names and technical terms of `text`: capitalised words after its first, CamelCase and words with digits."""
+def terms(text: str, *, first: bool = False) -> list[str]:
+    """Names and technical terms of `text`: capitalised words (the first word too when `first`: it is capitalised
+    anyway), CamelCase and words with digits."""
     out = []
     text = _REPORTER.sub("", text)
     for i, m in enumerate(_TERM.finditer(text)):
         w = re.sub(r"['’]s$", "", m.group(0))
         if w.lower() in _NOT_TERMS or len(w) < 2 or w.isdigit():
             continue
-        if i == 0 and w[0].isupper() and w[1:].islower():
-            continue      # the sentence's first word is capitalised anyway
+        if i == 0 and m.start() == len(text) - len(text.lstrip()) and not first and w[0].isupper() and w[1:].islower():
+            continue
         if re.fullmatch(r"\d+[A-Za-z]{0,2}", w):
             continue      # "3f", "2x": numbers, checked as numbers
         out.append(w)
@@ -156,10 +157,20 @@ def check(claim: str, passage: str, context: str, paper: str) -> str:
     return ""
 
 
+# A claim whose subject is the citing paper or its authors: "This paper introduces …", "Cidon et al. show …"
+_SELF_SUBJECT = re.compile(r"^\W*(?:(?:this|the) (?:paper|work|study|article|authors?)\b|they\b|"
+                           r"(?:[A-Z][\w'’-]+\s+)?[A-Z][\w'’-]+ et al\b|"
+                           r"(?:[A-Z][\w'’-]+,\s+)*[A-Z][\w'’-]+,? (?:and|&) [A-Z][\w'’-]+\s+[a-z]+)", re.I)
+
+
 def names_the_described(claim: str, passage: Passage) -> bool:
-    """True when the claim names what a passage about other work is about (a term of the passage's own)."""
-    own = {_flat(t) for t in terms(passage.text)}
-    return any(_flat(t) in own for t in terms(claim))
+    """True when the claim is about what a passage about other work describes: it names a term of the passage
+    and does not make the citing paper or its authors the subject ("Paxos is …", not "This paper introduces
+    Paxos" nor "Cidon et al. model …")."""
+    if _SELF_SUBJECT.match(claim):
+        return False
+    own = {_flat(t) for t in terms(passage.text, first=True)}
+    return any(_flat(t) in own for t in terms(claim, first=True))
 
 
 # --- candidates ---------------------------------------------------------------------------------------
@@ -236,18 +247,22 @@ class SemanticJudge:
                     per_key[k] = []
                     continue
                 page = self.page_of(k, c.page) if c.page and k == c.keys[0] else None
-                extra = self.index(k, c.text) if self.index else []
-                per_key[k] = candidates(c.text, k, full, page, extra)
-                wanted += [p.text for p in per_key[k]]
+                per_key[k] = candidates(c.text, k, full, page)
+            # a quotation is judged by its words: no vectors needed (an extractive draft quotes throughout)
+            if not any(_quote(c.text, p.text) for ps in per_key.values() for p in ps):
+                for k in per_key:
+                    if self.index and per_key[k]:
+                        per_key[k] += [p for p in self.index(k, c.text) if p.text not in {q.text for q in per_key[k]}]
+                    wanted += [p.text for p in per_key[k]]
+                wanted.append(c.text)
             pools.append(per_key)
-            wanted.append(c.text)
         self._vectors(wanted)                      # one batch: every claim and every passage not seen before
         return [self._one(c, pool) for c, pool in zip(claims, pools)]
 
     def _one(self, c: Claim, pool: dict[str, list[Passage]]) -> Verdict:
         import numpy as np
 
-        cv = np.asarray(self._vec[c.text])
+        cv = np.asarray(self._vec[c.text]) if c.text in self._vec else None
         best: Verdict | None = None
         scores: dict[str, float] = {}
         for k, cands in pool.items():
@@ -255,7 +270,7 @@ class SemanticJudge:
                 scores[k] = 0.0
                 continue
             full = self.texts(k)
-            sims = [float(np.dot(cv, np.asarray(self._vec[p.text]))) for p in cands]
+            sims = [float(np.dot(cv, np.asarray(self._vec[p.text]))) if cv is not None else 0.0 for p in cands]
             # a quotation is support whatever its vector says (a long quotation may be cut by the model)
             ranked = sorted(range(len(cands)), key=lambda i: -max(sims[i], _quote(c.text, cands[i].text)))
             top = ranked[0]
@@ -280,7 +295,8 @@ class SemanticJudge:
                         if lex.other and support_score(c.text, lex.text) >= max(LEXICAL_OTHER,
                                                                                 support_score(c.text, p.text)):
                             p = lex
-                    if p.other and not c.reported and not names_the_described(c.text, p):
+                    # a quotation of a description of other work is the citing paper's remark whatever it names
+                    if p.other and not c.reported and (_quote(c.text, p.text) or not names_the_described(c.text, p)):
                         v = Verdict(MISATTRIBUTED, k, _scored(p, si), si,
                                     f"the {k} passage describes other work ({p.other}), not its own claim")
                     else:
