@@ -380,22 +380,40 @@ def draft(ctx: SurveyContext, given: SectionInput) -> dict[str, Any]:
 
 
 def polish(ctx: SurveyContext, given: PolishInput) -> dict[str, Any]:
-    """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag."""
+    """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag.
+    Cited claims are judged by the semantic judge (`papervault.survey.support`) with the index's embedding
+    model, against the cited papers' text and the index's passages."""
+    from papervault import pages
+    from papervault.index.embed import Embedder
+    from papervault.survey.evidence import Passage, index_passages, sentences
+    from papervault.survey.support import SemanticJudge
+
     ws, slug, ids, body, threshold = ctx.ws, ctx.slug, given.ids, given.body, given.threshold
     v = ws.vault
     known = set(v.paper_ids())
     texts: dict[str, str] = {}
+    labels: dict[str, list[str]] = {p.id: p.page_labels for p in load_papers(v, [i for i in ids if i in known])[0]}
 
-    def support(claim: str, pid: str):
+    def text(pid: str) -> str:
         if pid not in texts:
             try:
                 texts[pid] = v.read_fulltext(pid) if pid in known else ""
             except PapervaultError:          # a paper.md leading out of the vault is not evidence
                 texts[pid] = ""
-        if not texts[pid]:
-            return None
-        return best_support(claim, pid, texts[pid], ws=ws, enough=threshold)
+        return texts[pid]
 
+    def support(claim: str, pid: str):
+        return best_support(claim, pid, text(pid)) if text(pid) else None
+
+    def index(pid: str, claim: str):
+        # the index's passages reach text the sentence splitter missed (list items, captions): as sentences
+        return [Passage(h.paper_id, s, h.page, h.section) for h in index_passages(ws, pid, claim, limit=4)
+                for s in (sentences(h.text) or [h.text])]
+
+    def page_of(pid: str, label: str):
+        return pages.pdf_page(labels.get(pid), label)
+
+    judge = SemanticJudge(text, Embedder.for_workspace(ws).embed, threshold=threshold, page_of=page_of, index=index)
     sdir = v.survey_dir(slug).resolve()
     vroot = v.root.resolve()
 
@@ -405,8 +423,8 @@ def polish(ctx: SurveyContext, given: PolishInput) -> dict[str, Any]:
         target = (sdir / src.split("#")[0]).resolve()
         return (target == vroot or vroot in target.parents) and target.is_file()
 
-    return P.polish(body, known=known, selected=ids, support=support, figure_exists=figure_exists,
-                    threshold=threshold).as_dict()
+    return P.polish(body, known=known, selected=ids, support=support, judge=judge,
+                    figure_exists=figure_exists).as_dict()
 
 
 def _write(vault, path: Path, text: str) -> None:

@@ -190,7 +190,8 @@ def _polished(st: SurveyState, res: dict[str, Any]) -> None:
     """8. The final `survey.md` and `polish-report.md`."""
     st.polished = pr = PolishResult(markdown=res["markdown"], changes=[Change(**c) for c in res["changes"]],
                                     flags=[Flag(**f) for f in res["flags"]], claims=res["claims"],
-                                    supported=res["supported"])
+                                    supported=res["supported"], attributed=res["attributed"],
+                                    scores=res["scores"])
     S.write_survey(st.ws, st.ctx.slug, st.doc, pr.markdown, st.papers, st.ctx.backend)
     S._write(st.ws.vault, st.sdir / "polish-report.md",
              E.render("polish-report.md.j2", st.tdir, r=pr, slug=st.ctx.slug, topic=st.ctx.topic,

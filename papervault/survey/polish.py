@@ -1,13 +1,18 @@
-"""Stage 7 of a survey: check the assembled draft and fix or flag what fails, never keeping it silently.
+"""Stage 7 of a survey: check the assembled draft, fix what is clearly wrong, flag the rest, never silently.
 
 Checks: every `[@id]` names a vault paper; every cited claim is supported by a passage of the paper it cites
-(its best passage's support score reaches `SUPPORT_THRESHOLD`) and is attributed to the right paper (a
-passage that describes other work, see `papervault.survey.attribution`, is presented as the citing paper's
-remark, never as its claim); every figure link points at a file in the vault; every formula has balanced
-`$`/`$$` and braces; no paragraph or quotation appears twice.
-An unsupported claim is re-cited to another selected paper that supports it, or replaced by the cited paper's
-closest sentence (quoted, with its page), or flagged in the text and the report. A misattributed claim is
-rewritten as the remark it is: the cited paper's sentence, quoted, introduced as its description of other work.
+and attributed to the right paper (a passage that describes other work, see `papervault.survey.attribution`, is
+that paper's remark, never its claim); every figure link points at a file in the vault; every formula has
+balanced `$`/`$$` and braces; no paragraph or quotation appears twice.
+
+Whether a claim is supported is the judge's call (`papervault.survey.support`): by default the semantic judge,
+which accepts a faithful paraphrase. Polish never puts other words in a writer's mouth: a claim that fails is
+flagged (`**(unverified)**` after its citation, and a line in the report with the closest passage), except in two
+cases where the fix is clearly better and loses nothing — a quotation found word for word in another selected
+paper is re-cited to that paper, and a bare quotation of a description of other work ("**X**: “…” [@x]") is
+introduced as the paper's remark ("**X**, describing other work: “…” [@x]"). A claim in the form the draft prompt
+asks for, "[@about] … as described by [@source, p. N]", is a remark resting on the source's passage.
+Every change and every flag is listed in the report.
 """
 
 from __future__ import annotations
@@ -18,16 +23,17 @@ from typing import Any, Callable
 
 from papervault.pages import printed_for
 from papervault.survey.attribution import reported
-from papervault.survey.evidence import Passage, tokens
+from papervault.survey.evidence import Passage, support_score, tokens
+from papervault.survey.support import (MISATTRIBUTED, QUOTE_SCORE, SUPPORTED, THRESHOLD, Claim, LexicalJudge,
+                                       Verdict)
 
-# Measured with bench/survey.py --only support on the 7 related shared-corpus papers (280 sentences each way):
-# quotations score 1.00 against their own paper; the same sentences cited to another paper score median 0.08,
-# p95 0.17, max 0.53 (1 of 280 above 0.45). Paraphrases were not measured (no model here): a claim keeping about
-# half of the paper's words and word pairs scores about 0.5, so 0.45 leaves them room and still catches wrong
-# citations and planted claims.
-SUPPORT_THRESHOLD = 0.45
-# Below the threshold but above this, the cited paper is about the same thing: quote its closest sentence.
-REPLACE_FLOOR = 0.3
+# The semantic judge's threshold (cosine similarity of claim and passage, chosen with bench/polish_judge.py on
+# labelled claim/passage pairs; see docs/survey.md "Polish"). `--threshold` changes it.
+SUPPORT_THRESHOLD = THRESHOLD
+# The word-overlap judge's threshold, used when polish is handed a `support` function and no judge. Measured with
+# bench/survey.py --only support on the 7 related shared-corpus papers (280 sentences each way): quotations
+# score 1.00 against their own paper; the same sentences cited to another paper score median 0.08, p95 0.17.
+LEXICAL_THRESHOLD = 0.45
 # A claim with fewer content words than this names a paper ("Lamport et al. [@x]") rather than asserting.
 MIN_CLAIM_WORDS = 5
 FLAG = "**(unverified)**"
@@ -146,100 +152,151 @@ def _clip(text: str, limit: int = 280) -> str:
 
 _BULLET = re.compile(r"^\s*(?:[-+*]\s+)?")
 _LEAD = re.compile(r"^\s*(?:[-+*]\s+)?(?:\*\*(?P<who>[^*]+)\*\*\s*:?\s*)?")
+# A piece that is only a quotation, after an optional bullet and a bold name: "- **Cidon et al. (2015)**: “…” "
+_ONLY_QUOTE = re.compile(r"^(?P<lead>\s*(?:[-+*]\s+)?(?:\*\*(?P<who>[^*]+)\*\*\s*:?\s*)?)[“\"](?P<q>[^”\"]+)[”\"]\s*$")
+_PAGE = re.compile(r"\bpp?\.\s*(?P<p>[A-Za-z]*\d+)")
+# The words that hand a claim to the citation after them: "…, as described by [@source, p. 9]"
+_REPORT_TAIL = re.compile(r"[,;]?\s*(?:(?:as )?(?:described|noted|stated|reported|summari[sz]ed|put) by|"
+                          r"according to|in the words of)\s*(?:[^\s\[]+\s*){0,6}$", re.I)
 
 
-def check_attribution(text: str, group: str, key: str, best: Passage | None, n: int, res: PolishResult) -> str:
-    """`text` + `group` cites `key` for a claim whose best passage is `best`. When that passage describes other
-    work (`Passage.other`) and the text does not present it as a remark ("as described by …"), rewrite the
-    piece as the quoted remark it is; returns the (possibly new) piece."""
-    if best is None or not best.other:
-        return text + group
-    if reported(text):
-        res.attributed += 1
-        return text + group
-    lead = _LEAD.match(text)
-    bullet = _BULLET.match(text).group(0)
-    subject = f"**{lead.group('who')}**" if lead and lead.group("who") else f"[@{key}]"
-    loc = f", p. {best.page}" if best.page else ""
-    new = f"{bullet}{subject}, describing other work: “{best.text}” [@{key}{loc}]"
-    # the report shows both sides cut short: keep the citations whole
-    short = best.text if len(best.text) <= 120 else best.text[:120].rsplit(" ", 1)[0] + " …"
-    res.changes.append(Change("attribution", n, _clip(f"{_clip(text, 150)} {group}"),
-                              f"{subject}, describing other work: “{short}” [@{key}{loc}]",
-                              f"the {key} passage describes other work ({best.other}), not its own claim"))
-    res.attributed += 1
-    return new
+@dataclass
+class _Unit:
+    """A cited claim of the draft: where it is (line, piece) and what the judge is asked."""
+    line: int            # index into the output lines
+    n: int               # line number in the draft
+    piece: int           # index of the piece in the line's pieces
+    claim: Claim
 
 
-def check_support(line: str, n: int, support: Support, selected: list[str], res: PolishResult,
-                  threshold: float) -> str:
-    """Check each cited claim of the line against the cited papers; re-cite, replace or flag what fails."""
+def _last_sentence(text: str) -> str:
+    """The sentence a citation at the end of `text` belongs to (the text before it in the same line may hold
+    earlier sentences, cited or not)."""
+    parts = re.split(r"(?<=[.!?])[\s”\"]+(?=[A-Z*“\"(\[])", text.strip())
+    tail = parts[-1] if parts else text
+    return tail if len(tokens(tail)) >= MIN_CLAIM_WORDS or len(parts) == 1 else " ".join(parts[-2:])
+
+
+def _claims_of(pieces: list[tuple[str, re.Match | None]]) -> list[tuple[int, Claim]]:
+    """The cited claims of a line's pieces: (piece index, claim). A claim followed by a short reporting phrase
+    and a citation ("X did Y [@about], as described by [@source, p. 9]") rests on both papers and is a remark;
+    so is a piece whose own words present it as one ("[@about] did Y, as described by [@source]")."""
     out = []
-    for text, g in _units(line):
-        if g is None:
-            out.append(text)
+    skip = set()
+    for i, (text, g) in enumerate(pieces):
+        if g is None or i in skip:
             continue
         keys = [m.group("key") for m in CITE_KEY.finditer(g.group("body"))]
-        claim = claim_text(text)
-        if not keys or len(tokens(claim)) < MIN_CLAIM_WORDS:
-            out.append(text + g.group(0))
+        if not keys:
             continue
+        page = _PAGE.search(g.group("body"))
+        claim = claim_text(text) if QUOTED.search(text) else claim_text(_last_sentence(text))
+        is_remark = reported(text)
+        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
+        if nxt and nxt[1] is not None and reported(nxt[0]) and len(tokens(claim_text(nxt[0]))) < MIN_CLAIM_WORDS:
+            more = [m.group("key") for m in CITE_KEY.finditer(nxt[1].group("body"))]
+            keys = list(dict.fromkeys(more + keys))       # the source's passage is the evidence, checked first
+            page = _PAGE.search(nxt[1].group("body"))
+            is_remark = True
+            skip.add(i + 1)
+        claim = _REPORT_TAIL.sub("", claim).strip()
+        if len(tokens(claim)) < MIN_CLAIM_WORDS:
+            continue
+        out.append((i, Claim(claim, keys, page.group("p") if page else None, is_remark)))
+    return out
+
+
+def _flagged(text: str) -> str:
+    """`text` with the flag after it, separated by one space (never glued to the words before it)."""
+    return text.rstrip() + " " + FLAG if not text.rstrip().endswith(FLAG) else text
+
+
+def _misattributed(text: str, group: str, v: Verdict, n: int, res: PolishResult) -> str:
+    """A claim resting on the cited paper's description of other work. When the piece is only a quotation of
+    that passage (after a bullet and a bold name), it is introduced as the paper's remark — nothing else of the
+    text changes; otherwise it is flagged for a person to rewrite (a rewrite would lose what the writer said)."""
+    m = _ONLY_QUOTE.match(text)
+    if m and v.passage is not None and support_score(m.group("q"), v.passage.text) >= QUOTE_SCORE:
+        lead = m.group("lead")
+        who = m.group("who")
+        bullet = _BULLET.match(lead).group(0)
+        subject = f"**{who}**" if who else f"[@{v.key}]"
+        new = f"{bullet}{subject}, describing other work: “{m.group('q')}” "
+        res.changes.append(Change("attribution", n, _clip(f"{text.strip()} {group}"), _clip(f"{new}{group}"),
+                                  f"the {v.key} passage describes other work ({v.passage.other}), not its own claim"))
+        res.attributed += 1
+        res.supported += 1
+        return new + group
+    res.flags.append(Flag("attribution", n, _clip(claim_text(text), 300),
+                          f"{v.why}; write it as that paper's remark (\"as described by …\") or cite the work "
+                          f"it describes"))
+    return _flagged(text + group)
+
+
+def _recite(claim: Claim, keys_in_line: set[str], selected: list[str], support: Support | None) -> Passage | None:
+    """Another selected paper that states a quoted claim word for word, as its own claim; None otherwise."""
+    if support is None or not QUOTED.search(claim.text) and len(tokens(claim.text)) < 8:
+        return None
+    found = None
+    for k in selected:
+        if k in claim.keys or k in keys_in_line:
+            continue
+        p = support(claim.text, k)
+        if p is not None and p.score >= QUOTE_SCORE and not p.other and (found is None or p.score > found.score):
+            found = p
+    return found
+
+
+def check_support(lines: list[str], line_nos: list[int], judge, selected: list[str], res: PolishResult,
+                  support: Support | None = None) -> list[str]:
+    """Judge every cited claim of `lines` in one batch and flag what fails. A claim is never replaced by other
+    words: a quotation found word for word in another selected paper is re-cited to it, a bare quotation of a
+    description of other work is introduced as the paper's remark; everything else that fails is flagged."""
+    pieces = [_units(line) if _block_kind(line) == "text" else [] for line in lines]
+    units: list[_Unit] = []
+    for li, ps in enumerate(pieces):
+        for pi, claim in _claims_of(ps):
+            units.append(_Unit(li, line_nos[li], pi, claim))
+    verdicts = judge.judge([u.claim for u in units]) if units else []
+    new_text: dict[tuple[int, int], str] = {}
+    for u, v in zip(units, verdicts):
         res.claims += 1
-        found = {k: support(claim, k) for k in keys}
-        scores = {k: (p.score if p else 0.0) for k, p in found.items()}
-        res.scores.append({"line": n, "claim": claim[:200], "scores": {k: round(v, 3) for k, v in scores.items()}})
-        good = [k for k in keys if scores[k] >= threshold]
-        if len(good) == len(keys):
+        text, g = pieces[u.line][u.piece]
+        group = g.group(0)
+        res.scores.append({"line": u.n, "claim": u.claim.text[:200], "verdict": v.label, "scores": v.scores})
+        if v.label == SUPPORTED:
             res.supported += 1
-            out.append(check_attribution(text, g.group(0), keys[0], found[keys[0]], n, res) if len(keys) == 1
-                       else text + g.group(0))
+            if u.claim.reported:           # a remark of the cited paper, presented as one
+                res.attributed += 1
             continue
-        if good:  # some cited papers support it: keep only those
-            new = "[" + "; ".join(f"@{k}" for k in good) + "]"
-            res.changes.append(Change("support", n, g.group(0), new,
-                                      f"{', '.join(k for k in keys if k not in good)} does not support: {claim[:100]}"))
-            res.supported += 1
-            out.append(check_attribution(text, new, good[0], found[good[0]], n, res) if len(good) == 1 else text + new)
+        if v.label == MISATTRIBUTED:
+            new_text[(u.line, u.piece)] = _misattributed(text, group, v, u.n, res)
             continue
-        # another selected paper may be the real source
-        other = None
-        for k in selected:
-            if k in keys:
-                continue
-            p = support(claim, k)
-            if p and p.score >= threshold and (other is None or p.score > other.score):
-                other = p
+        keys_in_line = set(cite_keys(lines[u.line]))
+        other = _recite(u.claim, keys_in_line, selected, support)
         if other is not None:
             loc = f", p. {printed_for(other.paper_id, other.page)}" if other.page else ""
             new = f"[@{other.paper_id}{loc}]"
-            res.changes.append(Change("support", n, g.group(0), new,
-                                      f"re-cited: {other.paper_id} supports it ({other.score:.2f}), "
-                                      f"{', '.join(keys)} does not ({max(scores.values()):.2f})"))
+            res.changes.append(Change("support", u.n, group, new,
+                                      f"re-cited: {other.paper_id} states it word for word, "
+                                      f"{', '.join(u.claim.keys)} does not"))
             res.supported += 1
-            out.append(check_attribution(text, new, other.paper_id, other, n, res))
+            new_text[(u.line, u.piece)] = text + new
             continue
-        best_key = max(keys, key=lambda k: scores[k])
-        best = found[best_key]
-        if best is not None and best.score >= REPLACE_FLOOR and best.text:
-            prefix = re.match(r"^\s*(?:[-+*]\s+)?(?:\*\*[^*]+\*\*:\s*)?", text).group(0)
-            loc = f", p. {printed_for(best_key, best.page)}" if best.page else ""
-            new_text = f"{prefix}“{best.text}” "
-            if best.other:   # the closest sentence describes other work: quote it as the paper's remark
-                lead = _LEAD.match(text)
-                subject = f"**{lead.group('who')}**" if lead and lead.group("who") else f"[@{best_key}]"
-                bullet = _BULLET.match(text).group(0)
-                new_text = f"{bullet}{subject}, describing other work: “{best.text}” "
-                res.attributed += 1
-            res.changes.append(Change("support", n, _clip(text.strip() + " " + g.group(0)),
-                                      _clip(new_text + f"[@{best_key}{loc}]"),
-                                      f"replaced by the closest sentence of {best_key} ({best.score:.2f} → quotation)"))
-            res.supported += 1
-            out.append(new_text + f"[@{best_key}{loc}]")
+        hint = ""
+        if v.passage is not None and v.score > 0:
+            loc = f" p. {printed_for(v.key, v.passage.page)}" if v.passage.page else ""
+            hint = f"; closest passage ({v.key}{loc}, {v.score:.2f}): “{_clip(v.passage.text, 160)}”"
+        res.flags.append(Flag("support", u.n, _clip(u.claim.text, 300), f"{v.why}{hint}"))
+        new_text[(u.line, u.piece)] = _flagged(text + group)
+    out = []
+    for li, line in enumerate(lines):
+        if not any(k[0] == li for k in new_text):
+            out.append(line)
             continue
-        res.flags.append(Flag("support", n, claim[:300],
-                              f"no passage of {', '.join(keys)} supports it (best {max(scores.values()):.2f} < {threshold})"))
-        out.append(text + g.group(0) + " " + FLAG)
-    return "".join(out)
+        out.append("".join(new_text.get((li, pi), text + (g.group(0) if g else ""))
+                           for pi, (text, g) in enumerate(pieces[li])))
+    return out
 
 
 def check_figures(line: str, n: int, exists: Callable[[str], bool], res: PolishResult) -> str:
@@ -305,40 +362,54 @@ def _norm(text: str) -> str:
 
 # --- the whole document ----------------------------------------------------------------------------
 
-def polish(markdown: str, *, known: set[str], selected: list[str], support: Support,
-           figure_exists: Callable[[str], bool], threshold: float = SUPPORT_THRESHOLD) -> PolishResult:
-    """Check and fix a survey's Markdown body (no frontmatter); returns the new text and what changed."""
+def polish(markdown: str, *, known: set[str], selected: list[str], figure_exists: Callable[[str], bool],
+           support: Support | None = None, judge=None, threshold: float | None = None) -> PolishResult:
+    """Check and fix a survey's Markdown body (no frontmatter); returns the new text and what changed.
+
+    `judge` (`papervault.survey.support.SemanticJudge`) decides whether each cited claim is supported;
+    without one, the word-overlap judge on `support` (the best passage of a paper for a claim) does, at
+    `threshold` (LEXICAL_THRESHOLD by default). `support` also finds the paper a misquoted quotation is from."""
+    if judge is None:
+        judge = LexicalJudge(support or (lambda claim, pid: None),
+                             LEXICAL_THRESHOLD if threshold is None else threshold)
     res = PolishResult(markdown="")
     seen_paras: set[str] = set()
     seen_quotes: set[str] = set()
     out: list[str] = []
+    line_nos: list[int] = []
     in_fence = False
     in_display = False
     for n, line in enumerate(markdown.splitlines(), 1):
         if line.strip().startswith("```"):
             in_fence = not in_fence
             out.append(line)
+            line_nos.append(n)
             continue
         if in_fence:
             out.append(line)
+            line_nos.append(n)
             continue
         if line.strip() == "$$":
             in_display = not in_display
             out.append(line)
+            line_nos.append(n)
             continue
         if in_display:
             if not _braces_balanced(line):
                 res.flags.append(Flag("latex", n, line[:200], "unbalanced braces in display math"))
             out.append(line)
+            line_nos.append(n)
             continue
         kind = _block_kind(line)
         if kind in ("blank", "heading", "comment"):
             out.append(line)
+            line_nos.append(n)
             continue
         line = check_citations(line, n, known, res)
         line = check_figures(line, n, figure_exists, res)
         if kind == "table":
             out.append(line)
+            line_nos.append(n)
             continue
         line = check_math(line, n, res)
         norm = _norm(line)
@@ -348,9 +419,31 @@ def polish(markdown: str, *, known: set[str], selected: list[str], support: Supp
             continue
         seen_paras.add(norm)
         seen_quotes.update(quotes)
-        line = check_support(line, n, support, selected, res, threshold)
         out.append(line)
+        line_nos.append(n)
+    fenced = _fenced(out)
+    checked = check_support([("" if f else line) for line, f in zip(out, fenced)], line_nos, judge, selected, res,
+                            support)
+    out = [line if f else c for line, c, f in zip(out, checked, fenced)]
     text = "\n".join(out)
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
     res.markdown = text
     return res
+
+
+def _fenced(lines: list[str]) -> list[bool]:
+    """Which lines are code fences or display math (never claims)."""
+    out, fence, display = [], False, False
+    for line in lines:
+        s = line.strip()
+        if s.startswith("```"):
+            fence = not fence
+            out.append(True)
+        elif fence:
+            out.append(True)
+        elif s == "$$":
+            display = not display
+            out.append(True)
+        else:
+            out.append(display)
+    return out
