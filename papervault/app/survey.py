@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from papervault import templating
+from papervault import pages, templating
 from papervault.agents import Task, capabilities
 from papervault.app import inbox
 from papervault.app.context import RunContext
@@ -38,9 +38,10 @@ from papervault.survey import judge
 from papervault.survey import outline as O
 from papervault.survey import polish as P
 from papervault.survey.correlate import Correlation
-from papervault.survey.evidence import best_support
+from papervault.survey.evidence import Passage, best_support, index_passages, sentences
 from papervault.survey.outline import Section
 from papervault.survey.select import load_papers, resolve
+from papervault.survey.support import SemanticJudge
 from papervault.vault.paths import is_safe
 from papervault.workspace import Workspace
 
@@ -383,10 +384,7 @@ def polish(ctx: SurveyContext, given: PolishInput) -> dict[str, Any]:
     """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag.
     Cited claims are judged by the semantic judge (`papervault.survey.support`) with the index's embedding
     model, against the cited papers' text and the index's passages."""
-    from papervault import pages
-    from papervault.index.embed import Embedder
-    from papervault.survey.evidence import Passage, index_passages, sentences
-    from papervault.survey.support import SemanticJudge
+    from papervault.index.embed import Embedder  # deferred: numpy and the model's runtime, for this stage only
 
     ws, slug, ids, body, threshold = ctx.ws, ctx.slug, given.ids, given.body, given.threshold
     v = ws.vault

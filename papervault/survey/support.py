@@ -260,7 +260,7 @@ class SemanticJudge:
         return [self._one(c, pool) for c, pool in zip(claims, pools)]
 
     def _one(self, c: Claim, pool: dict[str, list[Passage]]) -> Verdict:
-        import numpy as np
+        import numpy as np  # deferred: polish is imported by every export, vectors are compared only here
 
         cv = np.asarray(self._vec[c.text]) if c.text in self._vec else None
         best: Verdict | None = None
