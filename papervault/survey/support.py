@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Sequence
 
 from papervault.survey.evidence import Passage, paper_sentences, rank_sentences, support_score, tokens
@@ -185,13 +186,14 @@ def _with_pairs(pool: list[Passage]) -> list[Passage]:
     return out
 
 
-def candidates(claim: str, paper_id: str, fulltext: str, page: int | None,
+def candidates(claim: str, paper_id: str, fulltext: str, page: int | None, window: int = 0,
                extra: Sequence[Passage] = ()) -> list[Passage]:
-    """The passages of a paper a claim citing it (on `page`, a PDF page, when it names one) is checked against."""
+    """The passages of a paper a claim citing it (on `page`, a PDF page, when it names one; and `window` pages
+    either side) is checked against."""
     sents = paper_sentences(paper_id, fulltext)
     near: list[Passage] = []
     if page is not None:
-        near = [s for s in sents if s.page is not None and abs(s.page - page) <= PAGE_WINDOW]
+        near = [s for s in sents if s.page is not None and abs(s.page - page) <= window]
     lexical = rank_sentences(claim, sents, limit=LEXICAL_CANDIDATES, only_quotable=False)
     pos = {(s.text, s.page): i for i, s in enumerate(sents)}
     # a lexical hit brings its neighbours: the pair it forms with either is a candidate too
@@ -229,6 +231,7 @@ class SemanticJudge:
         self.page_of = page_of or (lambda pid, label: int(label) if label and str(label).isdigit() else None)
         self.index = index
         self._vec: dict[str, object] = {}
+        self._pools: dict[tuple, list[Passage]] = {}   # (claim, paper, page) -> candidates, for the next call
 
     def _vectors(self, texts: list[str]) -> None:
         todo = list(dict.fromkeys(t for t in texts if t not in self._vec))
@@ -237,6 +240,17 @@ class SemanticJudge:
                 self._vec[t] = v
 
     def judge(self, claims: Sequence[Claim]) -> list[Verdict]:
+        """The verdict on each claim: first against the cited page (and the paper's matching sentences), then,
+        for the claims nothing there supports, the pages either side too. Two batches of vectors at most."""
+        out = self._judge(claims, 0)
+        again = [i for i, (c, v) in enumerate(zip(claims, out)) if c.page and v.label == UNSUPPORTED and not
+                 (v.why and v.score >= self.threshold)]
+        if again and PAGE_WINDOW:
+            for i, v in zip(again, self._judge([claims[i] for i in again], PAGE_WINDOW)):
+                out[i] = v
+        return out
+
+    def _judge(self, claims: Sequence[Claim], window: int) -> list[Verdict]:
         pools: list[dict[str, list[Passage]]] = []
         wanted: list[str] = []
         for c in claims:
@@ -247,7 +261,12 @@ class SemanticJudge:
                     per_key[k] = []
                     continue
                 page = self.page_of(k, c.page) if c.page and k == c.keys[0] else None
-                per_key[k] = candidates(c.text, k, full, page)
+                key = (c.text, k, page, window, len(full))
+                if key not in self._pools:
+                    if len(self._pools) > 4096:
+                        self._pools.clear()
+                    self._pools[key] = candidates(c.text, k, full, page, window)
+                per_key[k] = list(self._pools[key])
             # a quotation is judged by its words: no vectors needed (an extractive draft quotes throughout)
             if not any(_quote(c.text, p.text) for ps in per_key.values() for p in ps):
                 for k in per_key:
@@ -291,9 +310,8 @@ class SemanticJudge:
                         continue
                     if not p.other:
                         # the claim's words may still come from a description of other work next to it
-                        lex = max(cands, key=lambda q: support_score(c.text, q.text))
-                        if lex.other and support_score(c.text, lex.text) >= max(LEXICAL_OTHER,
-                                                                                support_score(c.text, p.text)):
+                        lex, ls = _lexical_best(c.text, cands)
+                        if lex.other and ls >= max(LEXICAL_OTHER, _overlap(c.text, p.text)):
                             p = lex
                     # a quotation of a description of other work is the citing paper's remark whatever it names
                     if p.other and not c.reported and (_quote(c.text, p.text) or not names_the_described(c.text, p)):
@@ -316,6 +334,17 @@ class SemanticJudge:
         return best
 
 
+@lru_cache(maxsize=65536)
+def _overlap(claim: str, passage: str) -> float:
+    return support_score(claim, passage)
+
+
+def _lexical_best(claim: str, cands: list[Passage]) -> tuple[Passage, float]:
+    scored = [(_overlap(claim, q.text), i) for i, q in enumerate(cands)]
+    s, i = max(scored)
+    return cands[i], s
+
+
 def _rank(v: Verdict) -> tuple:
     """Which of two cited papers' verdicts stands for the claim: support first, then the closer passage."""
     return ({SUPPORTED: 3, MISATTRIBUTED: 2}.get(v.label, 1 if v.why and v.score else 0), v.score)
@@ -323,7 +352,7 @@ def _rank(v: Verdict) -> tuple:
 
 def _quote(claim: str, passage: str) -> float:
     """1.0-ish when the claim repeats the passage's words (a quotation), else 0: vectors decide."""
-    s = support_score(claim, passage)
+    s = _overlap(claim, passage)
     return s if s >= QUOTE_SCORE else 0.0
 
 
