@@ -123,3 +123,16 @@ def test_a_quoted_description_of_other_work_is_introduced_as_a_remark(corpus):
     assert [(c.kind, c.line) for c in pr.changes] == [("attribution", 1)] and not pr.flags
     assert pr.attributed == 1 and pr.supported == pr.claims == 1
     assert "Changes made: 1: 1 attribution. Still flagged: 0." in report
+
+
+def test_the_labelled_pairs_can_be_appended_to():
+    """bench/claim_pairs.jsonl (bench/polish_judge.py): one pair a line, the fields the bench reads, three labels."""
+    import json
+
+    rows = [json.loads(line) for line in (ROOT / "bench" / "claim_pairs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 150
+    for r in rows:
+        assert {"claim", "paper", "page", "passage", "label", "kind", "origin"} <= set(r), r
+        assert r["label"] in ("supported", "unsupported", "misattributed") and isinstance(r["page"], int), r
+    assert {r["label"] for r in rows} == {"supported", "unsupported", "misattributed"}
+    assert len({r["paper"] for r in rows}) >= 12
