@@ -136,3 +136,16 @@ def test_the_labelled_pairs_can_be_appended_to():
         assert r["label"] in ("supported", "unsupported", "misattributed") and isinstance(r["page"], int), r
     assert {r["label"] for r in rows} == {"supported", "unsupported", "misattributed"}
     assert len({r["paper"] for r in rows}) >= 12
+
+
+def test_a_remark_is_recognised_in_any_paragraph_a_model_writes():
+    from papervault.survey.attribution import reported
+
+    assert reported("Strong consistency is costly, as Fox and Brewer note")
+    assert reported("Leases bound staleness, as Cidon et al. observe,")
+    assert reported("Quorums intersect, as Lamport & Shostak put it")
+    assert not reported("Raft separates leader election from log replication and safety")
+    # a long paragraph of capitalised words after "as" is read in one pass (the pattern once backtracked on it)
+    para = "as " + " ".join(["Replication Keeps Copies Of Data On Several Nodes"] * 30) + "."
+    assert not reported(para)
+    assert reported(para + " as Fox and Brewer note")
