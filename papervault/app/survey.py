@@ -380,6 +380,16 @@ def draft(ctx: SurveyContext, given: SectionInput) -> dict[str, Any]:
     return model_or_extractive(ctx, ctx.backend, task, use, result).as_dict()
 
 
+def _searcher(ws, embedder):
+    """The index's searcher for a whole polish run, or None when the index cannot be opened (an unbuilt index
+    only costs recall: the full text is read anyway)."""
+    from papervault.index.search import Searcher  # deferred: pyarrow, for this stage only
+    try:
+        return Searcher(ws, embedder)
+    except Exception:  # noqa: BLE001 - as index_passages: no index, no passages from it
+        return None
+
+
 def polish(ctx: SurveyContext, given: PolishInput) -> dict[str, Any]:
     """Check citations, support, figures, formulas and repeated sentences of the drafted body; fix or flag.
     Cited claims are judged by the semantic judge (`papervault.survey.support`) with the index's embedding
@@ -403,15 +413,22 @@ def polish(ctx: SurveyContext, given: PolishInput) -> dict[str, Any]:
     def support(claim: str, pid: str):
         return best_support(claim, pid, text(pid)) if text(pid) else None
 
+    embedder = Embedder.for_workspace(ws)
+    searcher: list = []
+
     def index(pid: str, claim: str):
-        # the index's passages reach text the sentence splitter missed (list items, captions): as sentences
-        return [Passage(h.paper_id, s, h.page, h.section) for h in index_passages(ws, pid, claim, limit=4)
+        # the index's passages reach text the sentence splitter missed (list items, captions): as sentences.
+        # One searcher for the whole run: its tables and model are opened once, not per claim.
+        if not searcher:
+            searcher.append(_searcher(ws, embedder))
+        return [Passage(h.paper_id, s, h.page, h.section) for h in index_passages(ws, pid, claim, limit=4,
+                                                                                 searcher=searcher[0])
                 for s in (sentences(h.text) or [h.text])]
 
     def page_of(pid: str, label: str):
         return pages.pdf_page(labels.get(pid), label)
 
-    judge = SemanticJudge(text, Embedder.for_workspace(ws).embed, threshold=threshold, page_of=page_of, index=index)
+    judge = SemanticJudge(text, embedder.embed, threshold=threshold, page_of=page_of, index=index)
     sdir = v.survey_dir(slug).resolve()
     vroot = v.root.resolve()
 

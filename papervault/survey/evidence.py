@@ -48,6 +48,16 @@ class Passage:
 
 def tokens(text: str) -> list[str]:
     """Content words of `text`, lowercased, stop words and one-letter tokens removed, plurals folded."""
+    # a sentence's words are kept: polish asks for the words of the same sentences once per claim
+    return list(_sentence_tokens(text) if len(text) <= 2000 else _tokenize(text))
+
+
+@lru_cache(maxsize=65536)
+def _sentence_tokens(text: str) -> tuple[str, ...]:
+    return _tokenize(text)
+
+
+def _tokenize(text: str) -> tuple[str, ...]:
     out = []
     for w in WORD.findall(text.lower()):
         w = w.strip("'-")
@@ -56,7 +66,7 @@ def tokens(text: str) -> list[str]:
         if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
         out.append(w)
-    return out
+    return tuple(out)
 
 
 def support_score(claim: str, passage: str) -> float:
@@ -161,12 +171,17 @@ def rank_sentences(query: str, candidates: list[Passage], *, limit: int = 5, onl
     return scored[:limit]
 
 
-def index_passages(ws, paper_id: str, query: str, *, limit: int = 5, level: str | None = None) -> list[Passage]:
+def index_passages(ws, paper_id: str, query: str, *, limit: int = 5, level: str | None = None,
+                   searcher=None) -> list[Passage]:
     """Passages of one paper retrieved from the index for `query` (of chunk `level` only, e.g. "paragraph",
-    when given); [] when the index cannot answer."""
+    when given); [] when the index cannot answer. `searcher` (`index.search.Searcher`) keeps the tables open
+    between calls; without one each call opens them."""
     from papervault.index.search import search  # deferred: pyarrow; polish and export need no index
     try:
-        hits = search(ws, query, limit=limit, level=level, filters={"paper": paper_id})
+        if searcher is not None:
+            hits = searcher.search(query, limit=limit, level=level, filters={"paper": paper_id})
+        else:
+            hits = search(ws, query, limit=limit, level=level, filters={"paper": paper_id})
     except Exception:  # an unbuilt or stale index only costs recall: the full text is searched anyway
         return []
     out = []

@@ -21,6 +21,7 @@ passage is about. Claims and passages are embedded in one batch; passage vectors
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,6 +40,10 @@ MARGIN = 0.05           # passages this close to the best one are as good a read
 LEXICAL_OTHER = 0.4     # a claim repeating this much of a description of other work rests on it
 PAGE_WINDOW = 1          # the cited page and this many pages either side are read first
 LEXICAL_CANDIDATES = 12  # sentences of the whole paper that share the claim's rarer words
+# Of a claim's candidates in one paper, only this many (those sharing most of the claim's rarer words) are
+# embedded: embedding is most of a judge's time (one text at a time at int8), and a passage that shares none of
+# a claim's rarer words seldom paraphrases it. Chosen with bench/polish_judge.py (docs/survey.md "Polish").
+EMBED_CANDIDATES = 16
 
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.,])(\d+(?:[.,]\d+)*)(?![A-Za-z0-9])")
 _WORD_NUMBERS = {w: str(i) for i, w in enumerate(
@@ -211,6 +216,38 @@ def candidates(claim: str, paper_id: str, fulltext: str, page: int | None, windo
     return out
 
 
+@lru_cache(maxsize=64)
+def _idf(paper_id: str, fulltext: str) -> dict[str, float]:
+    """How rare each word is among a paper's sentences (log inverse document frequency)."""
+    sents = paper_sentences(paper_id, fulltext)
+    df: dict[str, int] = {}
+    for p in sents:
+        for w in set(_toks(p.text)):
+            df[w] = df.get(w, 0) + 1
+    n = len(sents) or 1
+    return {w: math.log(1 + n / c) for w, c in df.items()}
+
+
+@lru_cache(maxsize=65536)
+def _toks(text: str) -> frozenset[str]:
+    return frozenset(tokens(text))
+
+
+def prefilter(claim: str, cands: list[Passage], idf: dict[str, float], limit: int | None = None) -> list[Passage]:
+    """The `limit` candidates that share most of the claim's rarer words (the share of the claim's inverse
+    document frequency a candidate holds; ties keep the candidates' order: the cited page first)."""
+    limit = EMBED_CANDIDATES if limit is None else limit
+    if len(cands) <= limit:
+        return cands
+    cw = _toks(claim)
+    top = max(idf.values(), default=1.0)
+    weight = {w: idf.get(w, top) for w in cw}
+    total = sum(weight.values()) or 1.0
+    scored = sorted(range(len(cands)), key=lambda i: -sum(weight[w] for w in cw & _toks(cands[i].text)) / total)
+    keep = sorted(scored[:limit])
+    return [cands[i] for i in keep]
+
+
 # --- the judges ---------------------------------------------------------------------------------------
 
 Embed = Callable[[list[str]], "object"]   # texts -> array (n, dim), L2-normalised
@@ -241,20 +278,21 @@ class SemanticJudge:
 
     def judge(self, claims: Sequence[Claim]) -> list[Verdict]:
         """The verdict on each claim: first against the cited page (and the paper's matching sentences), then,
-        for the claims nothing there supports, the pages either side too. Two batches of vectors at most."""
-        out = self._judge(claims, 0)
-        again = [i for i, (c, v) in enumerate(zip(claims, out)) if c.page and v.label == UNSUPPORTED and not
+        for the claims nothing there supports, the pages either side and the index's passages too (a search per
+        claim costs more than its vectors: only the claims that need it). Two batches of vectors at most."""
+        out = self._judge(claims, 0, False)
+        again = [i for i, (c, v) in enumerate(zip(claims, out)) if v.label == UNSUPPORTED and not
                  (v.why and v.score >= self.threshold)]
-        if again and PAGE_WINDOW:
-            for i, v in zip(again, self._judge([claims[i] for i in again], PAGE_WINDOW)):
+        if again and (PAGE_WINDOW or self.index):
+            for i, v in zip(again, self._judge([claims[i] for i in again], PAGE_WINDOW, True)):
                 out[i] = v
         return out
 
-    def _judge(self, claims: Sequence[Claim], window: int) -> list[Verdict]:
+    def _judge(self, claims: Sequence[Claim], window: int, ask_index: bool) -> list[Verdict]:
         pools: list[dict[str, list[Passage]]] = []
         wanted: list[str] = []
         for c in claims:
-            per_key = {}
+            per_key, read = {}, {}
             for k in dict.fromkeys(c.keys):
                 full = self.texts(k)
                 if not full:
@@ -270,15 +308,20 @@ class SemanticJudge:
             # a quotation is judged by its words: no vectors needed (an extractive draft quotes throughout)
             if not any(_quote(c.text, p.text) for ps in per_key.values() for p in ps):
                 for k in per_key:
-                    if self.index and per_key[k]:
+                    if ask_index and self.index and per_key[k]:
                         per_key[k] += [p for p in self.index(k, c.text) if p.text not in {q.text for q in per_key[k]}]
+                    if per_key[k]:
+                        read[k] = per_key[k]        # all of them: the lexical checks cost no vectors
+                        per_key[k] = prefilter(c.text, per_key[k], _idf(k, self.texts(k)))
                     wanted += [p.text for p in per_key[k]]
                 wanted.append(c.text)
-            pools.append(per_key)
+            pools.append((per_key, read))
         self._vectors(wanted)                      # one batch: every claim and every passage not seen before
-        return [self._one(c, pool) for c, pool in zip(claims, pools)]
+        return [self._one(c, pool, read) for c, (pool, read) in zip(claims, pools)]
 
-    def _one(self, c: Claim, pool: dict[str, list[Passage]]) -> Verdict:
+    def _one(self, c: Claim, pool: dict[str, list[Passage]], read: dict[str, list[Passage]]) -> Verdict:
+        """`pool`: the candidates of each cited paper that were embedded; `read`: all of them (the context of a
+        passage and the description of other work a claim's words may come from are found among these)."""
         import numpy as np  # deferred: polish is imported by every export, vectors are compared only here
 
         cv = np.asarray(self._vec[c.text]) if c.text in self._vec else None
@@ -304,13 +347,13 @@ class SemanticJudge:
                     if si < max(self.threshold, s - MARGIN):
                         break
                     p = cands[i]
-                    why = check(c.text, p.text, _context(p, cands), full)
+                    why = check(c.text, p.text, _context(p, read.get(k, cands)), full)
                     if why:
                         v = v or Verdict(UNSUPPORTED, k, _scored(p, si), si, why)
                         continue
                     if not p.other:
                         # the claim's words may still come from a description of other work next to it
-                        lex, ls = _lexical_best(c.text, cands)
+                        lex, ls = _lexical_best(c.text, read.get(k, cands))
                         if lex.other and ls >= max(LEXICAL_OTHER, _overlap(c.text, p.text)):
                             p = lex
                     # a quotation of a description of other work is the citing paper's remark whatever it names
