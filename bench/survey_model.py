@@ -10,7 +10,8 @@ claude CLI against a loopback Messages API) into a copy of a workspace holding t
 corpus (`CORPUS_INDEXED` in tests/conftest.py). For each survey it prints:
 
 - sections (the numbered sections of survey.md), cited claims, claims supported, flags, and replacements
-  (sentences of the draft that polish changed: the draft is the vault's "draft" commit of the survey);
+  (sentences of the draft that polish changed: the draft is the vault's "draft" commit of the survey), and the
+  seconds the polish stage took;
 - for each section, the share of its sentences that **explain a method or result of a cited paper**: a
   sentence that cites a paper (or follows one in its paragraph) and is as close (cosine of the index's model
   >= 0.55) to one of that paper's analysed statements of method, contribution or result (its note's Method,
@@ -188,6 +189,7 @@ def main() -> None:
                 "topic": topic, "seconds": round(time.perf_counter() - t1, 1), "papers": len(out["papers"]),
                 "sections": len(section_bodies(md)), "cited_claims": out["claims"], "supported": out["supported"],
                 "flags": out["flags"], "changes": out["changes"], "replacements": replaced(ws, slug),
+                "polish_seconds": (out.get("timings") or {}).get("polish"),
                 "explaining": shares}
     report["misses"] = replay.misses
     if args.json:
@@ -197,7 +199,8 @@ def main() -> None:
     for name, r in report["surveys"].items():
         print(f"\n{r['topic']} ({r['papers']} papers, {r['seconds']} s)")
         print(f"  sections {r['sections']}, cited claims {r['cited_claims']}, supported {r['supported']}, "
-              f"flags {r['flags']}, changes {r['changes']}, draft sentences replaced {r['replacements']}")
+              f"flags {r['flags']}, changes {r['changes']}, draft sentences replaced {r['replacements']}; "
+              f"polish {r['polish_seconds']} s")
         for title, s in r["explaining"].items():
             print(f"  {s['share']:>5.2f}  {s['explaining']:>2}/{s['sentences']:<3} {title}")
     if os.environ.get("BENCH_KEEP"):
