@@ -96,6 +96,67 @@ def _drafted(ws, slug: str) -> str:
     return (commit.tree / path).data_stream.read().decode("utf-8")
 
 
+FLAG = re.compile(r"\s*\*\*\(unverified\)\*\*")
+GLUED = re.compile(r"[A-Za-z0-9][“]|[”][A-Za-z0-9]")
+TWICE = re.compile(r"\[@([\w.:-]+)[^\]]*\]\s*\[@\1\]")
+ATTRIBUTED = re.compile(r"as described by\s+(?:[^\s\[]+\s+){0,6}\[@", re.I)
+
+
+def _numbered(md: str) -> dict[str, list[str]]:
+    """The numbered sections of a survey (`## 3. Title`): title -> the lines of its body."""
+    parts = re.split(r"^## (\d+\. .+)$", md, flags=re.M)
+    return {t.strip(): b.strip().splitlines() for t, b in zip(parts[1::2], parts[2::2])}
+
+
+def _report(report_md: str) -> dict:
+    """polish-report.md: its counts and the kinds of its changes and flags, one per listed line."""
+    head = dict(re.findall(r"^(claims|supported|changes|flags): (\d+)$", report_md, re.M))
+    changes = report_md.split("## Changes", 1)[1].split("## Still flagged", 1)[0]
+    flagged = report_md.split("## Still flagged", 1)[1]
+    kinds = lambda part: re.findall(r"^- line \d+, (\w+):", part, re.M)  # noqa: E731
+    return {**{k: int(v) for k, v in head.items()}, "change_kinds": kinds(changes), "flag_kinds": kinds(flagged)}
+
+
+def polish_damage(draft: str, final: str, report_md: str) -> list[str]:
+    """What polish did to a drafted survey that it must not, counted section by section (empty: nothing).
+
+    Polish may append a flag to a claim, re-cite a quotation, introduce a bare quotation as a remark, drop a
+    citation of no vault paper, a missing figure or a repeated paragraph, each listed in its report; it never
+    rewrites a sentence otherwise, glues words to a quotation, cites a source twice in a row, loses the
+    "[@about] … as described by [@source]" form, or flags a claim its judge accepted."""
+    rep = _report(report_md)
+    out = []
+    d_sec, f_sec = _numbered(draft), _numbered(final)
+    if list(d_sec) != list(f_sec):
+        return [f"sections differ: {list(d_sec)} -> {list(f_sec)}"]
+    changed_lines = 0
+    for title in d_sec:
+        before, after = d_sec[title], [FLAG.sub("", ln) for ln in f_sec[title]]
+        # every line of the draft is in the polished section as it was, but for the lines a change touched
+        gone = [ln for ln in before if ln.strip() and ln not in after]
+        changed_lines += len(gone)
+        body_d, body_f = "\n".join(before), "\n".join(f_sec[title])
+        for name, pat in (("glued quotation", GLUED), ("source cited twice in a row", TWICE)):
+            if len(pat.findall(body_f)) > len(pat.findall(body_d)):
+                out.append(f"{title}: {name}: {pat.findall(body_f)[:3]}")
+        if len(ATTRIBUTED.findall(body_f)) != len(ATTRIBUTED.findall(body_d)):
+            out.append(f"{title}: 'as described by [@…]' {len(ATTRIBUTED.findall(body_d))} in the draft, "
+                       f"{len(ATTRIBUTED.findall(body_f))} after polish")
+        if len(FLAG.findall(body_d)):
+            out.append(f"{title}: the draft already carries flags")
+    if changed_lines > rep["changes"]:
+        out.append(f"{changed_lines} drafted lines changed, the report lists {rep['changes']} changes")
+    if rep["changes"] != len(rep["change_kinds"]) or rep["flags"] != len(rep["flag_kinds"]):
+        out.append(f"report header {rep} disagrees with its lists")
+    # each flag in the text is a claim the judge did not accept, listed in the report, and the reverse
+    claim_flags = sum(k in ("support", "attribution") for k in rep["flag_kinds"])
+    in_text = sum(len(FLAG.findall("\n".join(b))) for b in f_sec.values())
+    if in_text != claim_flags or rep["claims"] - rep["supported"] != claim_flags:
+        out.append(f"{in_text} flags in the text, {claim_flags} claims flagged in the report, "
+                   f"{rep['claims'] - rep['supported']} claims not supported")
+    return out
+
+
 def _recorded_notes(recording: str) -> list[str]:
     from support_replay import key_of, kind_of, load, request_text
 
@@ -140,3 +201,8 @@ def test_recorded_model_surveys_complete(backend, recordings, corpus_workspace_c
         draft = _drafted(ws, slug)
         missing = [p for p in _model_prose(name) if p not in draft]
         assert not missing, (name, missing, draft[:3000])
+        # polish flags what its judge rejects and damages nothing the model wrote (counted against the draft)
+        report = (ws / "vault" / "surveys" / slug / "polish-report.md").read_text(encoding="utf-8")
+        damage = polish_damage(draft, survey, report)
+        assert not damage, (name, damage)
+        assert out["claims"] >= 20 and 0 < out["supported"] <= out["claims"], out
