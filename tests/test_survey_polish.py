@@ -149,3 +149,17 @@ def test_a_remark_is_recognised_in_any_paragraph_a_model_writes():
     para = "as " + " ".join(["Replication Keeps Copies Of Data On Several Nodes"] * 30) + "."
     assert not reported(para)
     assert reported(para + " as Fox and Brewer note")
+
+
+def test_the_checks_read_numbers_and_negations_as_a_paraphrase_words_them():
+    from papervault.survey.support import check
+
+    paper = "Megastore places replicas. Fox and Brewer state a Weak CAP Principle."
+    triplet = "Within that region they assign a triplet or quintuplet of replicas to datacenters."
+    assert check("It places three or five replicas in datacenters", triplet, triplet, paper) == ""
+    assert check("It places three or seven replicas in datacenters", triplet, triplet, paper)
+    weak = "There is a Weak CAP Principle which we have yet to characterize precisely."
+    assert check("They add a Weak CAP Principle that they have not yet characterized precisely", weak, weak,
+                 paper) == ""
+    assert check("They add a Weak CAP Principle that they have not characterized", "There is a Weak CAP "
+                 "Principle which we characterize precisely.", weak, paper)

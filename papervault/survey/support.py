@@ -49,9 +49,11 @@ _NUMBER = re.compile(r"(?<![A-Za-z0-9.,])(\d+(?:[.,]\d+)*)(?![A-Za-z0-9])")
 _WORD_NUMBERS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())} | {
     "dozen": "12", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
-    "thousand": "1000", "million": "1000000", "billion": "1000000000"}
+    "thousand": "1000", "million": "1000000", "billion": "1000000000",
+    "pair": "2", "twice": "2", "double": "2", "triple": "3", "triplet": "3", "thrice": "3", "quadruple": "4",
+    "quintuplet": "5"}
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nor|neither|cannot|unable|impossible|insufficient|"
-                       r"inadequate|without|unrealistic|undecidable|far from|fail(?:s|ed)? to)\b|n't\b", re.I)
+                       r"inadequate|without|unrealistic|undecidable|far from|fail(?:s|ed)? to|yet to)\b|n't\b", re.I)
 _OPPOSITES = [("higher", "lower"), ("increase", "decrease"), ("increases", "decreases"), ("raises", "lowers"),
               ("faster", "slower"), ("more", "less"), ("more", "fewer"), ("larger", "smaller"),
               ("synchronous", "asynchronous"), ("synchronously", "asynchronously"), ("strong", "weak"),
@@ -124,7 +126,7 @@ def _flat(text: str) -> str:
 
 
 def _clauses(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.;:!?,])\s+|\s+[—–]\s+|\s+(?:but|however|whereas|while|although|yet)\s+",
+    return [s for s in re.split(r"(?<=[.;:!?,])\s+|\s+[—–]\s+|\s+(?:but|however|whereas|while|although|yet(?! to\b))\s+",
                                 text) if len(tokens(s)) >= 2]
 
 
