@@ -116,7 +116,11 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
     after = [ln for ln in lines[last + 1:] if (stop is None or ln.bbox[1] < stop + 1)
              and ln.bbox[0] < hi + wide and ln.bbox[2] > lo - wide][:5]      # under it, not in the next column
     below_first = after[0] if after else None
-    if is_author_line(text) or (len(c.lines) == 1 and _names_line(c.lines[0], below_first)):
+    names = is_author_line(text) or (len(c.lines) == 1 and _names_line(c.lines[0], below_first))
+    if names and not is_author_line(text) and below_first is not None and size >= big - 0.5 \
+            and size >= below_first.size + 2:
+        names = False    # a short title with a footnote mark, in the largest type over smaller lines ("Liquid Types∗")
+    if names:
         s -= 6
         flags.append("author line")
     if is_banner(text) or any(re.match(r"\s*journal\s+homepage", ln.text, re.I) for ln in after[:2]):
