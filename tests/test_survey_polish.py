@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from papervault.app.survey import polish
+from papervault.app.survey import PolishInput, SurveyContext, polish
 from papervault.pages import printed
 from papervault.survey import export as E
 from papervault.survey.evidence import paper_sentences
@@ -42,7 +42,7 @@ def corpus(corpus_added):
 
 def run(ws, body: str) -> tuple[PolishResult, str]:
     """Polish `body` as the survey's stage 8 does; the result and the report it writes."""
-    res = polish(str(ws.root), "t", [PAXOS, MEGA, TIERED], body, SUPPORT_THRESHOLD)
+    res = polish(SurveyContext(ws, "t", "t", "extractive"), PolishInput([PAXOS, MEGA, TIERED], body, SUPPORT_THRESHOLD))
     pr = PolishResult(markdown=res["markdown"], changes=[Change(**c) for c in res["changes"]],
                       flags=[Flag(**f) for f in res["flags"]], claims=res["claims"], supported=res["supported"],
                       attributed=res["attributed"])
