@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from papervault.workerlock import holder
+
 FILL_COMMAND = "index --fill"   # the write lock's holder name while a fill writes a batch
 STATE_WAIT_TRIES = 20            # `running` asks the state file again this many times, 0.1 s apart
 
@@ -31,24 +33,7 @@ def state_path(ws) -> Path:
 
 def running(ws) -> int | None:
     """The pid of the fill running on this workspace, or None."""
-    path = lock_path(ws)
-    if not path.exists():
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        # A fill writes its pid as soon as it holds the lock; the state read in that instant may still be the
-        # previous fill's (finished) or missing: ask again for a moment before answering "one runs, pid unknown".
-        for _ in range(STATE_WAIT_TRIES):
-            info = state(ws)
-            if info.get("pid") and not info.get("finished"):
-                return int(info["pid"])
-            time.sleep(0.1)
-        return -1
-    finally:
-        os.close(fd)
-    return None
+    return holder(lock_path(ws), lambda: state(ws), STATE_WAIT_TRIES)
 
 
 def state(ws) -> dict:

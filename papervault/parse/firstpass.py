@@ -10,11 +10,9 @@ text layer (a scan) is empty here and named in `pending_pages` until its OCR is 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 from papervault.config import ParseSettings
@@ -24,6 +22,7 @@ from papervault.parse.document import file_sha256, open_pdf
 from papervault.parse.pdf import read_front
 from papervault.parse.version import PARSER_VERSION
 from papervault.vault.paper import alt_text, escape_html, page_anchor
+from papervault.workerlock import holder
 
 FIRST_PASS = f"first-pass/{PARSER_VERSION}"   # a paper's `parser` until its full parse replaces the text
 MIN_PAGE_CHARS = 40      # a page with less text than this is taken to need OCR (a scan)
@@ -139,22 +138,7 @@ def waiting(ws) -> list[str]:
 
 def running(ws) -> int | None:
     """The pid of the worker running on this workspace (-1: one runs, pid not yet known), or None."""
-    path = lock_path(ws)
-    if not path.exists():
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        for _ in range(STATE_WAIT_TRIES):
-            info = state(ws)
-            if info.get("pid") and not info.get("finished"):
-                return int(info["pid"])
-            time.sleep(0.1)
-        return -1
-    finally:
-        os.close(fd)
-    return None
+    return holder(lock_path(ws), lambda: state(ws), STATE_WAIT_TRIES)
 
 
 def stages(ws, ids: list[str] | None = None) -> dict:
