@@ -174,3 +174,16 @@ def test_a_long_scan_is_given_its_time_page_by_page(tmp_path, corpus_dir):
     got = batch.parse_many([src], ParseSettings(timeout=3.5), workers=1)[str(src)]
     assert not isinstance(got, ParseError), got.reason
     assert got.ocr_pages == [1, 2, 3] and "LISP" in got.markdown.upper(), got.ocr_pages
+
+
+def test_a_long_scan_is_given_its_time_page_by_page_in_a_parse_child(tmp_path, corpus_dir):
+    """The same budget in the parse child of a Dask worker (`add --task-runner dask`): the child tells its parent
+    when it begins a page's OCR, and the scan is read to its end."""
+    src = _scan(tmp_path / "scan.pdf", corpus_dir / "garbage_collection_the_lisp_ii_garbage_collector.pdf", 3)
+    child = batch.ParseChild()
+    try:
+        got = child.parse(str(src), ParseSettings(timeout=3.5, ocr_threads=1).model_dump(), None)
+    finally:
+        child.stop()
+    assert not isinstance(got, tuple), got
+    assert got.ocr_pages == [1, 2, 3] and "LISP" in got.markdown.upper(), got.ocr_pages

@@ -424,7 +424,9 @@ class ParseChild:
 
     A Dask worker is a daemon process: multiprocessing (and so `parse_many`'s pool) may not start children
     there, but `subprocess` may. Each file gets `settings.timeout` seconds of the child's CPU time (and
-    `wall_limit` of wall-clock time), counted once the child is up; one that overruns, or crashes the child (MuPDF can abort), becomes that file's ParseError and the child is replaced.
+    `wall_limit` of wall-clock time), counted once the child is up and again from each page it reads by OCR (the
+    child says so with an empty frame); one that overruns, or crashes the child (MuPDF can abort), becomes that
+    file's ParseError and the child is replaced.
     Requests and answers are pickles over the child's stdin and stdout, framed by their length.
     """
 
@@ -470,7 +472,13 @@ class ParseChild:
                     over.append(why)
                     raise TimeoutError
 
-            size = _read_exact(self.proc.stdout.fileno(), 8, t0 + wall_limit(timeout), check)
+            while True:
+                size = _read_exact(self.proc.stdout.fileno(), 8, t0 + wall_limit(timeout), check)
+                if int.from_bytes(size, "big"):
+                    break
+                # an empty frame: the child begins a page's OCR, and the file's budget starts again from it
+                # (as in the pool: the timeout bounds a page, not a long scan)
+                start, t0 = cpu_seconds(pid), time.monotonic()
             answer = _read_exact(self.proc.stdout.fileno(), int.from_bytes(size, "big"), time.monotonic() + 60)
             return pickle.loads(answer)
         except TimeoutError:
@@ -524,6 +532,13 @@ def _child_main(parent: int) -> None:
     # the parser (imported at the top of this module) is loaded before the first file's clock starts
     out.write(ParseChild.READY)
     out.flush()
+
+    def page_started() -> None:
+        """Each page read by OCR starts the file's budget again: an empty frame tells the parent."""
+        out.write(bytes(8))
+        out.flush()
+
+    ocr.on_page = page_started
     inp = sys.stdin.buffer
     while True:
         size = inp.read(8)
