@@ -124,11 +124,16 @@ class ParseSettings(Section):
                                                "is never abandoned for its length); a wall-clock backstop is ten "
                                                "times as long")
     workers: int = Field(2, description="parallel parser processes")
-    first_pass: bool = Field(False, description=(
+    first_pass: bool | Literal["auto"] = Field("auto", description=(
         "`add` reads each PDF's text layer and identity first (milliseconds a page), so the paper is searchable "
-        "at once, and a background worker does the layout parse, figures, tables, text repair and OCR behind "
-        "it (`status` shows each paper's stage; `add --wait` does it all in one pass). Changes how soon a paper "
-        "is searchable, never what the vault and index hold at the end"))
+        "at once, and a background worker does the layout parse, figures, tables, text repair, OCR and the "
+        "analysis behind it (`status` shows each paper's stage; `add --wait` does it all in one pass). "
+        "\"auto\": when the add brings more than a few seconds of parsing (more than `first_pass_pages` pages, a "
+        "scanned page counting as many), a library or downloads, or a model analyses the papers; true: always; "
+        "false: never. Changes how soon a paper is searchable, never what the vault and index hold at the end"))
+    first_pass_pages: int = Field(40, ge=0, description=(
+        "with first_pass = \"auto\": the pages of PDFs (a scanned page counts as many) an add parses in one "
+        "pass before it reads them by their first pass instead"))
     max_pages: int = Field(2000, description="PDFs with more pages are refused")
     cache_dir: str | None = Field(None, description="parse cache shared by several workspaces "
                                                     "(default: <workspace>/.papervault/cache/parse)")

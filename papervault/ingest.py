@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -32,6 +33,8 @@ from papervault.wording import plural
 from papervault.workspace import Workspace
 
 BATCH = 64  # records parsed and written together; bounds memory on huge imports
+FIRST_COMMIT = 2       # with an `on_commit` step: records in the first commit (see Ingest)
+COMMIT_SECONDS = 20.0  # with an `on_commit` step: at most this long between two commits
 # Records between two vault commits of a big import (`[sources] commit_every`, default 4096). A commit makes a
 # killed import's work permanent (the rerun finds those papers and goes on), but each one writes a new tree
 # object listing every folder of papers/, so commits come in thousands of records, not per batch.
@@ -57,9 +60,15 @@ class Ingest:
 
     def __init__(self, ws: Workspace, *, backend: str = "extractive", progress: Progress | None = None,
                  reanalyse: bool = False, parse_fn: ParseFn | None = None, analyse_fn: AnalyseFn | None = None,
-                 first_pass: bool = False):
+                 first_pass: bool = False, on_commit: Callable[[list[str]], None] | None = None):
 
         self.ws = ws
+        # Told the papers of each commit (`on_commit(ids)`, the first pass's index step): the first commits come
+        # after FIRST_COMMIT records, then four times as many each time, up to one every COMMIT_SECONDS, so the
+        # first papers of a large folder are searchable within seconds and the commits stay few.
+        self.on_commit = on_commit
+        self._commit_at = FIRST_COMMIT if on_commit else ws.settings.sources.commit_every
+        self._committed_at = time.monotonic()
         # PDFs read by their first pass only (papervault.parse.firstpass); the arrival worker parses them fully
         self.first_pass = first_pass
         self.vault = Vault(ws.vault.root, fsync=False)
@@ -115,7 +124,7 @@ class Ingest:
         done = 0
         it = iter(records)
         while True:
-            batch = list(itertools.islice(it, BATCH))
+            batch = list(itertools.islice(it, max(1, min(BATCH, self._commit_at - self._since_commit))))
             if not batch:
                 break
             good: list[SourceRecord] = []
@@ -127,7 +136,8 @@ class Ingest:
             self._run_batch(good)
             done += len(batch)
             self._since_commit += len(batch)
-            if self._since_commit >= self.ws.settings.sources.commit_every:
+            if self._since_commit >= self._commit_at or (
+                    self.on_commit and time.monotonic() - self._committed_at > COMMIT_SECONDS):
                 self.commit(final=False)
             self.progress("add", done, None)
         return self.report
@@ -451,6 +461,10 @@ class Ingest:
         self.touched = []
         self._since_commit = 0
         self._part = {k: len(getattr(r, k)) for k in self._part}
+        self._committed_at = time.monotonic()
+        if self.on_commit and not final:
+            self._commit_at = min(self._commit_at * 4, self.ws.settings.sources.commit_every)
+            self.on_commit([*part["added"], *(m["id"] for m in part["merged"] if m.get("id")), *part["reanalysed"]])
         return sha
 
     def parse_one(self, rec: SourceRecord) -> ParsedPaper | str:
@@ -501,17 +515,20 @@ def recover(ws: Workspace) -> Recovery:
 
 def add(ws: Workspace, inputs: list[str], *, backend: str = "extractive", progress: Progress | None = None,
         options: dict | None = None, reanalyse: bool = False, parse_fn: ParseFn | None = None,
-        analyse_fn: AnalyseFn | None = None, first_pass: bool = False) -> AddReport:
+        analyse_fn: AnalyseFn | None = None, first_pass: bool = False,
+        on_commit: Callable[[list[str]], None] | None = None) -> AddReport:
     """Import `inputs` (paths, and whatever `papervault.sources` understands) into the vault; one commit (one
     per `[sources] commit_every` records for a big import).
 
     `parse_fn` parses a batch's PDFs elsewhere and `analyse_fn` analyses its papers elsewhere (the ingest flow's
-    task runner); the writes stay here."""
+    task runner); the writes stay here. `on_commit(ids)` is called under the write lock after each commit but the
+    last, with the papers it committed (the first pass indexes them there); commits then come early and often
+    (see `Ingest`)."""
     ws.require()
     with ws.write_lock("add"):
         recovered = recover(ws)
         job = Ingest(ws, backend=backend, progress=progress, reanalyse=reanalyse, parse_fn=parse_fn,
-                     analyse_fn=analyse_fn, first_pass=first_pass)
+                     analyse_fn=analyse_fn, first_pass=first_pass, on_commit=on_commit)
         if recovered.undone or recovered.kept:
             job.report.recovered = recovered.as_dict()
         try:

@@ -69,6 +69,10 @@ def pytest_configure(config):
     # test's searches would see a state that moves under them: the suite indexes in the foreground (the same
     # vectors, sooner), and tests/test_background_fill.py runs the background fill itself.
     os.environ.setdefault("PAPERVAULT_INDEX_BACKGROUND_FILL", "false")
+    # Likewise `add` reads a large folder by its first pass and parses it fully in a detached worker ([parse]
+    # first_pass = "auto"): the suite parses in one pass (the same vault, sooner), and tests/test_arrival.py turns
+    # the first pass and its worker on itself.
+    os.environ.setdefault("PAPERVAULT_PARSE_FIRST_PASS", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     # Prefect keeps its database in one home per test process (xdist worker), so tests never touch ~/.prefect
     # and parallel workers never share one SQLite file.
@@ -311,7 +315,7 @@ def shared_model_cache():
 # shell or a worker keep these and lose everything else (the model, the workspace), so that a test still shows
 # what the command reads from papervault.toml, without paying for a model copy and a cold cache each time.
 RUN_SPEED_VARS = ("PAPERVAULT_EMBED_THREADS", "PAPERVAULT_EMBED_CACHE_DIR", "PAPERVAULT_EMBED_VECTOR_CACHE",
-                  "PAPERVAULT_PARSE_CACHE_DIR", "PAPERVAULT_INDEX_BACKGROUND_FILL")
+                  "PAPERVAULT_PARSE_CACHE_DIR", "PAPERVAULT_INDEX_BACKGROUND_FILL", "PAPERVAULT_PARSE_FIRST_PASS")
 
 
 def run_speed_env() -> dict[str, str]:

@@ -180,3 +180,65 @@ def test_a_killed_full_parse_then_a_rerun_gives_the_one_pass_vault_and_index(tmp
     log = subprocess.run(["git", "-C", str(arrive / "vault"), "log", "--format=%s"], capture_output=True,
                          text=True).stdout.splitlines()
     assert sum(line.startswith("add (full parse)") for line in log) == 2, (log, where)
+
+
+# --- "auto": which adds go by their first pass; a large one searchable from its first commit ----------------------
+
+def test_auto_reads_a_large_add_by_its_first_pass_and_a_small_one_in_one_pass(tmp_path, monkeypatch, corpus_dir):
+    from papervault.app.adding import first_pass_wanted
+
+    monkeypatch.delenv("PAPERVAULT_PARSE_FIRST_PASS", raising=False)
+    ws, _ = Workspace.init(tmp_path / "ws")
+    ws = Workspace(ws.root)
+    assert ws.settings.parse.first_pass == "auto"
+    small = _pdf(tmp_path / "one.pdf", "Quorum Leases for Replicated Logs")
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@article{x, title={A}, year={2001}}\n")
+    # a paper or two: one pass (complete in seconds); a folder of 16 papers, a library, a model: first pass
+    assert first_pass_wanted(ws, [str(small)], "extractive") is False
+    assert first_pass_wanted(ws, [str(corpus_dir)], "extractive") is True
+    assert first_pass_wanted(ws, [str(bib)], "extractive") is True
+    assert first_pass_wanted(ws, [], "extractive", {"zotero": None}) is True
+    assert first_pass_wanted(ws, [str(small)], "openai") is True
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "false")
+    assert first_pass_wanted(Workspace(ws.root), [str(corpus_dir)], "openai") is False
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    assert first_pass_wanted(Workspace(ws.root), [str(small)], "extractive") is True
+
+
+def test_a_first_pass_add_is_searchable_from_its_first_commit(tmp_path, monkeypatch):
+    """The first pass commits and indexes its first papers at once (2, then 4 times as many each commit): a search
+    made while the add still reads the rest finds them; the add's one index line counts every paper."""
+    from papervault.app.adding import add
+    from papervault.index.search import Searcher
+
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    words = ("Leases", "Ballots", "Witnesses", "Epochs", "Fences", "Tickets")
+    for i, w in enumerate(words):
+        _pdf(pdfs / f"p{i}.pdf", f"Quorum {w} for Replicated Logs")
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    ws = Workspace(ws.root)
+    seen: list[tuple[int, int]] = []
+
+    def progress(stage, done, total):
+        if stage == "add":     # after each batch the import wrote (and, when due, committed and indexed)
+            hits = Searcher(Workspace(ws.root)).search("quorum leases bound the recovery time of a log", limit=10)
+            seen.append((done, len({h.paper_id for h in hits})))
+
+    fd = os.open(arrival.lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)   # a worker "runs": add starts none
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        report = add(ws, [str(pdfs)], progress=progress)
+    finally:
+        os.close(fd)
+    assert seen[0] == (2, 2), seen          # the first two searchable while four more were still to be read
+    assert seen[-1][0] == 6
+    assert len(report.added) == 6 and report.arrival["waiting"] == 6
+    assert report.index["early_steps"] == 1 and report.index["line"].startswith("indexed 6 of 6 papers"), report.index
+    log = subprocess.run(["git", "-C", str(ws.root / "vault"), "log", "--format=%s"], capture_output=True,
+                         text=True).stdout.splitlines()
+    assert [line.split(";")[0].split(" (")[0] for line in log[:2]] == ["add: 4 new", "add: 2 new"], log
+    hits = Searcher(Workspace(ws.root)).search("quorum leases bound the recovery time of a log", limit=10)
+    assert len({h.paper_id for h in hits}) == 6

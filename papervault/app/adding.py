@@ -13,12 +13,14 @@ papers it brought in searchable through the one index update (`papervault.app.in
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from papervault.agents import registered
 from papervault.app.context import RunContext
-from papervault.app.indexing import EMBED, EMBED_ML, embedding_parts, index_added
+from papervault.app.indexing import EMBED, EMBED_ML, embedding_parts, index_added, index_line
 from papervault.errors import ParseError
 from papervault.ingest import AddReport
 from papervault.ingest import add as ingest
@@ -109,8 +111,25 @@ def _import(r: Run, st: AddState) -> AddReport:
     ctx = r.context
     spread = {"parse_fn": _parse_over(r, st.progress), "analyse_fn": _analyse_over(r, st.progress)} \
         if r.distributed else {}
+    first = st.extra.get("first_pass", False)
     return ingest(ctx.ws, list(st.inputs), backend=ctx.backend, progress=st.progress, options=st.options,
-                  reanalyse=st.reanalyse, first_pass=st.extra.get("first_pass", False), **spread)
+                  reanalyse=st.reanalyse, first_pass=first, on_commit=_early_index(ctx, st) if first and st.index
+                  else None, **spread)
+
+
+def _early_index(ctx: RunContext, st: AddState):
+    """The first pass's index step after each of the import's commits but the last (under its write lock): the
+    papers committed so far are searchable while the rest of a large folder is read. The index stage then
+    finds them current (a hash each)."""
+    def index(ids: list[str]) -> None:
+        if "embedder" not in st.extra:       # loaded once for the run's index steps
+            from papervault.index.embed import Embedder  # deferred: the model loads at the first index step
+
+            st.extra["embedder"] = Embedder.for_workspace(ctx.ws)
+        rep = index_added(ctx.ws, ids, lock=None, start_fill=False, progress=st.progress,
+                          embedder=st.extra["embedder"])
+        st.extra.setdefault("early_index", []).append(rep)
+    return index
 
 
 def _imported(st: AddState, report: AddReport) -> None:
@@ -123,10 +142,24 @@ def _index(r: Run, st: AddState) -> dict:
     ids = [*rep.added, *(m["id"] for m in rep.merged if m.get("id")), *rep.reanalysed]
     # first pass: no fill now; the arrival worker starts it once the full parses replaced these paragraphs
     first = {"start_fill": False} if st.extra.get("first_pass") else {}
+    if st.extra.get("embedder") is not None:
+        first["embedder"] = st.extra["embedder"]
     return index_added(r.context.ws, ids, wait=st.wait, progress=st.progress, **embedding_parts(r), **first)
 
 
 def _indexed(st: AddState, report: dict) -> None:
+    early = st.extra.get("early_index") or []
+    if early and not report.get("error"):
+        # what the import's own index steps did counts as this step's: one line for the add
+        last = {key: list(report.get(key, [])) for key in ("added", "updated")}
+        for key in last:
+            report[key] = [*(p for e in early for p in e.get(key, [])), *last[key]]
+        report["chunks_embedded"] = report.get("chunks_embedded", 0) + sum(e.get("chunks_embedded", 0) for e in early)
+        done = {*last["added"], *last["updated"]}    # a paper an early step missed and this one indexed is fine
+        report["errors"] = {**{k: v for e in early for k, v in (e.get("errors") or {}).items() if k not in done},
+                            **(report.get("errors") or {})}
+        report["early_steps"] = len(early)
+        report["line"] = index_line(report)
     st.report.index = report
 
 
@@ -149,6 +182,61 @@ def add_context(ws: Workspace, backend: str, distributed: bool = False) -> RunCo
     return RunContext(ws, sections=sections, backend=backend, embed=embed)
 
 
+REMOTE_PAGES = 12   # what `first_pass = "auto"` counts for a paper to download (an arXiv id, a DOI, a URL)
+
+
+def first_pass_wanted(ws: Workspace, inputs: list[str], backend: str, options: dict | None = None) -> bool:
+    """Whether this add reads its PDFs by their first pass (`[parse] first_pass`). With "auto": when a model
+    analyses the papers (its minutes would keep them from search), when the add is a library (Zotero, an arXiv
+    search, a .bib or CSL-JSON file, whose PDFs are many or unknown), or when its PDFs hold more than
+    `[parse] first_pass_pages` pages (a scanned page counting `SCAN_COST`); a paper or two is parsed in one pass,
+    complete within seconds. The PDFs are only opened until the count is reached (a folder of any size costs
+    milliseconds)."""
+    mode = ws.settings.parse.first_pass
+    if mode != "auto":
+        return bool(mode)
+    from papervault.agents import capabilities  # deferred: as the rest of the backend registry
+
+    if capabilities(backend).uses_model:
+        return True
+    opts = options or {}
+    if opts.get("arxiv_search") or "zotero" in opts:
+        return True
+    from papervault.sources.resolve import classify  # deferred: the readers load only when records are read
+
+    limit = ws.settings.parse.first_pass_pages
+    cost = 0
+    for raw in inputs:
+        kind = classify(str(raw))
+        if kind in ("bibtex", "csl"):
+            return True
+        if kind in ("arxiv", "doi", "url"):
+            cost += REMOTE_PAGES
+        elif kind in ("path", "pdf"):
+            cost += _pages(Path(str(raw)).expanduser(), limit - cost)
+        if cost > limit:
+            return True
+    return False
+
+
+def _pages(path: Path, budget: int) -> int:
+    """The parse cost (`papervault.parse.batch.estimated_cost`) of the PDFs at `path` (a file or a folder,
+    walked as `add` walks it), counted until it exceeds `budget`."""
+    from papervault.parse.batch import estimated_cost  # deferred: PyMuPDF, only where PDFs are counted
+
+    if path.is_file():
+        return estimated_cost(str(path))
+    cost = 0
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if f.lower().endswith(".pdf") and not f.startswith("."):
+                cost += estimated_cost(os.path.join(root, f))
+                if cost > budget:
+                    return cost
+    return cost
+
+
 def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progress: Progress | None = None,
         options: dict | None = None, reanalyse: bool = False, index: bool = True, wait: bool = False,
         executor: Any = None) -> AddReport:
@@ -163,12 +251,14 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
     (`papervault.app.arrival`) parses them fully behind; `report.arrival` says so."""
     ws.require()
     executor = executor or InProcess()
+    backend = backend or ws.settings.agents.backend
     # [parse] first_pass: the text layer now, the full parse behind (papervault.app.arrival); --wait: one pass
-    first = bool(ws.settings.parse.first_pass) and not wait and not executor.distributed
+    first = not wait and not executor.distributed and first_pass_wanted(ws, inputs, backend, options)
     st = AddState(list(inputs), progress, options, reanalyse, index, wait, extra={"first_pass": first})
-    run(ADD, add_context(ws, backend or ws.settings.agents.backend, executor.distributed), st, executor)
+    run(ADD, add_context(ws, backend, executor.distributed), st, executor)
     if first:
         from papervault.app.arrival import after_add  # deferred: only when the first pass ran
 
-        st.report.arrival = after_add(ws)
+        rep = st.report
+        st.report.arrival = after_add(ws, [*rep.added, *(m["id"] for m in rep.merged if m.get("id"))])
     return st.report

@@ -49,11 +49,12 @@ def start(ws) -> int | None:
     return proc.pid
 
 
-def after_add(ws) -> dict:
-    """What `add` reports of the papers it left to the worker: {waiting, pid}; the worker is started when any
-    paper waits."""
-    ids = waiting(ws)
-    return {"waiting": len(ids), "pid": (start(ws) or running(ws)) if ids else None}
+def after_add(ws, ids: list[str] | None = None) -> dict:
+    """What `add` reports of the papers (`ids`: those it wrote) it left to the worker: {waiting, pid}; the
+    worker is started when any paper of the vault waits (one of these, or one a killed worker left)."""
+    mine = waiting(ws, ids)
+    wait = bool(mine) or (ids is not None and bool(waiting(ws)))
+    return {"waiting": len(mine), "pid": (start(ws) or running(ws)) if wait else None}
 
 
 # --- the worker ---------------------------------------------------------------------------------------------

@@ -65,14 +65,16 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     return report
 
 
-def update_index_reported(ws, paper_ids: list[str] | None = None, *, wait: bool = False, **kw: Any) -> dict:
+def update_index_reported(ws, paper_ids: list[str] | None = None, *, wait: bool = False,
+                          lock: str | None = "index", **kw: Any) -> dict:
     """The index brought up to date as `papervault index` does (paragraph vectors left to the background fill
     with [index] background_fill), for a caller whose other work is done (an add, a sync pass, an accepted inbox
     entry, a renamed paper): an error is the report's `error`, not raised. With `paper_ids`, only those papers
     are looked at (what an add brought in), and the code index is left to `papervault index`. With `wait`, every
-    vector is embedded before it returns (`papervault index --wait`, an MCP write)."""
+    vector is embedded before it returns (`papervault index --wait`, an MCP write). `lock=None`: the caller
+    holds the write lock (an add indexing what it committed so far)."""
     try:
-        return update_index(ws, defer=ws.settings.index.background_fill and not wait, lock="index", lock_wait=60,
+        return update_index(ws, defer=ws.settings.index.background_fill and not wait, lock=lock, lock_wait=60,
                             paper_ids=paper_ids, **kw)
     except PapervaultError as exc:
         return {"error": str(exc)}

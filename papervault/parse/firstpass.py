@@ -122,11 +122,12 @@ def write_state(ws, info: dict) -> None:
     os.replace(tmp, state_path(ws))
 
 
-def waiting(ws) -> list[str]:
-    """The papers whose text is still their first pass (their full parse has not replaced it), by id."""
+def waiting(ws, ids: list[str] | None = None) -> list[str]:
+    """The papers (of `ids`, None: of the vault) whose text is still their first pass (their full parse has not
+    replaced it), by id."""
     vault = ws.vault
     out = []
-    for pid in vault.paper_ids():
+    for pid in (vault.paper_ids() if ids is None else dict.fromkeys(ids)):
         try:
             head = vault.safe_path(vault.note_path(pid)).read_text(encoding="utf-8")[:8192]
         except (OSError, ValueError):
