@@ -132,7 +132,7 @@ def _complete(ws_root: Path) -> bool:
     return not pending and not fill.running(ws)
 
 
-def run_arrival(pdfs: Path, base: Path, quality: bool) -> dict:
+def run_arrival(pdfs: Path, base: Path, quality: bool, complete: bool = True) -> dict:
     ws = base / "ws-arrival"
     shutil.rmtree(ws, ignore_errors=True)
     env = tts.clean_env(base / "home-arrival")
@@ -143,7 +143,7 @@ def run_arrival(pdfs: Path, base: Path, quality: bool) -> dict:
     query, name = _probe(pdfs)
     for k in ("PAPERVAULT_EMBED_MODEL_PATH", "PAPERVAULT_EMBED_MODEL", "HF_HUB_OFFLINE"):
         os.environ[k] = env[k]
-    t0 = time.perf_counter()
+    t0, t0_wall = time.perf_counter(), time.time()
     proc = subprocess.Popen([*pv, "add", str(pdfs), "--json"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     first = None
@@ -172,13 +172,42 @@ def run_arrival(pdfs: Path, base: Path, quality: bool) -> dict:
         finally:
             for p in pids:
                 _signal(p, signal.SIGCONT)
-    while not _complete(ws):
-        time.sleep(1.0)
-    complete = time.perf_counter() - t0
-    log(f"arrival: complete {complete:.1f} s")
+    done = None
+    if complete:
+        while not _complete(ws):
+            time.sleep(1.0)
+        done = round(time.perf_counter() - t0, 2)
+        log(f"arrival: complete {done:.1f} s")
+    else:
+        _stop_behind(ws, report)
+    first_commit = _first_commit_s(ws, t0_wall)
     return {"first_search_s": round(first, 2) if first is not None else None, "all_searchable_s": round(searchable, 2),
-            "complete_s": round(complete, 2), "timings": report.get("timings", {}),
-            "quality": {"all_searchable": _quality(at_search), "complete": _quality(ws)} if quality else None}
+            "complete_s": done, "first_commit_s": first_commit, "papers": len(report.get("added", [])),
+            "index_line": (report.get("index") or {}).get("line"), "timings": report.get("timings", {}),
+            "quality": {"all_searchable": _quality(at_search), "complete": _quality(ws) if complete else None}
+            if quality else None}
+
+
+def _stop_behind(ws: Path, report: dict) -> None:
+    """Stop the arrival worker and the fill (`--no-complete`: a set whose full parse would take hours)."""
+    from papervault.index import fill
+    from papervault.parse import firstpass
+    from papervault.workspace import Workspace
+
+    w = Workspace(ws)
+    for pid in {(report.get("arrival") or {}).get("pid"), firstpass.running(w), fill.running(w)} - {None, -1}:
+        _signal(pid, signal.SIGKILL)
+
+
+def _first_commit_s(ws: Path, t0_wall: float) -> float | None:
+    """Seconds from the add's start to its first commit (git's commit times, whole seconds)."""
+    out = subprocess.run(["git", "-C", str(ws / "vault"), "log", "--reverse", "--format=%ct %s"],
+                         capture_output=True, text=True).stdout.splitlines()
+    for line in out:
+        stamp, subject = line.split(" ", 1)
+        if subject.startswith("add:"):
+            return round(int(stamp) - t0_wall, 1)
+    return None
 
 
 def _signal(pid: int, sig) -> None:
@@ -217,7 +246,9 @@ def run_one_pass(pdfs: Path, base: Path, quality: bool) -> dict:
             "quality": _quality(ws) if quality else None}
 
 
-def measure(pdfs: Path, base: Path, quality: bool) -> dict:
+def measure(pdfs: Path, base: Path, quality: bool, arrival_only: bool = False, complete: bool = True) -> dict:
+    if arrival_only:
+        return {"arrival": run_arrival(pdfs, base, quality, complete)}
     ref = tts.run_reference(str(pdfs), "pdfs", base, "ref")
     one = run_one_pass(pdfs, base, quality)
     arr = run_arrival(pdfs, base, quality)
@@ -262,6 +293,10 @@ def main(argv=None) -> int:
     ap.add_argument("--scan-share", type=float, default=1 / 3)
     ap.add_argument("--sets", default="corpus,scan")
     ap.add_argument("--no-quality", action="store_true")
+    ap.add_argument("--arrival-only", action="store_true",
+                    help="only the first pass and its worker (a large folder: first search and all searchable)")
+    ap.add_argument("--no-complete", action="store_true",
+                    help="stop the worker once all is searchable (a set whose full parse would take hours)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep")
     args = ap.parse_args(argv)
@@ -274,8 +309,10 @@ def main(argv=None) -> int:
         n = args.scan_papers if name == "scan" and args.scan_papers else args.papers
         info = build_scan_set(Path(args.pdfs), src, args.scan_share if name == "scan" else 0.0, n)
         log(f"{name}: {info['papers']} PDFs, {info['pages']} pages, {info['scanned_pages']} rasterised")
-        results[name] = {"set": info, **measure(src, base / name, not args.no_quality)}
-    results["extrapolation"] = extrapolate(results)
+        results[name] = {"set": info, **measure(src, base / name, not args.no_quality, args.arrival_only,
+                                                not args.no_complete)}
+    if not args.arrival_only:
+        results["extrapolation"] = extrapolate(results)
     results["load_average_end"] = round(os.getloadavg()[0], 2)
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
@@ -290,23 +327,26 @@ def _print(r: dict) -> None:
     for name, res in r.items():
         if name in ("extrapolation", "load_average_end"):
             continue
-        s, a, o, ref = res["set"], res["arrival"], res["one_pass"], res["reference_script"]
+        s, a = res["set"], res["arrival"]
+        o, ref = res.get("one_pass") or {}, res.get("reference_script")
         print(f"{name}: {s['papers']} PDFs, {s['pages']} pages, {s['scanned_pages']} of them scans")
-        print(f"  reference script        {ref['wall_s']:8.1f} s (searchable = complete; reads no scan)")
-        print(f"  one pass (add --wait)   {o['wall_s']:8.1f} s (searchable = complete)")
-        print(f"  arrival: first search   {a['first_search_s']} s")
-        print(f"  arrival: all searchable {a['all_searchable_s']:8.1f} s")
-        print(f"  arrival: complete       {a['complete_s']:8.1f} s")
-        for k, v in res["ratios"].items():
+        if ref:
+            print(f"  reference script        {ref['wall_s']:8.1f} s (searchable = complete; reads no scan)")
+            print(f"  one pass (add --wait)   {o['wall_s']:8.1f} s (searchable = complete)")
+        print(f"  arrival: first search   {a['first_search_s']} s (first commit {a.get('first_commit_s')} s)")
+        print(f"  arrival: all searchable {a['all_searchable_s']:8.1f} s ({a.get('papers')} papers)")
+        print(f"  arrival: complete       {a['complete_s']} s")
+        for k, v in (res.get("ratios") or {}).items():
             print(f"    {k:40s} {v}")
         for label, q in (("one pass", o.get("quality")), ("arrival, all searchable", (a.get("quality") or {}).get("all_searchable")),
                          ("arrival, complete", (a.get("quality") or {}).get("complete"))):
             if q:
                 print(f"  quality {label:24s} hit@1 {q['hit@1']:.3f} hit@5 {q['hit@5']:.3f} MRR@10 {q['mrr@10']:.3f} "
                       f"({q['queries']} queries)")
-    e = r["extrapolation"]
-    print(f"1,000 papers ({e['pages']} pages, {e['scanned_pages']} scanned) on 2 cores: all searchable in about "
-          f"{e['all_searchable_min']} min, complete in about {e['complete_min_on_2_cores']} min ({e['how']})")
+    e = r.get("extrapolation")
+    if e:
+        print(f"1,000 papers ({e['pages']} pages, {e['scanned_pages']} scanned) on 2 cores: all searchable in about "
+              f"{e['all_searchable_min']} min, complete in about {e['complete_min_on_2_cores']} min ({e['how']})")
     print(f"load average at the end: {r['load_average_end']}")
 
 
