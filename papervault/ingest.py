@@ -430,8 +430,12 @@ class Ingest:
         if added:
             shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
             parts.append(f"{len(added)} new ({shown})")
-        if part["merged"]:
-            parts.append(f"{len(part['merged'])} merged")
+        full = [m["id"] for m in part["merged"] if m.get("reason") == "full parse"]
+        if full:        # the arrival worker's full parses of papers read by their first pass
+            more = f" and {len(full) - 5} more" if len(full) > 5 else ""
+            parts.append(f"{len(full)} parsed fully ({', '.join(full[:5])}{more})")
+        if len(part["merged"]) > len(full):
+            parts.append(f"{len(part['merged']) - len(full)} merged")
         if part["pdfs_kept"]:
             parts.append(f"{plural(len(part['pdfs_kept']), 'PDF')} kept in the workspace")
         if part["reanalysed"]:
