@@ -158,6 +158,7 @@ def main() -> None:
     env = dict(os.environ, PAPERVAULT_WORKSPACE=str(tmp / "ws"))
     env.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"))
     env.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    env.setdefault("PAPERVAULT_PARSE_FIRST_PASS", "false")     # the vault parsed in one pass, complete
     ws = tmp / "ws"
     t0 = time.perf_counter()
     if args.workspace:

@@ -71,6 +71,7 @@ def _env() -> dict:
     env.setdefault("PAPERVAULT_EMBED_MODEL_PATH", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx"))
     env.setdefault("PAPERVAULT_EMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
     env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("PAPERVAULT_PARSE_FIRST_PASS", "false")     # the vaults parsed in one pass, complete
     return env
 
 

@@ -63,11 +63,14 @@ class Ingest:
                  first_pass: bool = False, on_commit: Callable[[list[str]], None] | None = None):
 
         self.ws = ws
-        # Told the papers of each commit (`on_commit(ids)`, the first pass's index step): the first commits come
-        # after FIRST_COMMIT records, then four times as many each time, up to one every COMMIT_SECONDS, so the
-        # first papers of a large folder are searchable within seconds and the commits stay few.
+        # Told the papers of each commit (`on_commit(ids)`, the first pass's index step). Once PDFs come, the
+        # first commit is made at once (after FIRST_COMMIT records when they open the run), then after four times
+        # as many records each time, and at most COMMIT_SECONDS apart: the first papers of a large folder are
+        # searchable within seconds and the commits stay few. An import of records alone (a .bib, CSL-JSON)
+        # keeps its commits every `[sources] commit_every` records and its one index step at the end.
         self.on_commit = on_commit
-        self._commit_at = FIRST_COMMIT if on_commit else ws.settings.sources.commit_every
+        self._early = "probe" if on_commit else None      # probe -> on (PDFs came) | off (records alone, so far)
+        self._commit_at = ws.settings.sources.commit_every
         self._committed_at = time.monotonic()
         # PDFs read by their first pass only (papervault.parse.firstpass); the arrival worker parses them fully
         self.first_pass = first_pass
@@ -124,7 +127,8 @@ class Ingest:
         done = 0
         it = iter(records)
         while True:
-            batch = list(itertools.islice(it, max(1, min(BATCH, self._commit_at - self._since_commit))))
+            size = FIRST_COMMIT if self._early == "probe" else max(1, min(BATCH, self._commit_at - self._since_commit))
+            batch = list(itertools.islice(it, size))
             if not batch:
                 break
             good: list[SourceRecord] = []
@@ -136,8 +140,14 @@ class Ingest:
             self._run_batch(good)
             done += len(batch)
             self._since_commit += len(batch)
+            if self._early in ("probe", "off"):
+                pdfs = any(r.pdfs for r in good)
+                if pdfs:
+                    self._early, self._commit_at = "on", self._since_commit     # the first PDFs: commit them now
+                elif self._early == "probe":
+                    self._early = "off"
             if self._since_commit >= self._commit_at or (
-                    self.on_commit and time.monotonic() - self._committed_at > COMMIT_SECONDS):
+                    self._early == "on" and time.monotonic() - self._committed_at > COMMIT_SECONDS):
                 self.commit(final=False)
             self.progress("add", done, None)
         return self.report
@@ -466,8 +476,8 @@ class Ingest:
         self._since_commit = 0
         self._part = {k: len(getattr(r, k)) for k in self._part}
         self._committed_at = time.monotonic()
-        if self.on_commit and not final:
-            self._commit_at = min(self._commit_at * 4, self.ws.settings.sources.commit_every)
+        if self._early == "on" and not final:
+            self._commit_at = min(max(self._commit_at, FIRST_COMMIT) * 4, self.ws.settings.sources.commit_every)
             self.on_commit([*part["added"], *(m["id"] for m in part["merged"] if m.get("id")), *part["reanalysed"]])
         return sha
 
