@@ -174,6 +174,7 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
     from papervault.workspace import Workspace
 
     ws = Workspace(ws_path).require()
+    cap = ws.settings.agents.review_max_candidates      # what a review shows at most, as `papervault survey`
     reviewer = judge.reviewer(ws, review or None) if review is not None else None
     if review is not None and reviewer is None:
         raise SystemExit(f"--review: the backend {review or ws.settings.agents.backend!r} calls no model "
@@ -198,10 +199,11 @@ def quality(ws_path: Path, topics: list[dict], ablation: bool = True, review: st
             sel = selector.select(t["topic"], without=without, pool=0 if without else judge.POOL)
             # what a model's review is shown (the selection, its near misses, the next papers by score): the
             # must-cite papers among them are the most any review can reach
-            shown = {c.id for c in (sel.selected + sel.near + sel.pool)[:judge.MAX_CANDIDATES]}
+            shown = {c.id for c in (sel.selected + sel.near + sel.pool)[:cap]}
             cost = None
             if reviewer is not None and not without:
-                cost = judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of, related=related)
+                cost = judge.review(sel, reviewer[0], label=reviewer[1], authors=selector.authors_of, related=related,
+                                    max_candidates=cap)
             dt = time.perf_counter() - t0
             got = set(sel.ids)
             # a vault paper that at least half of the selected papers cite, left out
@@ -310,6 +312,11 @@ def main() -> None:
         os.environ.update(PAPERVAULT_OPENAI_BASE_URL=server.url + "/v1", PAPERVAULT_OPENAI_MODEL="recorded",
                           PAPERVAULT_OPENAI_API_KEY="sk-bench", PAPERVAULT_AGENTS_RETRIES="1")
         args.review = args.review or "openai"
+    if args.review is not None:
+        # every review asks the model (or the recording given): an answer cached in the vault by an earlier run
+        # (another recording, another model's run) would be measured again in its place, and the bench writes
+        # no answer into the vault that a later run would read
+        os.environ["PAPERVAULT_AGENTS_ANSWER_CACHE"] = "false"
     out = {"vaults": [{**quality(v, topics, not args.no_ablation, args.review, pol), "review_related": pol}
                       for pol in (args.review_related or [None])
                       for v in vaults if (v / "papervault.toml").is_file()]}
