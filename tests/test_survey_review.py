@@ -106,21 +106,56 @@ def test_the_model_brings_in_a_canonical_near_miss_and_leaves_out_an_off_topic_p
 
 
 def test_a_person_still_wins_over_the_model(citing_vault, cli_run, model_env):
-    """A paper a person struck out stays out even when the model judges it core."""
+    """A paper a person struck out stays out even when the model judges it core, and a paper a person ticked
+    stays in even when the model judges it off the topic."""
     def clocks_core(req):
-        return Turn.structured({"papers": [{"id": r["id"], "verdict": "core" if r["id"] == CLOCKS_ID else "related"}
-                                           for r in _candidates(req)]})
+        return Turn.structured({"papers": [{"id": r["id"], "verdict": "core" if r["id"] == CLOCKS_ID else
+                                            "off" if r["id"] == OFF_ID else "related"} for r in _candidates(req)]})
 
     with ChatServer(clocks_core) as srv:
         model_env(srv)
         out, sel, near, _ = _select(cli_run, citing_vault, "edited", "--backend", "openai")
-        assert CLOCKS_ID in sel
+        assert CLOCKS_ID in sel and OFF_ID in near and OFF_ID not in out["papers"]
         path = citing_vault / "vault" / "surveys" / "edited" / "selection.md"
         text = path.read_text(encoding="utf-8")
-        path.write_text(re.sub(rf"(?m)^- \[x\] @{CLOCKS_ID}\b", f"- [ ] @{CLOCKS_ID}", text), encoding="utf-8")
-        out2, _, _, body = _select(cli_run, citing_vault, "edited", "--backend", "openai")
+        text = re.sub(rf"(?m)^- \[x\] @{CLOCKS_ID}\b", f"- [ ] @{CLOCKS_ID}", text)
+        path.write_text(re.sub(rf"(?m)^- \[ \] @{OFF_ID}\b", f"- [x] @{OFF_ID}", text), encoding="utf-8")
+        out2, sel2, _, body = _select(cli_run, citing_vault, "edited", "--backend", "openai")
+    assert out2["review"].startswith("openai/local-test judged")     # the model judged the second run too, and lost
     assert CLOCKS_ID not in out2["papers"]
     assert f"@{CLOCKS_ID}" in body.partition("## Struck out by you")[2], body
+    assert OFF_ID in out2["papers"] and "added by you in selection.md" in sel2[OFF_ID], sel2.get(OFF_ID)
+    assert out2["edits"] == {"added": [OFF_ID], "struck": [CLOCKS_ID]}
+
+
+def test_a_reviews_cost_is_reported_and_bounded_by_the_settings(citing_vault, cli_run, model_env, monkeypatch):
+    """`[agents] review_max_candidates` bounds what a review shows the model; the run reports the candidates,
+    the requests and the characters of their prompts, in `--json`, in its review line and in selection.md."""
+    from papervault.survey import judge
+
+    monkeypatch.setattr(judge, "BATCH", 2)
+    monkeypatch.setenv("PAPERVAULT_AGENTS_REVIEW_MAX_CANDIDATES", "3")
+    before, sel0, near0, _ = _select(cli_run, citing_vault, "scores")
+    assert len(sel0) + len(near0) > 3        # more candidates than the bound lets through
+
+    def related(req):
+        return Turn.structured({"papers": [{"id": r["id"], "verdict": "related"} for r in _candidates(req)]})
+
+    with ChatServer(related) as srv:
+        model_env(srv)
+        out, _, _, body = _select(cli_run, citing_vault, "bounded", "--backend", "openai")
+        requests = list(srv.requests)
+    shown = [r["id"] for req in requests for r in _candidates(req)]
+    assert shown == list(before["papers"])[:3] and len(requests) == 2, shown
+    # what the review counts is what the prompts held (the backend adds the answer's schema after them)
+    sent = 0
+    for req in requests:
+        system, user = (m["content"] for m in req["messages"])
+        sent += len(system) + len(user.split("\n\nAnswer with one JSON object")[0])
+    assert out["review_cost"] == {"candidates": 3, "requests": 2, "chars": sent}, out["review_cost"]
+    line = f"judged 3 candidates: 0 brought in, 0 left out (2 requests, {sent:,} characters sent)"
+    assert line in out["review"] and line in body, out["review"]
+    assert before["review_cost"] == {}
 
 
 @pytest.mark.parametrize("answer", ["garbage", "every-paper-off", "every-candidate-core"])

@@ -203,7 +203,7 @@ def retrieve(ctx: SurveyContext, sel: Selection) -> dict[str, Any]:
         inbox.add_cited(ws, slug, got.missing, len(got.ids),
                         _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     return {"ids": got.ids, "retrieved": got.retrieved, "problems": got.problems, "how": got.how, "edits": got.edits,
-            "review": got.review, "missing": [w.as_dict() for w in got.missing]}
+            "review": got.review, "review_cost": got.review_cost, "missing": [w.as_dict() for w in got.missing]}
 
 
 RESOLVE_MISSING = 10        # works known by their title only that one survey run looks up online, at most

@@ -254,7 +254,8 @@ def _report(st: SurveyState, done: Run, t_start: float) -> dict[str, Any]:
     sel = st.sel
     out = {"slug": st.ctx.slug, "topic": st.ctx.topic, "backend": st.ctx.backend, "dir": str(st.sdir),
            "papers": sel["ids"], "retrieved": sel["retrieved"], "problems": sel["problems"] + st.problems,
-           "selection": sel["how"], "review": sel.get("review", ""), "missing": sel.get("missing", []),
+           "selection": sel["how"], "review": sel.get("review", ""),
+           "review_cost": sel.get("review_cost", {}), "missing": sel.get("missing", []),
            "edits": sel["edits"]}
     if st.select_only:
         out["stopped_after"] = "retrieve"

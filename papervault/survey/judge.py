@@ -86,6 +86,10 @@ class Review:
     requests: int = 0           # what the review cost: requests sent and the characters of their prompts
     chars: int = 0
 
+    def cost(self) -> dict[str, int]:
+        """What the review cost: candidates shown, requests sent and the characters of their prompts."""
+        return {"candidates": self.shown, "requests": self.requests, "chars": self.chars}
+
     def method(self) -> str:
         if not self.verdicts:
             return ""

@@ -153,6 +153,7 @@ class Resolved:
     seconds: float = 0.0
     entries: dict[str, Any] = field(default_factory=dict)    # id -> selection.Entry (selected and near misses)
     review: str = ""                    # what a model's review did ("openai/x judged 120 candidates: ..."), or ""
+    review_cost: dict[str, int] = field(default_factory=dict)   # candidates shown, requests, characters sent
     missing: list[Any] = field(default_factory=list)   # canon.MissingWork: cited by the selection, not in the vault
 
 
@@ -258,6 +259,7 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
                                        max_candidates=ws.settings.agents.review_max_candidates)
                     out.problems += got.problems
                     review_method = got.method()
+                    out.review_cost = got.cost()
                     selector.finish(sel, max_papers)   # cut, and "cited by k of the n selected" counted again
             except PapervaultError as exc:
                 if not adding:
