@@ -277,7 +277,11 @@ class VaultTools:
         if not path.is_file():
             raise NotFoundError(f"no survey {slug!r} with a selection.md",
                                 fix=f"surveys in this vault: {', '.join(self.vault.survey_slugs()) or 'none'}")
-        meta, body = frontmatter.split(path.read_text(encoding="utf-8")[:2_000_000])
+        text = path.read_text(encoding="utf-8", errors="replace")[:2_000_000]
+        try:
+            meta, body = frontmatter.split(text)
+        except ValueError:          # a broken frontmatter (a shared vault, a hand edit): the ticked lines still count
+            meta, body = {}, text
         ticked, _ = S.parse_ids(body)
         papers = []
         for pid in ticked[:500]:
@@ -295,7 +299,8 @@ class VaultTools:
             return {"title": text("title", 300), "author": text("author", 60), "year": text("year", 4),
                     "doi": text("doi", 200), "arxiv": text("arxiv", 40), "cited_by": cited, "key": text("key", 240)}
 
-        missing = [x for x in (work(w) for w in (meta.get("missing") or [])[:100]) if x]
+        listed = meta.get("missing") if isinstance(meta.get("missing"), list) else []
+        missing = [x for x in (work(w) for w in listed[:100]) if x]
         return {"survey": slug, "topic": str(meta.get("topic") or "")[:1000], "papers": papers, "missing": missing}
 
     @_agent_answer

@@ -82,28 +82,42 @@ def test_titles_that_differ_by_a_typo_are_one_work_and_a_share_of_the_selection_
 
 
 def test_mcp_shows_what_the_selection_lacks(tmp_path, cli_run):
-    from mcp_server.tools import VaultTools
+    """Over stdio, through the MCP SDK's client and `papervault mcp`, as an agent asks."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from support_mcp import papervault_cmd, server_env
+
     from papervault.workspace import Workspace
 
     ws_path = tmp_path / "ws"
     cli_run(["init", ws_path, "--workspace", ws_path])
     ws = Workspace(ws_path).require()
-    _paper(ws.vault, "a2014", "First Consensus Paper About Replication", [PARLIAMENT[0], HOSTILE])
-    _paper(ws.vault, "b2016", "Second Consensus Paper About Quorums", [PARLIAMENT[2], HOSTILE])
+    _paper(ws.vault, "a2014", "First Consensus Paper About Replication", [PARLIAMENT[0], HOSTILE, EVIL])
+    _paper(ws.vault, "b2016", "Second Consensus Paper About Quorums", [PARLIAMENT[2], HOSTILE, EVIL])
     ws.vault.commit("add: test papers")
     cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--workspace", ws_path])
-    got = VaultTools(ws).survey_selection("c")
-    assert [p["id"] for p in got["papers"]] == ["a2014", "b2016"]
-    titles = {w["title"]: w for w in got["missing"]}
+    cmd = papervault_cmd()
+    server = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--workspace", str(ws_path)],
+                                   env=server_env())
+
+    async def ask():
+        async with Client(server, read_timeout_seconds=120) as c:
+            got = await c.call_tool("survey_selection", {"survey": "c"})
+            outside = await c.call_tool("survey_selection", {"survey": "../../etc"})
+            return got, outside
+
+    got, outside = anyio.run(ask)
+    assert not got.is_error, got.content
+    data = got.structured_content
+    assert [p["id"] for p in data["papers"]] == ["a2014", "b2016"]
+    titles = {w["title"]: w for w in data["missing"]}
     assert titles["The part-time parliament"]["cited_by"] == ["a2014", "b2016"]
     assert titles["The part-time parliament"]["author"] == "Lamport"
-    # the hostile entry is cited by both too: it comes back as text, never as markup
-    assert all("<script" not in json.dumps(w) for w in got["missing"])
-    import pytest
-
-    from papervault.errors import NotFoundError
-    with pytest.raises(NotFoundError):
-        VaultTools(ws).survey_selection("../../etc")
+    # the hostile entries are cited by both too: they come back as text, never as markup
+    assert len(data["missing"]) == 3 and all("<script" not in json.dumps(w) for w in data["missing"])
+    (evil,) = [w for w in data["missing"] if w["doi"] == "10.5555/evil.2020"]
+    assert "&lt;script>alert(1)&lt;/script>" in evil["title"] and evil["cited_by"] == ["a2014", "b2016"]
+    assert outside.is_error and "invalid survey name" in outside.content[0].text
 
 
 def test_the_inbox_offers_a_missing_work_and_accepts_it_by_its_doi(tmp_path, cli_run, monkeypatch):
@@ -171,3 +185,28 @@ def test_a_missing_work_known_by_title_gets_its_doi_online(tmp_path, cli_run, se
     assert "(doi:10.1145/1234567.1234568)" in text
     inbox = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)["items"]
     assert [e["id"] for e in inbox] == ["10.1145/1234567.1234568"]
+
+
+EVIL = ("[8] M. Mallory. A survey of <script>alert(1)</script> [click](javascript:alert(1)) **loud** systems. "
+        "In Proc. of Nothing, 2020. https://doi.org/10.5555/evil.2020")
+
+
+def test_mcp_reads_a_hand_made_selection_as_data(tmp_path, cli_run):
+    """A selection.md of a shared vault whose `missing` is no list, or whose frontmatter is broken, still
+    answers with its ticked papers, and lists nothing it cannot read as a work."""
+    from mcp_server.tools import VaultTools
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    ws = Workspace(ws_path).require()
+    _paper(ws.vault, "a2014", "First Consensus Paper About Replication", [])
+    folder = ws_path / "vault" / "surveys"
+    for slug, head in (("mapping", "---\nsurvey: mapping\nmissing: {evil: '<script>'}\n---\n"),
+                       ("text", "---\nmissing: a string, not a list\n---\n"),
+                       ("broken", "---\nmissing: [\n")):
+        (folder / slug).mkdir(parents=True)
+        (folder / slug / "selection.md").write_text(head + "\n- [x] @a2014 — a paper\n", encoding="utf-8")
+        got = VaultTools(ws).survey_selection(slug)
+        assert [p["id"] for p in got["papers"]] == ["a2014"] and got["missing"] == [], (slug, got)
+
