@@ -189,6 +189,62 @@ def test_a_missing_work_known_by_title_gets_its_doi_online(tmp_path, cli_run, se
 
 EVIL = ("[8] M. Mallory. A survey of <script>alert(1)</script> [click](javascript:alert(1)) **loud** systems. "
         "In Proc. of Nothing, 2020. https://doi.org/10.5555/evil.2020")
+HUGE = "[9] A. Huge. doi:10.5555/huge.2020. Enormous reference about " + "everything " * 100_000     # 1.1 MB
+CLIMB = "[10] Z. Climb. A work whose identifier climbs out of the vault. doi:10.5555/../../../etc/passwd"
+OPTION = "[11] Q. Option. A work whose identifier is read as an option. arXiv:--upload-pack=touch /tmp/x"
+
+
+def test_hostile_references_stay_bounded_text_and_never_become_a_path_or_an_option(tmp_path, cli_run):
+    """A reference titled with Markdown, HTML and a script, one of 1 MB, and identifiers that climb out of a
+    folder or read as an option, each cited by every selected paper: selection.md shows them as bounded,
+    escaped text, the inbox offers only well-formed DOIs, and what `inbox accept` is given never reaches the
+    resolver, a path or git unless it is one."""
+    import pytest
+
+    from papervault.app.inbox import inbox_key
+    from papervault.errors import InputError
+    from papervault.sources.limits import FIELD_CAPS
+    from papervault.survey.selection import parse_ids
+    from papervault.vault import frontmatter
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    v = Workspace(ws_path).require().vault
+    for pid, title, own in (("a2014", "First Consensus Paper About Replication", PARLIAMENT[0]),
+                            ("b2016", "Second Consensus Paper About Quorums", PARLIAMENT[1]),
+                            ("c2018", "Third Consensus Paper About Leaders", PARLIAMENT[2])):
+        _paper(v, pid, title, [own, EVIL, HUGE, CLIMB, OPTION])
+    v.commit("add: test papers")
+    out = json.loads(cli_run(["survey", "consensus", "--papers", "all", "--select-only", "--slug", "c", "--json",
+                              "--workspace", ws_path]).stdout)
+    assert sorted(out["papers"]) == ["a2014", "b2016", "c2018"]
+    dois = {m["doi"] for m in out["missing"]}
+    assert {"10.1145/279227.279229", "10.5555/evil.2020", "10.5555/huge.2020"} <= dois, out["missing"]
+    for m in out["missing"]:       # every field read from a reference list is bounded
+        assert len(m["title"]) <= 300 and len(m["entry"]) <= 500 and len(json.dumps(m)) < 4_000, m["title"][:80]
+
+    text = (ws_path / "vault" / "surveys" / "c" / "selection.md").read_text(encoding="utf-8")
+    assert len(text) < 40_000 and max(len(line) for line in text.splitlines()) < 2_000
+    _, body = frontmatter.split(text)
+    section = body.split("## Cited by the selection, not in the vault", 1)[1]
+    assert "survey of &lt;script&gt;alert(1)&lt;/script&gt; \\[click\\](javascript:alert(1)) \\*\\*loud" in section
+    assert "<script" not in body and "[click](" not in body and "**loud" not in body
+    assert parse_ids(body)[0] == out["papers"]       # no reference passes for a paper a person could tick
+
+    items = json.loads(cli_run(["inbox", "--json", "--workspace", ws_path]).stdout)["items"]
+    ids = {e["id"] for e in items}
+    # only well-formed DOIs are offered: the one that climbs and the "option" are listed, never keys
+    assert ids == {"10.1145/279227.279229", "10.5555/evil.2020", "10.5555/huge.2020"}, ids
+    assert all(inbox_key(i) == i and not i.startswith("-") and ".." not in i.split("/") for i in ids)
+    assert all(len(e["title"] or "") <= FIELD_CAPS["title"] and len(e["reason"]) < 300 for e in items)
+    listing = cli_run(["inbox", "--workspace", ws_path]).stdout
+    assert max(len(line) for line in listing.splitlines()) < 300
+    for given in ("10.5555/../../../etc/passwd", "--upload-pack=touch /tmp/x", "../../etc/passwd", "-h"):
+        with pytest.raises(InputError, match="not an arXiv id or a DOI"):
+            cli_run(["inbox", "--workspace", ws_path, "accept", "--", given])
+    with pytest.raises(InputError, match="not in the inbox"):
+        cli_run(["inbox", "--workspace", ws_path, "accept", "10.5555/other.2021"])
 
 
 def test_mcp_reads_a_hand_made_selection_as_data(tmp_path, cli_run):
@@ -210,3 +266,22 @@ def test_mcp_reads_a_hand_made_selection_as_data(tmp_path, cli_run):
         got = VaultTools(ws).survey_selection(slug)
         assert [p["id"] for p in got["papers"]] == ["a2014"] and got["missing"] == [], (slug, got)
 
+
+def test_an_old_style_arxiv_id_in_the_inbox_is_not_taken_for_a_doi(tmp_path, cli_run, monkeypatch):
+    """Inbox keys are arXiv ids or DOIs; an old-style arXiv id has a slash as a DOI does: `accept` adds it as an
+    arXiv paper and says so."""
+    from support_arxiv import Catalog, LoopbackServer
+
+    from papervault.app import inbox
+    from papervault.workspace import Workspace
+
+    ws_path = tmp_path / "ws"
+    cli_run(["init", ws_path, "--workspace", ws_path])
+    inbox.save(Workspace(ws_path).require(), {"items": {"hep-th/9901001": {"title": "An Old Paper", "reason": "r"}},
+                                              "dismissed": []})
+    with LoopbackServer(Catalog()) as srv:
+        srv.settings_env(monkeypatch)
+        said = cli_run(["inbox", "--workspace", ws_path, "accept", "hep-th/9901001", "--no-index"]).stdout
+    assert "(arXiv hep-th/9901001)" in said and "doi:" not in said, said
+    meta = Workspace(ws_path).require().vault.read_meta(said.split()[1])
+    assert meta.arxiv == "hep-th/9901001" and not meta.doi

@@ -155,16 +155,18 @@ def inbox_accept(ctx, ident, no_index, as_json):
     """Add inbox entry ID (an arXiv id, or the DOI of a cited work) to the vault: metadata, and the PDF, full text
     and note where one can be fetched."""
     from papervault.app.inbox import accept  # deferred: not at CLI start-up
+    from papervault.sources.dedup import normalize_arxiv  # deferred: with the inbox
 
     ws = open_workspace(ctx.obj.get("workspace"))
     out = accept(ws, ident, index=not no_index)
+    is_arxiv = normalize_arxiv(out["id"]) == out["id"]         # an old-style id (hep-th/9901001) has a slash too
     if as_json:
         emit_json(out)
     elif out.get("paper"):
-        what = f"arXiv {out['id']}" if "/" not in out["id"] else f"doi:{out['id']}"
+        what = f"arXiv {out['id']}" if is_arxiv else f"doi:{out['id']}"
         click.echo(f"Added {out['paper']} ({what}" + (f"v{out['version']}" if out.get("version") else "") + ")")
     if not out.get("paper"):
-        again = f"arxiv:{out['id']}" if "/" not in out["id"] else out["id"]
+        again = f"arxiv:{out['id']}" if is_arxiv else out["id"]
         raise SourceError(f"{out['id']} not added: {out.get('error')}", fix=f"try again later, or `papervault add {again}`")
 
 
