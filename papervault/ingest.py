@@ -124,39 +124,54 @@ class Ingest:
             return parse_many(paths, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers)
 
     def run(self, records: Iterable[SourceRecord | Problem]) -> AddReport:
+        """Write `records` a window of BATCH at a time, each window in the same order whatever the commits (the
+        user's keyed records first, then the cheapest PDFs: `_window`); with an `on_commit` step a window is
+        written in the parts the early commits ask for, so the vault is the one a run without them writes."""
         done = 0
         it = iter(records)
         while True:
-            size = FIRST_COMMIT if self._early == "probe" else max(1, min(BATCH, self._commit_at - self._since_commit))
-            batch = list(itertools.islice(it, size))
-            if not batch:
+            window = self._window(list(itertools.islice(it, BATCH)))
+            if not window:
                 break
-            good: list[SourceRecord] = []
-            for item in batch:
-                if isinstance(item, Problem):
-                    self.report.problems.append(item)
-                else:
-                    good.append(item)
-            self._run_batch(good)
-            done += len(batch)
-            self._since_commit += len(batch)
-            if self._early in ("probe", "off"):
-                pdfs = any(r.pdfs for r in good)
-                if pdfs:
-                    self._early, self._commit_at = "on", self._since_commit     # the first PDFs: commit them now
-                elif self._early == "probe":
-                    self._early = "off"
-            if self._since_commit >= self._commit_at or (
-                    self._early == "on" and time.monotonic() - self._committed_at > COMMIT_SECONDS):
-                self.commit(final=False)
-            self.progress("add", done, None)
+            while window:
+                size = FIRST_COMMIT if self._early == "probe" else max(1, self._commit_at - self._since_commit)
+                batch, window = window[:size], window[size:]
+                good = [item for item in batch if not isinstance(item, Problem)]
+                self.report.problems.extend(item for item in batch if isinstance(item, Problem))
+                self._run_batch(good)
+                done += len(batch)
+                self._since_commit += len(batch)
+                if self._early in ("probe", "off"):
+                    if any(r.pdfs for r in good):
+                        self._early, self._commit_at = "on", self._since_commit   # the first PDFs: commit them now
+                    elif self._early == "probe":
+                        self._early = "off"
+                if self._since_commit >= self._commit_at or (
+                        self._early == "on" and time.monotonic() - self._committed_at > COMMIT_SECONDS):
+                    self.commit(final=False)
+                self.progress("add", done, None)
         return self.report
+
+    @staticmethod
+    def _window(items: list) -> list:
+        """A window of records in the order they are written: problems as they came, then records with the
+        user's own citation key (a bare PDF and its BibTeX entry arriving together make one paper under the
+        user's key, the PDF merging into it), then the rest, cheapest PDF first (records without a PDF cost
+        nothing), so the first papers of an add are written, committed and searchable first."""
+        if not any(getattr(r, "pdfs", None) for r in items):
+            return items
+        from papervault.parse.batch import estimated_cost  # deferred: PyMuPDF, only when PDFs come
+
+        def order(item):
+            if isinstance(item, Problem):
+                return (0, 0)
+            return (1 if item.key is not None else 2, estimated_cost(item.pdfs[0]) if item.pdfs else 0)
+        return sorted(items, key=order)
 
     def _run_batch(self, records: list[SourceRecord]) -> None:
         # Unchanged files (same content already in the vault) cost nothing.
         fresh: list[tuple[SourceRecord, str | None]] = []
-        # Records with the user's own citation key first: when a bare PDF and its BibTeX entry arrive together,
-        # the paper is created under the user's key and the PDF merges into it.
+        # Records with the user's own citation key first (see `_window`; a caller's own batch may be in any order)
         for rec in sorted(records, key=lambda r: r.key is None):
             rec = self._complete(rec)
             sha = None
