@@ -125,18 +125,26 @@ def _read_pages(doc: pymupdf.Document, settings: ParseSettings, upto: int, warni
     return pages, sizes, rotated, ocr_pages, repaired, edges, heads
 
 
-def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int = 3) -> Header:
-    """The header (title, authors, year, venue, ids) of the PDF at `path`, read from its first pages only."""
+def front_inputs(path: Path, settings: ParseSettings | None = None, *, pages: int = 3) -> dict:
+    """What the header reader reads of the PDF at `path` (its first pages' blocks in reading order, their
+    heights, the document info, rotated text, scanned pages, cover page, file name, running heads): the
+    arguments of `read_header`, which a benchmark may keep and read again without the layout and OCR."""
     settings = settings or ParseSettings()
     doc = open_pdf(Path(path), max_pages=settings.max_pages)
     try:
         blocks, sizes, rotated, ocr_pages, _, _, heads = _read_pages(doc, settings, min(pages, doc.page_count), [])
         blocks = [reading_order(bl, sizes[i][0]) for i, bl in enumerate(blocks)]
-        return read_header(blocks, [h for _, h in sizes], info=doc.metadata or {}, rotated=rotated,
-                           scanned={p - 1 for p in ocr_pages}, cover=_is_cover(blocks, doc.page_count),
-                           file_name=Path(path).name, repeats=heads)
+        return dict(pages=blocks, heights=[h for _, h in sizes], info=dict(doc.metadata or {}), rotated=rotated,
+                    scanned={p - 1 for p in ocr_pages}, cover=_is_cover(blocks, doc.page_count),
+                    file_name=Path(path).name, repeats=heads)
     finally:
         doc.close()
+
+
+def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int = 3) -> Header:
+    """The header (title, authors, year, venue, ids) of the PDF at `path`, read from its first pages only."""
+    args = front_inputs(path, settings, pages=pages)
+    return read_header(args.pop("pages"), args.pop("heights"), **args)
 
 
 def _parse(doc: pymupdf.Document, settings: ParseSettings, name: str | None = None) -> ParsedPaper:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 from papervault.ids import SKIP_WORDS
+from papervault.lineshapes import is_address, is_institution
 from papervault.parse.layout import Block, Line
-from papervault.parse.lines import (_BODY_START, _CONNECTIVE, _MEMO_PREFIX, _PAREN_DATES, _STAMP_ANYWHERE, _STRONG,
+from papervault.parse.lines import (_BODY_START, _CONNECTIVE, _MEMO_PREFIX, _PAREN_DATES, _STAMP_ANYWHERE,
                                     _glue, _names_line, is_author_line, is_banner, looks_like_name, norm,
                                     not_title)
 from papervault.parse.words import dictionary_share, vocabulary
@@ -22,6 +27,10 @@ class TitleChoice:
     evidence: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     confidence: str = "low"
+    features: dict[str, float] = field(default_factory=dict)
+    names_above: list[Line] = field(default_factory=list)
+    hand: float = 0.0
+    probability: float = 0.0
 
 
 def _extend(start: Line, lines: list[Line], ok: set[int], body: float, scanned: bool) -> list[Line]:
@@ -97,17 +106,48 @@ def _significant(text: str) -> list[str]:
     return [w for w in norm(text).split() if w not in SKIP_WORDS and not w.isdigit()]
 
 
-def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: float, stop: float | None,
-           file_words: set[str], info_title: str, repeats: list[str]) -> None:
+# The features of a title candidate (`_features`), each a number; the learned model (`title_model.json`, fitted
+# by bench/title_model.py on the tune half of the identity set) weighs them. `HAND` are the weights set by hand
+# before it, kept to compare with.
+FEATURES = ("rel_size", "uniform_big", "size_rank", "largest", "bold", "top", "first_run", "author_line", "banner",
+            "upper_word", "one_word", "not_words", "dict_share", "starts_mid", "sentence", "author_below",
+            "author_above", "file_name", "pdf_metadata", "running_head", "n_lines", "log_words", "all_caps",
+            "ends_open", "name_like", "institution", "address", "scanned")
+HAND = {"rel_size": 4.0, "uniform_big": 1.0, "bold": 0.5, "top": -1.0, "author_line": -6.0, "banner": -6.0,
+        "upper_word": -6.0, "one_word": -1.5, "not_words": -3.0, "starts_mid": -2.0, "sentence": -4.0,
+        "author_below": 2.0, "author_above": 1.0, "file_name": 3.0, "pdf_metadata": 3.0, "running_head": 2.0}
+# Flags that say what a candidate is not (correctness, not preference): a candidate with one is chosen only when
+# every candidate has one.
+HARD = ("author line", "banner")
+_MODEL_FILE = Path(__file__).with_name("title_model.json")
+
+
+@lru_cache(maxsize=1)
+def title_model() -> dict:
+    """The fitted title model: `weights` per feature, `bias`, and the probability `threshold` above which a
+    title is `high` confidence."""
+    return json.loads(_MODEL_FILE.read_text(encoding="utf-8"))
+
+
+def model_score(features: dict[str, float], model: dict | None = None) -> float:
+    """The model's log-odds that a candidate with these features is the title."""
+    m = model or title_model()
+    return m["bias"] + sum(w * features.get(f, 0.0) for f, w in m["weights"].items())
+
+
+def _features(c: TitleChoice, lines: list[Line], body: float, big: float, height: float, stop: float | None,
+              file_words: set[str], info_title: str, repeats: list[str], scanned: bool) -> dict[str, float]:
+    """The page's evidence about one candidate run, as numbers; sets its `evidence` and `flags` too."""
     ev, flags = [], []
+    x: dict[str, float] = {f: 0.0 for f in FEATURES}
     size = max(ln.size for ln in c.lines)
-    s = 4.0 * max(0.0, size - body) / max(1.0, big - body)
-    if big - body < 1.0 and size >= big - 0.5:
-        s += 1.0                         # a cover set large throughout: the largest type still counts
+    x["rel_size"] = max(0.0, size - body) / max(1.0, big - body)
+    x["uniform_big"] = float(big - body < 1.0 and size >= big - 0.5)   # a cover set large throughout
+    x["largest"] = float(size >= big - 0.5)
     if all(ln.bold for ln in c.lines):
-        s += 0.5
+        x["bold"] = 1.0
         ev.append("bold")
-    s -= 1.0 * c.lines[0].bbox[1] / max(1.0, height)
+    x["top"] = c.lines[0].bbox[1] / max(1.0, height)
     text = c.text
     words = norm(text).split()
     last = lines.index(c.lines[-1]) if c.lines[-1] in lines else len(lines) - 1
@@ -121,59 +161,76 @@ def _score(c: TitleChoice, lines: list[Line], body: float, big: float, height: f
             and size >= below_first.size + 2:
         names = False    # a short title with a footnote mark, in the largest type over smaller lines ("Liquid Types∗")
     if names:
-        s -= 6
+        x["author_line"] = 1.0
         flags.append("author line")
     if is_banner(text) or any(re.match(r"\s*journal\s+homepage", ln.text, re.I) for ln in after[:2]):
-        s -= 6                           # a publisher's banner, or the journal's name over its homepage line
+        x["banner"] = 1.0                # a publisher's banner, or the journal's name over its homepage line
         flags.append("banner")
     letters = [ch for ch in text if ch.isalpha()]
     if len(words) == 1 and letters and all(ch.isupper() for ch in letters) and not text.rstrip().endswith(":"):
-        s -= 6      # one upper-case word over the title: a series, a place, an acronym's banner ("BRICS")
+        x["upper_word"] = 1.0   # one upper-case word over the title: a series, a place, an acronym's banner ("BRICS")
         flags.append("banner")
     elif len(words) == 1:
-        s -= 1.5
+        x["one_word"] = 1.0
         flags.append("one word")
     share = dictionary_share([re.sub(r"\b[A-Z][A-Z\d]+\b", " ", text)])     # acronyms ("TREC") are not broken words
+    x["dict_share"] = 1.0 if share is None else share
     if share is not None and share < 0.5:
-        s -= 3
+        x["not_words"] = 1.0
         flags.append("not words")
     if text[:1].islower():
-        s -= 2
+        x["starts_mid"] = 1.0
         flags.append("starts mid-word")
     if len(words) > 30 or re.search(r"[a-z]{2}[.?!]\s+[A-Z][a-z]+\s+[a-z]", text):
-        s -= 4                           # a sentence of the abstract or a notice, not a title
+        x["sentence"] = 1.0              # a sentence of the abstract or a notice, not a title
         flags.append("sentence")
-    # The author block right under the title (an affiliation or a line of smaller type may come between),
-    # never under another line of title type.
+    _author_block(c, x, ev, lines, after, size)
+    sig = _significant(text)
+    if file_words and sig:
+        hit = sum(w in file_words for w in sig)
+        if hit >= 2 and (hit / len(sig) >= 0.6 or hit >= 3 and hit / len(file_words) >= 0.6):
+            x["file_name"] = hit / len(sig)
+            ev.append("file name")
+    nt = norm(text)
+    if info_title and nt and len(words) >= 2 and (norm(info_title) == nt or (nt in norm(info_title)
+                                                  and len(nt) > 0.6 * len(norm(info_title)))):
+        x["pdf_metadata"] = 1.0
+        ev.append("pdf metadata")
+    if len(words) >= 2 and any(nt in norm(r) or (norm(r) in nt and len(norm(r)) > 0.6 * len(nt)) for r in repeats):
+        x["running_head"] = 1.0
+        ev.append("running head")
+    x["n_lines"] = float(len(c.lines))
+    x["log_words"] = math.log1p(len(words))
+    x["all_caps"] = float(len(words) > 1 and bool(letters) and all(ch.isupper() for ch in letters))
+    x["ends_open"] = float(bool(_CONNECTIVE.search(text.strip())))
+    x["name_like"] = float(looks_like_name(text))
+    x["institution"] = float(is_institution(text))
+    x["address"] = float(is_address(text))
+    x["scanned"] = float(scanned)
+    c.evidence, c.flags = ev, flags
+    return x
+
+
+def _author_block(c: TitleChoice, x: dict[str, float], ev: list[str], lines: list[Line], after: list[Line],
+                  size: float) -> None:
+    """The author block right under the run (an affiliation or a line of smaller type may come between, never
+    another line of title type), and names set above it."""
     for j, ln in enumerate(after[:3]):
         nxt = after[j + 1] if j + 1 < len(after) else None
         if "@" in ln.text or _names_line(ln, nxt):
-            s += 2
+            x["author_below"] = 1.0
             ev.append("author block below")
             break
         if ln.size >= size - 1 or j >= 1:
             break
     first = lines.index(c.lines[0]) if c.lines[0] in lines else 0
     before = [ln for ln in lines[max(0, first - 3):first] if ln.bbox[3] < c.lines[0].bbox[3] - 2]
-    if before and any(_names_line(ln, before[k + 1] if k + 1 < len(before) else c.lines[0])
-                      for k, ln in enumerate(before[-2:])) and not is_banner(before[-1].text):
-        s += 1
+    named = [ln for k, ln in enumerate(before) if k >= len(before) - 2
+             and _names_line(ln, before[k + 1] if k + 1 < len(before) else c.lines[0])]
+    if named and not is_banner(before[-1].text):
+        x["author_above"] = 1.0
         ev.append("author block above")
-    sig = _significant(text)
-    if file_words and sig:
-        hit = sum(w in file_words for w in sig)
-        if hit >= 2 and (hit / len(sig) >= 0.6 or hit >= 3 and hit / len(file_words) >= 0.6):
-            s += 3 * hit / len(sig)
-            ev.append("file name")
-    nt = norm(text)
-    if info_title and nt and len(words) >= 2 and (norm(info_title) == nt or (nt in norm(info_title)
-                                                  and len(nt) > 0.6 * len(norm(info_title)))):
-        s += 3
-        ev.append("pdf metadata")
-    if len(words) >= 2 and any(nt in norm(r) or (norm(r) in nt and len(norm(r)) > 0.6 * len(nt)) for r in repeats):
-        s += 2
-        ev.append("running head")
-    c.score, c.evidence, c.flags = round(s, 3), ev, flags
+        c.names_above = named
 
 
 def find_title(blocks: list[Block], height: float, scanned: bool = False) -> list[Line]:
@@ -182,17 +239,15 @@ def find_title(blocks: list[Block], height: float, scanned: bool = False) -> lis
     return best.lines if best else []
 
 
-def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
-                 info_title: str = "", repeats: list[str] | tuple = ()) -> TitleChoice | None:
-    """The title of one page, chosen among the runs of large lines in its top part by the signals of the
-    PDF: type size and weight, an author block (names, affiliations, e-mails) under it, the words of the file
-    name, the document's metadata title, the running head of the next pages; with the evidence and a
-    confidence (`high` when the largest type and one more signal agree, or two signals do, and the text is
-    neither an author line, a banner, one word nor broken words)."""
+def title_candidates(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
+                     info_title: str = "", repeats: list[str] | tuple = ()
+                     ) -> tuple[list[TitleChoice], dict[int, list[Line]]]:
+    """The candidate runs of title lines of one page, each with its features (`TitleChoice.features`), evidence
+    and flags; and the pieces of the lines glued together."""
     raw = [ln for b in blocks if b.kind in ("text", "title", "heading") for ln in b.lines
            if ln.bbox[1] < 0.62 * height]
     if not raw:
-        return None
+        return [], {}
     glued, parts = _glue(raw)
     lines = sorted(glued, key=lambda ln: (ln.bbox[1], ln.bbox[0]))
     sizes = [ln.size for ln in lines]
@@ -202,7 +257,7 @@ def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, f
                  and _BODY_START.match(ln.text.strip())), None)
     cands = [ln for ln in lines if not not_title(ln.text) and (stop is None or ln.bbox[1] < stop - 1)]
     if not cands:
-        return None
+        return [], parts
     ok = {id(ln) for ln in cands}
     big = max((ln.size for ln in cands if len(ln.text.strip()) >= 3), default=body)
     if scanned or big < body + 1.0:
@@ -219,19 +274,52 @@ def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, f
     # A run inside a longer one is the same title cut short.
     runs = [r for r in runs if not any(r != o and all(any(x is y for y in o) for x in r) for o in runs)]
     choices = [TitleChoice(r, title_text(r)) for r in runs]
+    top_y = min(c.lines[0].bbox[1] for c in choices)
+    ranks = sorted({round(max(ln.size for ln in c.lines) * 2) / 2 for c in choices}, reverse=True)
     for c in choices:
-        _score(c, lines, body, big, height, stop, fw, info_title, list(repeats))
+        c.features = _features(c, lines, body, big, height, stop, fw, info_title, list(repeats), scanned)
+        c.features["size_rank"] = float(min(4, ranks.index(round(max(ln.size for ln in c.lines) * 2) / 2)))
+        c.features["first_run"] = float(c.lines[0].bbox[1] <= top_y + 0.5)
+        c.hand = round(sum(HAND.get(f, 0.0) * v for f, v in c.features.items()), 3)
+    # The names read as the author block above a run (itself neither names nor broken words) are an author line,
+    # never a title of their own.
+    for c in choices:
+        for o in choices:
+            if o is not c and o.names_above and not o.flags and all(any(ln is n for n in o.names_above) for ln in c.lines) \
+                    and "author line" not in c.flags:
+                c.features["author_line"] = 1.0
+                c.flags.append("author line")
+                c.hand = round(sum(HAND.get(f, 0.0) * v for f, v in c.features.items()), 3)
     # The largest type among the runs that are not an author line, a banner or a fragment.
     top = max((max(ln.size for ln in c.lines) for c in choices if not c.flags), default=big)
     for c in choices:
         if max(ln.size for ln in c.lines) >= top - 0.5 and not c.flags:
             c.evidence.insert(0, "largest type")
-    choices.sort(key=lambda c: -c.score)
-    best = choices[0]
-    margin = best.score - choices[1].score if len(choices) > 1 else 99.0
-    strong = sum(e in best.evidence for e in _STRONG)
-    if not best.flags and margin >= 1.0 and (("largest type" in best.evidence and strong >= 1) or strong >= 2):
+    return choices, parts
+
+
+def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
+                 info_title: str = "", repeats: list[str] | tuple = (), model: dict | None = None) -> TitleChoice | None:
+    """The title of one page, chosen among the runs of large lines in its top part by the learned model over
+    the page's features (`title_candidates`: type size and weight, position, dictionary words, line shape, an
+    author block under or over it, the file name, the document's metadata title, the running heads of the
+    next pages). An author line or a banner is chosen only when every run is one. The confidence is `high`
+    when the model's probability is at least its threshold (chosen by cross-validation on the tune half) and
+    the run has no flag (an author line, a banner, one word, broken words, a sentence)."""
+    choices, parts = title_candidates(blocks, height, scanned=scanned, file_name=file_name, info_title=info_title,
+                                      repeats=repeats)
+    if not choices:
+        return None
+    m = model or title_model()
+    for c in choices:
+        c.score = round(model_score(c.features, m), 3)
+    eligible = [c for c in choices if not any(f in HARD for f in c.flags)] or choices
+    best = max(eligible, key=lambda c: c.score)
+    p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, best.score))))
+    best.probability = round(p, 3)
+    if not best.flags and p >= m["threshold"]:
         best.confidence = "high"
+    best.evidence.append(f"model p={p:.2f}")
     if scanned:
         best.evidence.append("OCR")
     best.lines = [p for ln in best.lines for p in parts.get(id(ln), [ln])]
