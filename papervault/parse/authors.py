@@ -77,14 +77,22 @@ def _split_runs(names: list[str]) -> list[str]:
     return out
 
 
+_MARK = re.compile(r"[a-z\d*∗†‡§¶\ufffd,]{1,6}")
+_SYMBOL = re.compile(r"[*∗†‡§¶\ufffd]+")
+
+
 def _spaced(ln: Line, text: str) -> str:
     """Wide gaps between a line's spans kept as runs of spaces: names set side by side stay apart."""
     if len(ln.spans) < 2:
         return text
     out, prev = "", None
+    big = max(s.size for s in ln.spans)
     for s in ln.spans:
         if not s.text.strip():
             continue
+        if (_MARK.fullmatch(s.text.strip()) and s.size < 0.8 * big or _SYMBOL.fullmatch(s.text.strip())) \
+                and out[-1:].isalpha():
+            continue                      # a footnote or affiliation mark set small after a name ("Sornette^a")
         if prev is not None:
             gap = s.bbox[0] - prev
             touch = gap < 0.12 * s.size and out[-1:].isalpha() and s.text.strip()[:1].islower()   # "Bro" "wn"

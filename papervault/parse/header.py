@@ -117,6 +117,20 @@ def _plausible_info_title(info_title: str, page_text: str) -> bool:
     return norm(t) in norm(page_text)
 
 
+def _info_authors(info: dict, page_text: str) -> list[str]:
+    """The document info's authors when each is a person whose family name the page prints; a name given family
+    name first ("Jaravel Xavier") that the page prints the other way round ("Xavier Jaravel") is the page's."""
+    info_author = (info.get("author") or "").strip()
+    if not info_author or re.search(r"\b(?:admin|user|owner|unknown|author)\b", info_author, re.I):
+        return []
+    cand = [a.strip() for a in re.split(r";|,\s*(?:and\s+)?|\s+and\s+|&", info_author) if len(a.strip()) > 2]
+    low = page_text.lower()
+    flat = f" {norm(page_text)} "
+    cand = [" ".join(a.split()[1:] + a.split()[:1]) if len(a.split()) == 2
+            and f" {norm(' '.join(a.split()[::-1]))} " in flat and f" {norm(a)} " not in flat else a for a in cand]
+    return cand if cand and all(a.split()[-1].lower() in low and is_person_name(a) for a in cand) else []
+
+
 def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | None = None,
                 rotated: list[str] | None = None, scanned: set[int] | frozenset[int] = frozenset(),
                 cover: bool = False, file_name: str | None = None, repeats: list[str] | None = None) -> Header:
@@ -162,12 +176,9 @@ def read_header(pages: list[list[Block]], heights: list[float], *, info: dict | 
     # A "name" made of the title's own words is a piece of the title, never its author.
     tw = set(norm(h.title).split())
     authors = [a for a in authors if not (set(norm(a).split()) <= tw)]
-    info_author = (info.get("author") or "").strip()
-    if info_author and not re.search(r"\b(?:admin|user|owner|unknown|author)\b", info_author, re.I):
-        cand = [a.strip() for a in re.split(r";|,\s*(?:and\s+)?|\s+and\s+|&", info_author) if len(a.strip()) > 2]
-        low = page_text.lower()
-        if cand and all(a.split()[-1].lower() in low and is_person_name(a) for a in cand):
-            authors, h.provenance["authors"] = cand, "pdf-xmp"
+    cand = _info_authors(info, page_text)
+    if cand:
+        authors, h.provenance["authors"] = cand, "pdf-xmp"
     if authors and "authors" not in h.provenance:
         h.provenance["authors"] = "layout"
     h.authors = authors
