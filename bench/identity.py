@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,7 +57,10 @@ import pymupdf  # noqa: E402
 import yaml  # noqa: E402
 
 from identity_pdfs import make_all, make_classes  # noqa: E402
-from papervault.ids import fold, key_base, last_name, normalize_title  # noqa: E402
+from front_cache import cached_inputs  # noqa: E402
+from papervault.ids import fold, key_base, key_name, last_name, normalize_title  # noqa: E402
+from papervault.ingest_records import key_confident  # noqa: E402
+from papervault.parse.header import read_header  # noqa: E402
 from papervault.parse import words  # noqa: E402
 from papervault.parse.pdf import parse_pdf, read_front  # noqa: E402
 
@@ -96,10 +100,19 @@ def by_class(results: dict[str, dict], labs: dict[str, dict]) -> dict:
     return out
 
 
+CACHE: Path | None = None     # --cache: the header reader's inputs kept per PDF (bench/front_cache.py)
+
+
 def run_papervault(path: str) -> dict:
-    h = read_front(Path(path))
+    if CACHE is not None:
+        args = dict(cached_inputs(path, CACHE))
+        h = read_header(args.pop("pages"), args.pop("heights"), **args)
+    else:
+        h = read_front(Path(path))
+    # The key `add` makes of this reading (`ingest_records.key_confident` decides what it may be built from).
+    confident = key_confident(h.provenance, SimpleNamespace(provenance=h.provenance, authors=h.authors))
     return {"title": h.title, "authors": h.authors, "year": h.year, "venue": h.venue,
-            "confidence": h.provenance.get("title_confidence")}
+            "confidence": h.provenance.get("title_confidence"), "key_confident": confident}
 
 
 def run_metadata(path: str) -> dict:
@@ -223,19 +236,37 @@ def set_labels(labels_file: Path, set_dir: Path, half: str) -> tuple[dict[str, d
 
 
 def bad_key(result: dict, lab: dict) -> tuple[str, str | None]:
-    """The key the system's reading gives, and why it is bad (None when it is built from the family name of a
-    labelled author, or is `anon` for a page that prints no author)."""
-    key = key_base(result["authors"], result["year"], result["title"])
-    # The name part exactly as `key_base` builds it.
-    got = re.sub(r"[^a-z0-9]", "", fold(last_name(result["authors"][0])).lower())[:30] if result["authors"] else ""
-    got = got or "anon"
+    """The key `add` builds of the system's reading (`ids.key_base`, with `ingest_records.key_confident` for
+    the header reader), and why it is bad: its name part is not the family name of a labelled author (a word
+    of an affiliation, an address, a heading, the title, a thanked colleague), a name for a page that prints
+    none, or `anon` while the page prints authors. A key built from a short form of the title where no author
+    was read (`sorting2004`) is not built from a non-surname: it is counted apart (`title_key`)."""
+    confident = result.get("key_confident", True)
+    key = key_base(result["authors"], result["year"], result["title"], confident)
+    got = key_name(result["authors"], result["title"], confident)     # the name part exactly as `key_base` builds it
+    if not got:
+        if key.startswith("anon") and lab["authors"]:
+            return key, "anon while the page prints authors"
+        return key, None
     if not lab["authors"]:
-        return key, None if got == "anon" else "name where the page prints none"
-    if got == "anon":
-        return key, "anon while the page prints authors"
+        return key, "name where the page prints none"
     # A family name with a particle ("de la Sierra") may be keyed on all of it or on its last word.
     families = {_family_full(a) for a in lab["authors"]} | {_family(a) for a in lab["authors"]}
     return key, None if got in families else "not a labelled author's family name"
+
+
+def reading_bad_key(result: dict, lab: dict) -> str | None:
+    """The measure used before the keys followed `add`: the first author read (or "anon" when none) is not a
+    labelled author's family name. It counts a reading that found no author as bad even where `add` keys the
+    paper on its title."""
+    got = re.sub(r"[^a-z0-9]", "", fold(last_name(result["authors"][0])).lower())[:30] if result["authors"] else ""
+    got = got or "anon"
+    if not lab["authors"]:
+        return None if got == "anon" else "name where the page prints none"
+    if got == "anon":
+        return "no author read while the page prints authors"
+    families = {_family_full(a) for a in lab["authors"]} | {_family(a) for a in lab["authors"]}
+    return None if got in families else "not a labelled author's family name"
 
 
 def _venue_words(venue: str | None) -> str:
@@ -261,6 +292,15 @@ def score_set(results: dict[str, dict], labs: dict[str, dict], venue: bool) -> d
             reasons[why] = reasons.get(why, 0) + 1
     out["bad_keys"] = round(sum(reasons.values()) / n, 4)
     out["bad_key_reasons"] = reasons
+    out["title_keys"] = sum(1 for p, lab in labs.items()
+                            if not key_name(results[p]["authors"], results[p]["title"],
+                                            results[p].get("key_confident", True))
+                            and not bad_key(results[p], lab)[0].startswith("anon"))
+    out["title_keys_while_authors_printed"] = sum(
+        1 for p, lab in labs.items() if lab["authors"] and not key_name(
+            results[p]["authors"], results[p]["title"], results[p].get("key_confident", True))
+        and not bad_key(results[p], lab)[0].startswith("anon"))
+    out["reading_bad_keys"] = round(sum(reading_bad_key(results[p], lab) is not None for p, lab in labs.items()) / n, 4)
     if venue:
         reported = [p for p in labs if results[p].get("venue")]
         out["venues_reported"] = len(reported)
@@ -328,7 +368,7 @@ def print_set(report: dict) -> None:
     print(f"identity set: {report['papers']} labelled PDFs in {report['set']}"
           + (f" ({len(report['missing'])} labelled files missing)" if report["missing"] else ""))
     head = (f"{'system':13} {'half':8} {'part':26} {'n':>4} {'title':>7} {'authF1':>7} {'year':>7} "
-            f"{'badkey':>7} {'venues':>7} {'venue ok':>8}")
+            f"{'badkey':>7} {'titlekey':>8} {'rd-bad':>7} {'venues':>7} {'venue ok':>8}")
     print(head)
     for name, per in report["systems"].items():
         for half in HALVES:
@@ -337,7 +377,7 @@ def print_set(report: dict) -> None:
                     continue
                 v = r.get("venue_right_of_reported")
                 print(f"{name:13} {half:8} {part:26} {r['papers']:4d} {r['title_exact']:7.1%} {r['author_f1']:7.3f} "
-                      f"{r['year_accuracy']:7.1%} {r['bad_keys']:7.1%} "
+                      f"{r['year_accuracy']:7.1%} {r['bad_keys']:7.1%} {r['title_keys']:8d} {r['reading_bad_keys']:7.1%} "
                       f"{r.get('venues_reported', '-')!s:>7} {'-' if v is None else f'{v:.1%}':>8}")
         print(f"{name:13} {per['seconds']:.1f} s")
     pv = report["systems"].get("papervault", {})
@@ -369,7 +409,11 @@ def main() -> None:
     ap.add_argument("--set", type=Path, help="the identity set's folder of PDFs (bench/identity_set/get.py makes it)")
     ap.add_argument("--labels", type=Path, default=SET_LABELS, help="the identity set's labels (JSON lines)")
     ap.add_argument("--half", choices=("tune", "heldout", "both"), default="both")
+    ap.add_argument("--cache", type=Path, help="keep the header reader's inputs per PDF in this folder and read "
+                    "them from it (bench/front_cache.py; keyed by sha256 and parser version)")
     args = ap.parse_args()
+    global CACHE
+    CACHE = args.cache
     if args.set:
         report = run_set(args)
         if args.json:

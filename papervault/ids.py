@@ -132,21 +132,35 @@ def short_title(title: str | None, words: int = 2) -> str:
     return "".join(out)[:30]
 
 
+def key_name(authors: list[str], title: str | None, confident: bool = True) -> str:
+    """The name part of a key: the first author's family name as lowercase ASCII ("lamport"), or "" when the
+    key may not be built from it: no author, a first "author" made of the title's own words ("Liquid Types"
+    read as a name: all its words the title's, no initial), or, not `confident`, a first author that is not a person's name ("Stanford University")."""
+    if not authors:
+        return ""
+    first = authors[0]
+    if not confident and not is_person_name(first):
+        return ""
+    words = set(normalize_title(first).split())
+    if words and words <= set(normalize_title(title).split()) and not re.search(r"\b[A-Z]\.", first):
+        return ""       # "Liquid Types" read as a name; a title that is the author line ("J.H. Saltzer, ...") keeps it
+    return _ascii_word(last_name(first))[:30]
+
+
 def key_base(authors: list[str], year: int | None, title: str | None, confident: bool = True) -> str:
     """The key before disambiguation: last name + year + first significant title word (`lamport2001paxos`).
 
     Not `confident` (an identity the PDF's layout gave with low confidence), the key holds only what is likely
     right: the first author's surname and the year when the first author is a person's name (`saltzer1981`),
     else a short form of the title and the year (`liquidtypes2008`), never "anon" nor a word of a line that
-    may be an affiliation or an address."""
+    may be an affiliation or an address. Either way the name is never made of the title's own words
+    (`key_name`)."""
     y = str(year) if isinstance(year, int) and 0 < year < 10000 else ""
-    if not confident:
-        name = _ascii_word(last_name(authors[0]))[:30] if authors and is_person_name(authors[0]) else ""
+    name = key_name(authors, title, confident)
+    if not confident or (authors and not name):
         base = f"{name}{y}" if name else f"{short_title(title)}{y}"
         if base and not base.isdigit():
             return base if base[0].isalpha() else "p" + base
-    name = _ascii_word(last_name(authors[0])) if authors else ""
-    name = name[:30]
     word = first_title_word(title)[:30]
     base = f"{name or 'anon'}{y}{word}"
     return base if base[0].isalnum() else "p" + base
