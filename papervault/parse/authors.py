@@ -29,9 +29,8 @@ def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[
     texts: list[str] = []
     for ln in lines:
         t = ln.text.strip()
-        if _BODY_START.match(t) \
-                or len(t) > 200:
-            break
+        if _BODY_START.match(t) or len(t) > 200 or _sentence(t):
+            break                         # the abstract or the body: names from here on are cited or thanked
         if re.match(r"^by\s+", t, re.I):
             t = t[3:]
         if _NOT_TITLE.match(t) and not is_author_line(t) or _affiliation(t):
@@ -40,6 +39,16 @@ def find_authors(blocks: list[Block], title: list[Line], height: float) -> list[
         if len(texts) > 16:
             break
     return _split_runs(parse_authors(texts))
+
+
+_NAME_LOWER = {"and", "of", "de", "da", "van", "von", "der", "den", "la", "le", "di", "du", "dos", "das", "del",
+               "y", "et", "al", "the", "for", "at", "in", "und"}
+
+
+def _sentence(text: str) -> bool:
+    """A line of running text ("This article draws attention to a central dispute in the inter-"): five words
+    or more in lower case that are not particles or the "and" and "of" of names and affiliations."""
+    return sum(1 for w in re.findall(r"\b[a-z][a-z'’-]+\b", text) if w not in _NAME_LOWER) >= 5
 
 
 def _authors_above(blocks: list[Block], title: list[Line]) -> list[str]:
