@@ -7,7 +7,7 @@ import re
 
 # Words of an organisation's name: a person is never called this.
 INSTITUTION = re.compile(
-    r"\b(?:universit(?:y|ies|é|ä|at|e|à|ad|ade|eit|eit)|institut(?:e|o|s)?|laborator(?:y|ies|ium)|department|dept\.?|"
+    r"\b(?:universit(?:y|ies|é|ä|at|e|à|ad|ade|eit|eit)|universidad(?:e)?|institut(?:e|o|s)?|laborator(?:y|ies|ium)|department|dept\.?|"
     r"departament\w*|departement|fachbereich|facultad|facult[ée]|"
     r"college|school|faculty|research|centre|center|labs?|inc|corp(?:oration)?|company|gmbh|ltd|llc|plc|"
     r"asa|ag|ab|s\.?a\.?|n\.?v\.?|b\.?v\.?|foundation|society|association|academy|council|agency|group|"
