@@ -272,9 +272,15 @@ def _outcome(o) -> dict[str, Any]:
 
 def analyse_paper(ctx: SurveyContext, paper_id: str) -> dict[str, Any]:
     """Analyse one paper into its note; the analyser skips a note that is current (same source, backend)."""
+    from papervault.parse.firstpass import is_first_pass, unfinished_words  # the parser itself stays unloaded
+
     ws = ctx.ws
     if not ws.vault.fulltext_path(paper_id).is_file():
         return {"id": paper_id, "status": "no-text", "message": "no paper.md to analyse"}
+    if is_first_pass(ws.vault.read_meta(paper_id).parser):
+        # A paper is analysed once, from its full parse (papervault.app.arrival), never from its first pass: the
+        # survey reads its text layer as it is, and says so (`unfinished` in the report, selection.md)
+        return {"id": paper_id, "status": "first-pass", "message": unfinished_words({})}
     try:
         return _outcome(A.analyse_paper(ws.vault, paper_id, ctx.backend_for(ctx.backend),
                                         template_dir=ws.root / "templates"))
@@ -286,16 +292,31 @@ def analyse_paper(ctx: SurveyContext, paper_id: str) -> dict[str, Any]:
 
 def index(ctx: SurveyContext, ids: list[str]) -> dict[str, Any]:
     """Bring the index in step with the selected papers' notes and full texts (only new or changed chunks are
-    embedded; the rest of the vault is not read)."""
-    # the survey holds the write lock; every vector of its papers is made (it ranks passages by them)
-    report = update_index(ctx.ws, paper_ids=ids, code=False, lock=None)
-    return {k: v for k, v in report.items() if isinstance(v, (int, float, str))}
+    embedded; the rest of the vault is not read). Paragraphs the background fill has not embedded yet are left
+    to it (`pending`: how many of the selected papers' are): the survey reads them by their text and full-text
+    rank meanwhile, and never waits for the fill (or for the arrival worker, whose papers it reads by their
+    first pass)."""
+    # the survey holds the write lock; the vectors of its papers' changed chunks are made now
+    report = update_index(ctx.ws, paper_ids=ids, code=False, lock=None, fill_pending=False)
+    out = {k: v for k, v in report.items() if isinstance(v, (int, float, str))}
+    out["pending"] = _pending(ctx.ws, ids)
+    return out
+
+
+def _pending(ws: Workspace, ids: list[str]) -> int:
+    """How many index rows of these papers still wait for the background fill's vector (0 when unknown)."""
+    from papervault.index.store import PaperIndex  # deferred: pyarrow, with the index stage
+
+    try:
+        return PaperIndex(ws).pending(paper_ids=ids)
+    except Exception:  # noqa: BLE001 - the count only informs the report; an unreadable index says 0
+        return 0
 
 
 def _index_missing(ws: Workspace, ids: list[str], embedder: Any) -> None:
     """The papers stage 1 found missing from the index, indexed through the one index update (the survey
-    holds the write lock)."""
-    update_index(ws, paper_ids=ids, code=False, lock=None, embedder=embedder)
+    holds the write lock), without waiting for the background fill."""
+    update_index(ws, paper_ids=ids, code=False, lock=None, embedder=embedder, fill_pending=False)
 
 
 # --- stages 5-8 ------------------------------------------------------------------------------------

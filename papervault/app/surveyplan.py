@@ -56,6 +56,7 @@ class SurveyState:
     doc: dict[str, Any] = field(default_factory=dict)
     polished: PolishResult | None = None
     commits: list[str] = field(default_factory=list)
+    unfinished: dict[str, dict] = field(default_factory=dict)   # selected papers still read by their first pass
 
     @property
     def ws(self) -> Workspace:
@@ -83,7 +84,10 @@ class SurveyState:
 
 def _selected(st: SurveyState, sel: dict[str, Any]) -> None:
     """1. The selection (`selection.md`); no paper selected is an error naming what to do."""
+    from papervault.parse.firstpass import unfinished   # deferred: the parser itself stays unloaded
+
     st.sel, st.ids = sel, sel["ids"]
+    st.unfinished = unfinished(st.ws, st.ids)
     if not st.ids:
         raise PapervaultError(f"no papers selected by {', '.join(st.selection.specs) or 'the topic'}",
                               fix="add papers with `papervault add`, add some to selection.md, or choose "
@@ -117,9 +121,12 @@ def _analysed(st: SurveyState, outs: list) -> None:
     done = [a["id"] for a in outs if a["status"] in ("analysed", "kept-edit")]
     current = [a["id"] for a in outs if a["status"] == "skipped"]
     failed = [a for a in outs if a["status"] == "failed"]
+    waiting = [a for a in outs if a["status"] == "first-pass"]    # analysed after their full parse, not here
     st.commit((f"survey {st.ctx.slug}: analyse {plural(len(done), 'paper')} with {st.ctx.backend} "
                f"({', '.join(done[:5])}{' and more' if len(done) > 5 else ''}); {len(current)} already current"
-               + (f"; {len(failed)} failed" if failed else "")) if done else None, [st.ws.vault.papers_dir])
+               + (f"; {len(failed)} failed" if failed else "")
+               + (f"; {len(waiting)} read by the text layer only, not analysed yet" if waiting else ""))
+              if done else None, [st.ws.vault.papers_dir])
 
 
 def _index(run_: Run, ids: list[str]) -> dict[str, Any]:
@@ -256,7 +263,7 @@ def _report(st: SurveyState, done: Run, t_start: float) -> dict[str, Any]:
            "papers": sel["ids"], "retrieved": sel["retrieved"], "problems": sel["problems"] + st.problems,
            "selection": sel["how"], "review": sel.get("review", ""),
            "review_cost": sel.get("review_cost", {}), "missing": sel.get("missing", []),
-           "edits": sel["edits"]}
+           "edits": sel["edits"], "unfinished": _unfinished(st)}
     if st.select_only:
         out["stopped_after"] = "retrieve"
     else:
@@ -271,6 +278,29 @@ def _report(st: SurveyState, done: Run, t_start: float) -> dict[str, Any]:
                 "supported": pr.supported, "changes": len(pr.changes), "flags": len(pr.flags)}
     return out | {"commits": st.commits, "timings": done.timings,
                   "seconds": round(time.perf_counter() - t_start, 2)}
+
+
+def _unfinished(st: SurveyState) -> dict[str, Any]:
+    """What the survey read before it was finished: the selected papers still read by their first pass (text
+    layer only, pages waiting for OCR, not analysed), the paragraphs of the selection whose vectors the
+    background fill has not made yet, and how to get the complete survey (`hint`, when anything is unfinished)."""
+    from papervault.parse.firstpass import behind, unfinished_words  # deferred: the parser stays unloaded
+
+    papers = [{"id": pid, "pending_pages": info["pending_pages"], "stage": "text layer",
+               "note": unfinished_words(info)} for pid, info in st.unfinished.items()]
+    pending = int(st.indexed.get("pending") or 0) if isinstance(st.indexed, dict) else 0
+    out: dict[str, Any] = {"papers": papers, "paragraphs_pending": pending}
+    if papers or pending:
+        why = []
+        if papers:
+            why.append(f"{plural(len(papers), 'selected paper')} read by the text layer only ({behind(st.ws)})")
+        if pending:
+            why.append(f"{plural(pending, 'paragraph')} of the selection not embedded yet (found by their words "
+                       "meanwhile; the background fill embeds them, a first-pass paper's after its full parse)")
+        out["hint"] = ("; ".join(why) + ". For the complete survey, wait until `papervault status` shows every "
+                       f"paper complete and nothing pending, then run `papervault survey` with --slug {st.ctx.slug} "
+                       "again (the selection and your edits are kept; what did not change is not redone).")
+    return out
 
 
 def run_survey_inprocess(topic: str, *, workspace: str | Path | None = None,

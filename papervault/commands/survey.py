@@ -115,6 +115,16 @@ def survey(topic, backend, slug, papers, max_papers, arxiv_max, task_runner, wor
     click.echo(f"Polish: {plural(result['claims'], 'cited claim')} checked, {result['changes']} fixed, "
                f"{result['flags']} flagged (see {report}).")
     click.echo(f"Done in {result['wall_seconds']:.1f} s ({result['seconds']:.1f} s in the stages).")
+    _show_unfinished(result)
+
+
+def _show_unfinished(result: dict) -> None:
+    """The selected papers a survey read before they were finished, and how to get the complete survey."""
+    got = result.get("unfinished") or {}
+    for p in got.get("papers", []):
+        click.echo(f"not finished: {p['id']}: {p['note']}", err=True)
+    if got.get("hint"):
+        click.echo(f"Unfinished: {got['hint']}", err=True)
 
 
 def _show_refresh(diff: dict, as_json: bool) -> None:
@@ -160,6 +170,7 @@ def _select_only(topic, ws, *, as_json: bool, t0: float, **params) -> None:
     click.echo(f"Selected {plural(len(result['papers']), 'paper')}{kept} in "
                f"{Path(result['dir']) / 'selection.md'}: untick or add papers there, then run the same command "
                f"without --select-only to write the survey (your edits are kept).")
+    _show_unfinished(result)
 
 
 STAGES = ("retrieve", "parse", "analyse", "index", "correlate", "outline", "draft", "polish")

@@ -142,22 +142,27 @@ class PaperIndex:
         return report
 
     def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None,
-             defer: bool = False) -> dict:
+             defer: bool = False, fill_pending: bool = True) -> dict:
         """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost.
 
         With `paper_ids`, only those papers are looked at (a survey syncs its selection, not the library).
         With `defer`, new passages (DEFERRED_LEVELS) are written searchable by full text with a placeholder vector
         and left to `fill` (report `chunks_pending`); without it, the sync also fills what an earlier deferred
-        sync left, so its caller gets an index whose every row has its own vector."""
-        return IndexSync(self, progress, paper_ids, defer).run()
+        sync left, so its caller gets an index whose every row has its own vector, unless `fill_pending` is
+        false (a survey: it reads what is filled and leaves the rest to the background fill)."""
+        return IndexSync(self, progress, paper_ids, defer, fill_pending).run()
 
     # --- the fill: passages a deferred sync left ----------------------------------------------------
 
-    def pending(self) -> int:
-        """How many rows of `chunks` still hold a placeholder vector (0 when there is no index)."""
+    def pending(self, paper_ids: Iterable[str] | None = None) -> int:
+        """How many rows of `chunks` (of these papers only, when given) still hold a placeholder vector (0 when
+        there is no index)."""
         papers, chunks = self._tables(create=False)
         if chunks is None or not has_pending_column(chunks):
             return 0
+        if paper_ids is not None:
+            ids = list(paper_ids)
+            return chunks.count_rows(f"{PENDING} = true AND paper_id IN ({_sql_list(ids)})") if ids else 0
         return chunks.count_rows(f"{PENDING} = true")
 
     def fill(self, progress: Callable[[int, int], None] | None = None, *, chunks=None, papers=None,

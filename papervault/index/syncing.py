@@ -39,8 +39,9 @@ class IndexSync:
     """One sync of `index` (a `PaperIndex`: its tables, embedder, settings and maintenance) with the vault."""
 
     def __init__(self, index: Any, progress: Callable[[int, int], None] | None = None,
-                 paper_ids: Iterable[str] | None = None, defer: bool = False):
+                 paper_ids: Iterable[str] | None = None, defer: bool = False, fill_pending: bool = True):
         self.index, self.progress, self.defer = index, progress, defer
+        self.fill_pending = fill_pending        # without defer: fill what an earlier deferred sync left
         self.paper_ids = None if paper_ids is None else list(paper_ids)
         self.papers, self.chunks = index._tables(create=True)
         self.done = 0                   # new chunk texts embedded so far ...
@@ -139,7 +140,8 @@ class IndexSync:
                     table.to_lance().update_schema_metadata(expected)
                     table.checkout_latest()
         report["index_name"] = name
-        if not self.defer and has_pending_column(chunks) and chunks.count_rows(f"{PENDING} = true"):
+        if not self.defer and self.fill_pending and has_pending_column(chunks) \
+                and chunks.count_rows(f"{PENDING} = true"):
             # what an earlier deferred sync left to a fill (stopped, or still running: its writes wait for ours)
             filled = index.fill(progress=self.progress, chunks=chunks, papers=papers, multilingual=False)
             report["chunks_embedded"] += filled["filled"]

@@ -16,10 +16,8 @@ import re
 from pathlib import Path
 
 from papervault.config import ParseSettings
-from papervault.errors import ParseError
+from papervault.errors import PapervaultError, ParseError
 from papervault.models import ParsedPaper
-from papervault.parse.document import file_sha256, open_pdf
-from papervault.parse.pdf import read_front
 from papervault.parse.version import PARSER_VERSION
 from papervault.vault.paper import alt_text, escape_html, page_anchor
 from papervault.workerlock import holder
@@ -29,6 +27,7 @@ MIN_PAGE_CHARS = 40      # a page with less text than this is taken to need OCR 
 HEADER_PAGES = 2         # pages whose layout the identity is read from
 STATE_WAIT_TRIES = 20   # `running` asks the worker's state file again this many times, 0.1 s apart
 _FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
+_PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$', re.M)   # as papervault.vault.paper.PAGE_ANCHOR
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
 
 
@@ -45,6 +44,9 @@ def _para(text: str) -> str:
 
 def first_pass(path: Path | str, settings: ParseSettings | None = None) -> ParsedPaper:
     """The first pass of the PDF at `path` (see the module); raises `ParseError` when it cannot be read."""
+    from papervault.parse.document import file_sha256, open_pdf  # deferred: PyMuPDF, not for those who ask
+    from papervault.parse.pdf import read_front                   # where a paper stands (below)
+
     settings = settings or ParseSettings()
     path = Path(path)
     try:
@@ -126,15 +128,76 @@ def waiting(ws, ids: list[str] | None = None) -> list[str]:
     """The papers (of `ids`, None: of the vault) whose text is still their first pass (their full parse has not
     replaced it), by id."""
     vault = ws.vault
+    return [pid for pid in (vault.paper_ids() if ids is None else dict.fromkeys(ids)) if _waits(vault, pid)]
+
+
+def _waits(vault, pid: str) -> bool:
+    """Whether the note of `pid` says `parser: first-pass/...` (read from its front matter only)."""
+    try:
+        head = vault.safe_path(vault.note_path(pid)).read_text(encoding="utf-8")[:8192]
+    except (OSError, ValueError, PapervaultError):
+        return False
+    return bool(_FIRST_PASS.search(head.split("\n---", 1)[0]))
+
+
+def pending_pages(text: str) -> list[int]:
+    """The pages of a first pass's `paper.md` that wait for OCR: those it found (almost) no text layer on, as
+    `first_pass` named them (`pending_pages`), read back from the page anchors it wrote."""
+    marks = list(_PAGE_ANCHOR.finditer(text))
     out = []
-    for pid in (vault.paper_ids() if ids is None else dict.fromkeys(ids)):
-        try:
-            head = vault.safe_path(vault.note_path(pid)).read_text(encoding="utf-8")[:8192]
-        except (OSError, ValueError):
-            continue
-        if _FIRST_PASS.search(head.split("\n---", 1)[0]):
-            out.append(pid)
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        if len(text[m.end():end].strip()) < MIN_PAGE_CHARS:
+            out.append(int(m.group(1)))
     return out
+
+
+def unfinished(ws, ids: list[str]) -> dict[str, dict]:
+    """Of the papers `ids`, those still read by their first pass: {id: {"pending_pages": [...]}} (the pages that
+    wait for OCR), in the order of `ids`. Read by the survey, `locate`, the site and MCP."""
+    out: dict[str, dict] = {}
+    for pid in ids:
+        if pid not in out and _waits(ws.vault, pid):
+            try:
+                text = ws.vault.read_fulltext(pid)
+            except (OSError, ValueError, PapervaultError):
+                text = ""
+            out[pid] = {"pending_pages": pending_pages(text)}
+    return out
+
+
+def pages_words(pages: list[int], most: int = 8) -> str:
+    """"pages 3, 5 and 9" (at most `most` named, then "and N more")."""
+    if not pages:
+        return ""
+    named = [str(p) for p in pages[:most]]
+    rest = len(pages) - len(named)
+    if rest:
+        return f"pages {', '.join(named)} and {rest} more"
+    if len(named) == 1:
+        return f"page {named[0]}"
+    return f"pages {', '.join(named[:-1])} and {named[-1]}"
+
+
+def scans_words(pages: list[int]) -> str:
+    """"page 3 waits for OCR", "pages 3 and 4 wait for OCR" ("" for none)."""
+    return f"{pages_words(pages)} {'waits' if len(pages) == 1 else 'wait'} for OCR" if pages else ""
+
+
+def unfinished_words(info: dict) -> str:
+    """What a first-pass paper lacks, in words: "read by its text layer only (no headings, figures or tables
+    yet; pages 3 and 4 wait for OCR); not analysed yet"."""
+    pages = info.get("pending_pages") or []
+    scans = f"; {scans_words(pages)}" if pages else ""
+    return f"read by its text layer only (no headings, figures or tables yet{scans}); not analysed yet"
+
+
+def behind(ws) -> str:
+    """Whether the full parse is running behind, and how to start it when it is not (one sentence)."""
+    if running(ws):
+        return "the full parse is running behind (`papervault status` shows how far it is)"
+    return ("no full parse is running: the next `papervault add` starts it, or "
+            f"`python -m papervault.app.arrival --workspace {ws.root}`")
 
 
 def running(ws) -> int | None:

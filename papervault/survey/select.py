@@ -300,8 +300,11 @@ def resolve(ws, topic: str, specs: list[str] | None, *, slug: str, max_papers: i
         out.problems += lookup(out.missing)
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)
+        from papervault.parse.firstpass import unfinished   # the selected papers still read by their first pass
+
         ws.vault.write(path, S.render(topic, sel_entries, near_entries, slug=slug, edits=edits, generated=generated,
-                                    method=method, specs=[str(s) for s in parsed], missing=out.missing))
+                                    method=method, specs=[str(s) for s in parsed], missing=out.missing,
+                                    unfinished=unfinished(ws, ids)))
     out.entries = {e.id: e for e in near_entries + sel_entries}
     out.ids = ids
     out.edits = {"added": list(edits.added), "struck": list(edits.struck)}

@@ -152,29 +152,43 @@ def _reason_line(r: Reason) -> str:
     return _one_line(r.text)
 
 
-def _entry_line(e: Entry, mark: str) -> list[str]:
+def _entry_line(e: Entry, mark: str, unfinished: dict[str, dict] | None = None) -> list[str]:
     head = f"- [{mark}] @{e.id} — {_one_line(e.title, 200) or '(no title)'}"
     if e.year:
         head += f" ({int(e.year)})"
     if e.score is not None:
         head += f" · score {e.score:.3f}" + (f" on its {_one_line(e.basis, 40)}" if e.basis else "")
-    return [head] + [f"    - {_reason_line(r)}" for r in e.reasons]
+    lines = [head] + [f"    - {_reason_line(r)}" for r in e.reasons]
+    if unfinished and e.id in unfinished:
+        from papervault.parse.firstpass import unfinished_words  # deferred: only for a paper still arriving
+
+        lines.append(f"    - not finished: {unfinished_words(unfinished[e.id])}")
+    return lines
 
 
 def render(topic: str, selected: list[Entry], near: list[Entry], *, slug: str, edits: Edits, generated: list[str],
-           method: dict[str, Any] | None = None, specs: list[str] | None = None, missing: list[Any] = ()) -> str:
-    """The whole `selection.md`: frontmatter (what was generated, the person's decisions) and the body."""
+           method: dict[str, Any] | None = None, specs: list[str] | None = None, missing: list[Any] = (),
+           unfinished: dict[str, dict] | None = None) -> str:
+    """The whole `selection.md`: frontmatter (what was generated, the person's decisions) and the body.
+    `unfinished`: the selected papers still read by their first pass ({id: {"pending_pages": [...]}},
+    papervault.parse.firstpass.unfinished), each said so under its line and counted under the title."""
     struck = set(edits.struck)
     lines = [f"# Selection: {_one_line(topic, 200)}", "",
              f"{len(selected)} papers selected. Untick a box (or delete the line) to strike a paper out; tick a near "
              "miss or add a line `- [x] @id` to add one. The next `papervault survey` run keeps your changes.", ""]
+    waiting = [e.id for e in selected if unfinished and e.id in unfinished]
+    if waiting:
+        lines += [f"{len(waiting)} of them {'is' if len(waiting) == 1 else 'are'} still read by the text layer only "
+                  "(its full parse, with headings, figures, tables and the OCR of scanned pages, and its analysis "
+                  "follow behind): the survey reads that text. For the complete survey, run it again once "
+                  "`papervault status` shows every paper complete.", ""]
     if method:
         desc = "; ".join(f"{k}: {_one_line(v, 200)}" for k, v in method.items() if v not in (None, "", []))
         if desc:
             lines += [f"<!-- how: {desc.replace('--', '- -')} -->", ""]
     lines += ["## Selected", ""]
     for e in selected:
-        lines += _entry_line(e, "x")
+        lines += _entry_line(e, "x", unfinished)
     if not selected:
         lines.append("(none)")
     lines.append("")

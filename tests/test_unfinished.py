@@ -1,0 +1,106 @@
+"""What is finished is used, what is not is said: a survey, `locate`, `open`, the site and MCP on a vault where
+one paper is still read by its first pass (its text layer; a scanned page waiting for OCR; not analysed) and
+its paragraphs still wait for the background fill, while the other papers are complete."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+
+import lancedb
+import pymupdf
+import pytest
+from conftest import environ, invoke, without_multilingual
+
+from papervault.app import arrival
+from papervault.parse.firstpass import is_first_pass
+from papervault.workspace import Workspace
+
+COMPLETE = ["distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf",
+            "distributed_systems_paxos-made-moderately-complex.pdf"]
+ARRIVING = "operating_systems_unix-time-sharing-system.pdf"
+SCANNED = 3       # the page of the arriving paper rasterised as a scanner would (no text layer)
+
+
+def _scan_of(src: Path, dst: Path) -> Path:
+    """The first three pages of `src`, the third an image only (a scan): its text waits for OCR."""
+    with pymupdf.open(src) as doc, pymupdf.open() as out:
+        out.insert_pdf(doc, from_page=0, to_page=SCANNED - 2)
+        pix = doc[SCANNED - 1].get_pixmap(dpi=100)
+        page = out.new_page(width=doc[SCANNED - 1].rect.width, height=doc[SCANNED - 1].rect.height)
+        page.insert_image(page.rect, pixmap=pix)
+        out.save(dst)
+    return dst
+
+
+def _pending(ws: Path) -> dict[str, int]:
+    rows = lancedb.connect(str(ws / ".papervault" / "index")).open_table("chunks").to_arrow() \
+        .select(["paper_id", "pending"]).to_pylist()
+    out: dict[str, int] = {}
+    for r in rows:
+        if r["pending"]:
+            out[r["paper_id"]] = out.get(r["paper_id"], 0) + 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def arriving(tmp_path_factory, corpus_dir, model_dir) -> tuple[Path, str]:
+    """A workspace with two complete papers (a one-pass `add`) and one added by its first pass while no arrival
+    worker may run (its lock held here), its paragraphs left pending (no fill is started for a first pass).
+    Returns (workspace, the first-pass paper's id). Read-only: tests that write take `_copy(...)`."""
+    base = tmp_path_factory.mktemp("unfinished")
+    ws = base / "ws"
+    invoke(["init", ws])
+    without_multilingual(ws)
+    pdfs = base / "pdfs"
+    pdfs.mkdir()
+    for name in COMPLETE:
+        shutil.copy(corpus_dir / name, pdfs / name)
+    done = json.loads(invoke(["add", *[pdfs / n for n in COMPLETE], "--json", "--workspace", ws]).stdout)
+    assert len(done["added"]) == 2 and done["arrival"] is None, done
+    scan = _scan_of(corpus_dir / ARRIVING, base / "unix-scan.pdf")
+    fd = os.open(arrival.lock_path(Workspace(ws)), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)        # `add` starts no worker: one runs per workspace
+        with environ("PAPERVAULT_PARSE_FIRST_PASS", "true"), environ("PAPERVAULT_INDEX_BACKGROUND_FILL", "true"):
+            got = json.loads(invoke(["add", scan, "--json", "--workspace", ws]).stdout)
+    finally:
+        os.close(fd)
+    [pid] = got["added"]
+    assert got["arrival"]["waiting"] == 1 and is_first_pass(Workspace(ws).vault.read_meta(pid).parser)
+    assert set(_pending(ws)) == {pid}, _pending(ws)
+    return ws, pid
+
+
+def _copy(ws: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "ws"
+    shutil.copytree(ws, dst, symlinks=True)
+    return dst
+
+
+def test_a_survey_reads_what_is_finished_and_says_what_is_not(arriving, tmp_path):
+    ws, pid = _copy(arriving[0], tmp_path), arriving[1]
+    pending = _pending(ws)[pid]
+    out = json.loads(invoke(["survey", "replication and consistency of distributed systems", "--papers", "all",
+                             "--slug", "s", "--json", "--workspace", ws]).stdout)
+    # the survey ran to its end over the three papers, without waiting for the fill or the worker
+    assert sorted(out["papers"]) == sorted(Workspace(ws).vault.paper_ids()) and out["sections"] > 0
+    assert (ws / "vault" / "surveys" / "s" / "survey.md").is_file()
+    un = out["unfinished"]
+    assert [(p["id"], p["pending_pages"], p["stage"]) for p in un["papers"]] == [(pid, [SCANNED], "text layer")]
+    assert un["paragraphs_pending"] == pending and "papervault status" in un["hint"], un
+    # a first pass is never analysed (its full parse is): the survey read its text and left its note alone
+    assert pid not in out["analysed"] + out["current"] and not out["failed"]
+    meta = Workspace(ws).vault.read_meta(pid)
+    assert meta.status == "parsed" and is_first_pass(meta.parser)
+    assert _pending(ws) == {pid: pending}          # the survey filled nothing: the fill does that behind
+    sel = (ws / "vault" / "surveys" / "s" / "selection.md").read_text(encoding="utf-8")
+    assert "1 of them is still read by the text layer only" in sel
+    entry = sel.split(f"@{pid} ")[1].split("\n- [")[0]
+    assert f"not finished: read by its text layer only (no headings, figures or tables yet; page {SCANNED} " \
+           "waits for OCR); not analysed yet" in entry, entry
+    text = invoke(["survey", "--papers", "all", "--slug", "s", "--select-only", "replication", "--workspace", ws])
+    assert f"not finished: {pid}: read by its text layer only" in text.stderr and "Unfinished:" in text.stderr
