@@ -104,3 +104,19 @@ def test_a_survey_reads_what_is_finished_and_says_what_is_not(arriving, tmp_path
            "waits for OCR); not analysed yet" in entry, entry
     text = invoke(["survey", "--papers", "all", "--slug", "s", "--select-only", "replication", "--workspace", ws])
     assert f"not finished: {pid}: read by its text layer only" in text.stderr and "Unfinished:" in text.stderr
+
+
+def test_locate_and_open_say_a_page_waits_for_ocr(arriving):
+    ws, pid = arriving
+    body = Workspace(ws).vault.read_fulltext(pid)
+    page2 = body.split('<a id="page-2"></a>')[1].split('<a id="page-3"></a>')[0]
+    quote = " ".join(max(page2.split("\n\n"), key=len).split()[:12])
+    [hit] = json.loads(invoke(["locate", quote, "--json", "--workspace", ws]).stdout)
+    assert (hit["paper_id"], hit["page"], hit["stage"], hit["pending_pages"]) == (pid, 2, "text layer", [SCANNED])
+    shown = invoke(["locate", quote, "--workspace", ws]).stdout
+    assert f"read by its text layer only; page {SCANNED} waits for OCR" in shown
+    missing = invoke(["locate", "a sentence written on no page of any paper here", "--workspace", ws], check=False)
+    assert missing.exit_code == 1 and f"{pid}: page {SCANNED}" in missing.stderr
+    assert "no full parse is running" in missing.stderr            # and how to start it
+    opened = json.loads(invoke(["open", pid, "--page", SCANNED, "--json", "--workspace", ws]).stdout)
+    assert opened["stage"] == "text layer" and opened["note"].startswith(f"page {SCANNED} is a scan waiting for OCR")

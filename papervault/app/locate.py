@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rapidfuzz.distance import Indel
 
 from papervault.app.ids import resolve_id
 from papervault.errors import InputError, PapervaultError
+from papervault.parse.firstpass import behind, pages_words, unfinished, waiting as waiting_ids
 from papervault.vault import paper as paper_md
 from papervault.workspace import Workspace
 
@@ -48,6 +49,8 @@ class Located:
     score: float           # 1.0 for an exact (normalised) match
     exact: bool
     text: str              # the passage as paper.md has it
+    stage: str = "complete"     # "text layer": the paper is read by its first pass, its full parse still to come
+    pending_pages: list[int] = field(default_factory=list)   # its scanned pages, not OCR'd yet (not searched)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -186,4 +189,24 @@ def locate(ws: Workspace, quote: str, *, limit: int = 5, paper: str | None = Non
         if exact and paper is None and len(found) >= limit:
             break
     found.sort(key=lambda f: (not f.exact, -f.score))
-    return found[:limit]
+    found = found[:limit]
+    waiting = unfinished(ws, [f.paper_id for f in found])
+    for f in found:
+        if f.paper_id in waiting:
+            f.stage, f.pending_pages = "text layer", waiting[f.paper_id]["pending_pages"]
+    return found
+
+
+def not_yet_read(ws: Workspace, paper: str | None = None) -> dict[str, Any] | None:
+    """When a quote is not found: the papers (`paper` only, when given) still read by their first pass, whose
+    scanned pages have no text until their OCR (a quote there cannot be found yet), with what to do; else None."""
+    ids = [paper] if paper is not None else waiting_ids(ws)
+    got = unfinished(ws, ids)
+    if not got:
+        return None
+    scans = {pid: info["pending_pages"] for pid, info in got.items() if info["pending_pages"]}
+    said = "; ".join(f"{pid}: {pages_words(pages)}" for pid, pages in list(scans.items())[:5])
+    return {"papers": [{"id": pid, "pending_pages": info["pending_pages"]} for pid, info in got.items()],
+            "note": (f"{len(got)} paper{'s are' if len(got) != 1 else ' is'} read by the text layer only"
+                     + (f"; scanned pages wait for OCR and are not searched yet ({said})" if scans else "")
+                     + f"; {behind(ws)}")}

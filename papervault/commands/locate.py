@@ -18,7 +18,14 @@ def locate(quote, paper, limit, workspace, as_json):
     from papervault.app.locate import locate as run_locate  # deferred: not at CLI start-up
 
     ws = open_workspace(workspace)
-    found = run_locate(ws, quote, limit=limit, paper=paper_id(ws, paper) if paper is not None else None)
+    from papervault.app.locate import not_yet_read  # deferred: not at CLI start-up
+    from papervault.parse.firstpass import scans_words  # deferred: as above
+
+    pid = paper_id(ws, paper) if paper is not None else None
+    found = run_locate(ws, quote, limit=limit, paper=pid)
+    waiting = not_yet_read(ws, pid) if not found else None
+    if waiting:     # (with --json too: on stderr, the list on stdout keeps its shape)
+        click.echo(f"Not searched yet: {waiting['note']}.", err=True)
     if as_json:
         emit_json([f.as_dict() for f in found])
         return
@@ -31,3 +38,6 @@ def locate(quote, paper, limit, workspace, as_json):
         click.echo(f"[{f.paper_id}] {f.title} ({page}, {how})")
         click.echo(f"      {f.anchor}")
         click.echo(f"      \u201c{f.text[:300]}\u201d")
+        if f.stage == "text layer":
+            scans = f"; {scans_words(f.pending_pages)}" if f.pending_pages else ""
+            click.echo(f"      (read by its text layer only{scans}: the full parse follows)")

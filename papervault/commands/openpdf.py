@@ -27,6 +27,9 @@ def open_pdf(paper_id, page, print_only, workspace, as_json):
     ws = open_workspace(workspace)
     paper_id = resolve(ws, paper_id)
     out = locate(ws, paper_id, page)
+    out.update(_unfinished(ws, paper_id, page))
+    if out.get("note") and not as_json:
+        click.echo(f"note: {out['note']}", err=True)
     if as_json:
         emit_json(out)
         return
@@ -46,3 +49,17 @@ def open_pdf(paper_id, page, print_only, workspace, as_json):
         raise InputError(f"cannot run {argv[0]}: {exc.strerror or exc}",
                          fix=f"set $BROWSER to a program that opens URLs, or use: papervault open {paper_id} --print") from None
     click.echo(out["url"])
+
+
+def _unfinished(ws, paper_id: str, page: int | None) -> dict:
+    """For a paper still read by its first pass: its stage, the scanned pages that wait for OCR, and a note (the
+    page asked for is a scan whose text is not in the vault yet); {} for a complete paper."""
+    from papervault.parse.firstpass import behind, is_first_pass, pending_pages  # deferred: not at CLI start-up
+
+    if not is_first_pass(ws.vault.read_meta(paper_id).parser):
+        return {}
+    # the PDF is whole; its text in the vault is the first pass's (papervault.app.arrival parses it behind)
+    scans = pending_pages(ws.vault.read_fulltext(paper_id))
+    return {"stage": "text layer", "pending_pages": scans,
+            "note": (f"page {page} is a scan waiting for OCR: its text is not in the vault yet" if page in scans
+                     else "the paper is read by its text layer only") + f"; {behind(ws)}"}
