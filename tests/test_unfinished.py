@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -120,3 +121,20 @@ def test_locate_and_open_say_a_page_waits_for_ocr(arriving):
     assert "no full parse is running" in missing.stderr            # and how to start it
     opened = json.loads(invoke(["open", pid, "--page", SCANNED, "--json", "--workspace", ws]).stdout)
     assert opened["stage"] == "text layer" and opened["note"].startswith(f"page {SCANNED} is a scan waiting for OCR")
+
+
+def test_site_notes_an_unfinished_paper_and_rebuilds_it_when_finished(arriving, tmp_path):
+    ws, pid = _copy(arriving[0], tmp_path), arriving[1]
+    invoke(["site", "build", "--workspace", ws])
+    page, full = ws / "site" / "papers" / pid / "note.html", ws / "site" / "papers" / pid / "paper.html"
+    for html in (page.read_text(encoding="utf-8"), full.read_text(encoding="utf-8")):
+        assert "pv-unfinished" in html and f"scanned page {SCANNED} (waiting for OCR)" in html
+    home = (ws / "site" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r"<strong>1</strong> paper is read by the text layer only", home), home[:3000]
+    # the full parse done (here, in this process, without OCR: the page stays a scan of no text), the site is
+    # built again and says nothing of it any more
+    with environ("PAPERVAULT_PARSE_OCR", "false"):
+        assert arrival.run(Workspace(ws))["done"] == [pid]
+    invoke(["site", "build", "--workspace", ws])
+    assert "pv-unfinished" not in page.read_text(encoding="utf-8") + full.read_text(encoding="utf-8")
+    assert "read by the text layer only" not in (ws / "site" / "index.html").read_text(encoding="utf-8")

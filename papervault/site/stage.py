@@ -21,6 +21,7 @@ import jinja2
 import yaml
 
 from papervault.models import PaperMeta
+from papervault.parse.firstpass import is_first_pass, pages_words, pending_pages
 from papervault.pages import pdf_page
 from papervault.site.citations import cited_keys, render_citations
 from papervault.site.redirects import redirect_pages
@@ -279,6 +280,7 @@ class _Planner:
                 "id": pid, "title": m.title or pid, "authors": m.authors, "year": m.year, "venue": m.venue,
                 "tags": m.tags, "status": m.status, "pages": m.pages, "parser": m.parser,
                 "page_labels": m.page_labels, "links": links or ["none"], "tags_url": rel_link("tags.md", page),
+                "unfinished": unfinished_note(m, e.fulltext),
                 "fulltext_url": "paper.md",
                 "figures": [f for f in e.figures],
                 "cited_by_surveys": [{"title": s.title, "url": rel_link(f"surveys/{s.slug}/survey.md", page)}
@@ -454,12 +456,24 @@ class _Planner:
         papers, snap = self.papers, self.snap
         recent_ids = sorted(papers, key=lambda p: (papers[p].meta.created or "", p), reverse=True)[:recent]
         counts = {"papers": len(papers), "surveys": len(snap.surveys), "code": len(snap.code), "tags": tag_count,
-                  "figures": sum(len(e.figure_files) for e in papers.values())}
+                  "figures": sum(len(e.figure_files) for e in papers.values()),
+                  "waiting": sum(is_first_pass(e.meta.parser) for e in papers.values())}
         self.pages["index.md"] = self.env.get_template("home.md.j2").render(
             site_name=site_name, counts=counts, recent=self.listing(recent_ids, "index.md"),
             surveys=[dict(r, url=r["url"]) for r in survey_rows],
             code=[{"title": c["title"], "url": c["path"]} for c in code_rows],
             user_pages=[{"title": u["title"], "url": u["path"]} for u in user_rows])
+
+
+def unfinished_note(meta: PaperMeta, fulltext: str | None) -> str:
+    """What a page of a paper still read by its first pass says of it (plain text; "" for a complete paper):
+    what follows when its full parse is done, and which scanned pages wait for OCR."""
+    if not is_first_pass(meta.parser):
+        return ""
+    scans = pending_pages(fulltext or "")
+    return ("Read by its text layer only: headings, figures, tables"
+            + (f" and the scanned {pages_words(scans)} (waiting for OCR)" if scans else " and any scanned pages")
+            + " follow when its full parse is done; not analysed yet.")
 
 
 def navigation(survey_rows: list[dict], code_rows: list[dict], user_rows: list[dict],
