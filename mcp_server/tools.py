@@ -151,6 +151,7 @@ class VaultTools:
             for c in d.get("context") or []:
                 if isinstance(c.get("text"), str):
                     c["text"] = agent_markdown(c["text"])
+        self._mark_unfinished(result["hits"], result)
         if len(self.searcher.notices) > told:   # said once per server: e.g. a CJK question, English-only index
             result["notice"] = " ".join(self.searcher.notices[told:])
         if renamed:
@@ -159,6 +160,24 @@ class VaultTools:
             result["hint"] = ("no hits: try other words, drop filters, or check `status` (the vault may not be "
                               "indexed: `papervault index`)")
         return result
+
+    def _mark_unfinished(self, rows: list[dict], result: dict) -> None:
+        """Mark each row (a hit or a located passage, by `paper_id`) of a paper still read by its first pass:
+        `stage: "text layer"` and the pages that wait for OCR; the result says once what that means."""
+        from papervault.parse.firstpass import unfinished  # deferred: read for the papers of these rows only
+
+        waiting = unfinished(self.ws, list(dict.fromkeys(str(r.get("paper_id")) for r in rows if r.get("paper_id"))))
+        for r in rows:
+            info = waiting.get(str(r.get("paper_id")))
+            if info is not None:
+                r["stage"] = "text layer"
+                if info["pending_pages"]:
+                    r["pending_pages"] = info["pending_pages"]
+        if waiting:
+            result["unfinished"] = (f"{len(waiting)} of these papers {'is' if len(waiting) == 1 else 'are'} read by "
+                                    "the text layer only (stage \"text layer\"): no headings, figures or tables yet, "
+                                    "scanned pages (pending_pages) not OCR'd, not analysed; the full parse follows "
+                                    "behind (see `status`)")
 
     def search_code(self, query: str, *, repo: str | None = None, language: str | None = None,
                     kind: str | None = None, limit: int = 10, budget: int | None = None) -> dict[str, Any]:
@@ -226,6 +245,10 @@ class VaultTools:
             # "text layer": searchable by its first pass, its layout, figures and OCR still to come
             "stage": "text layer" if (meta.parser or "").startswith("first-pass/") else "complete",
         }
+        if out["stage"] == "text layer":
+            from papervault.parse.firstpass import pending_pages  # deferred: only for a paper still arriving
+
+            out["pending_pages"] = pending_pages(fulltext)     # scanned pages whose OCR has not run yet
         if cut:
             out["note_truncated"] = True
         out.update(renamed)
@@ -317,10 +340,17 @@ class VaultTools:
             except Exception:
                 return []
 
-        return {"quote": quote[:300], **renamed, "found": [
+        out = {"quote": quote[:300], **renamed, "found": [
             {**f.as_dict(), "title": agent_markdown(f.title), "text": agent_markdown(f.text[:1000]),
              "cite": f"[@{f.paper_id}, p. {printed(labels(f.paper_id), f.page)}]" if f.page else f"[@{f.paper_id}]"}
             for f in found]}
+        if not found:
+            from papervault.app.locate import not_yet_read  # deferred: as locate
+
+            waiting = not_yet_read(self.ws, paper)
+            if waiting:
+                out["unfinished"] = waiting
+        return out
 
     @_agent_answer
     def read(self, paper_id: str, *, section: str | None = None, pages: str | None = None,

@@ -123,6 +123,19 @@ def test_locate_and_open_say_a_page_waits_for_ocr(arriving):
     assert opened["stage"] == "text layer" and opened["note"].startswith(f"page {SCANNED} is a scan waiting for OCR")
 
 
+def test_mcp_marks_a_hit_of_a_paper_read_by_its_text_layer(arriving):
+    from mcp_server.tools import VaultTools
+
+    ws, pid = arriving
+    tools = VaultTools(Workspace(ws))
+    got = tools.search("UNIX time-sharing system file system", limit=10)
+    mine = [h for h in got["hits"] if h["paper_id"] == pid]
+    others = [h for h in got["hits"] if h["paper_id"] != pid]
+    assert mine and all(h["stage"] == "text layer" and h["pending_pages"] == [SCANNED] for h in mine)
+    assert all("stage" not in h for h in others) and "read by the text layer only" in got["unfinished"]
+    assert tools.get_paper(pid)["pending_pages"] == [SCANNED]
+
+
 def test_site_notes_an_unfinished_paper_and_rebuilds_it_when_finished(arriving, tmp_path):
     ws, pid = _copy(arriving[0], tmp_path), arriving[1]
     invoke(["site", "build", "--workspace", ws])
