@@ -151,3 +151,18 @@ def test_site_notes_an_unfinished_paper_and_rebuilds_it_when_finished(arriving, 
     invoke(["site", "build", "--workspace", ws])
     assert "pv-unfinished" not in page.read_text(encoding="utf-8") + full.read_text(encoding="utf-8")
     assert "read by the text layer only" not in (ws / "site" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_survey_waits_out_a_batch_of_the_arrival_worker(arriving, tmp_path):
+    """The worker holds the write lock while it writes one batch: a survey started meanwhile waits for it
+    instead of failing (as for a background fill's batch)."""
+    import threading
+    import time
+
+    ws = Workspace(_copy(arriving[0], tmp_path))
+    held = ws.write_lock(arrival.COMMAND).acquire()
+    threading.Timer(1.0, held.release).start()
+    t0 = time.monotonic()
+    out = json.loads(invoke(["survey", "replication", "--papers", "all", "--slug", "w", "--select-only", "--json",
+                             "--workspace", ws.root]).stdout)
+    assert time.monotonic() - t0 >= 0.9 and len(out["papers"]) == 3

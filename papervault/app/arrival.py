@@ -30,9 +30,10 @@ from pathlib import Path
 from papervault.errors import ParseError
 from papervault.index import fill
 from papervault.parse.firstpass import lock_path, running, stages, state, waiting, write_state  # noqa: F401
+from papervault.vault.lock import ARRIVAL_HOLDER
 from papervault.workspace import Workspace
 
-COMMAND = "add (full parse)"   # the write lock's holder name while the worker writes a batch
+COMMAND = ARRIVAL_HOLDER   # the write lock's holder name while the worker writes a batch (others wait it out)
 
 
 def start(ws) -> int | None:

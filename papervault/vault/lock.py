@@ -11,6 +11,8 @@ from pathlib import Path
 from papervault.errors import LockedError
 
 FILL_HOLDER = "index --fill"   # index/fill.py: holds the lock one batch at a time
+ARRIVAL_HOLDER = "add (full parse)"   # app/arrival.py: the full parses of one batch written, analysed, committed
+BATCH_HOLDERS = (FILL_HOLDER, ARRIVAL_HOLDER)   # background workers that hold the lock a batch at a time
 FILL_GRACE = 300.0             # seconds another writer waits for such a holder (a batch, or its last maintenance)
 
 
@@ -43,8 +45,8 @@ class WriteLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if not extended and self._holder_command() == FILL_HOLDER:
-                    # a background fill (index/fill.py) holds the lock for one batch at a time: wait it out
+                if not extended and self._holder_command() in BATCH_HOLDERS:
+                    # a background fill or arrival worker holds the lock for one batch at a time: wait it out
                     deadline, extended = max(deadline, time.monotonic() + FILL_GRACE), True
                 if time.monotonic() >= deadline:
                     holder = self._holder()
