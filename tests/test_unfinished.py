@@ -89,7 +89,8 @@ def test_a_survey_reads_what_is_finished_and_says_what_is_not(arriving, tmp_path
                              "--slug", "s", "--json", "--workspace", ws]).stdout)
     # the survey ran to its end over the three papers, without waiting for the fill or the worker
     assert sorted(out["papers"]) == sorted(Workspace(ws).vault.paper_ids()) and out["sections"] > 0
-    assert (ws / "vault" / "surveys" / "s" / "survey.md").is_file()
+    survey = (ws / "vault" / "surveys" / "s" / "survey.md").read_text(encoding="utf-8")
+    assert "1 of the papers was read by the text layer only" in survey
     un = out["unfinished"]
     assert [(p["id"], p["pending_pages"], p["stage"]) for p in un["papers"]] == [(pid, [SCANNED], "text layer")]
     assert un["paragraphs_pending"] == pending and "papervault status" in un["hint"], un

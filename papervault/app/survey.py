@@ -469,10 +469,11 @@ def _write(vault, path: Path, text: str) -> None:
 
 
 def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: list[dict[str, Any]],
-                    survey_papers: list, figures: str = "") -> dict[str, Any]:
+                    survey_papers: list, figures: str = "", unfinished: int = 0) -> dict[str, Any]:
     """The drafted sections joined into `survey.md` (before polishing) with `references.bib` and
     `references.json` of every paper it cites; returns the body, header, title and `figures` (the figures'
-    captions and text alternatives, `papervault.survey.figures`) for `write_survey`."""
+    captions and text alternatives, `papervault.survey.figures`) for `write_survey`. `unfinished`: how many of
+    the papers were read by their text layer only (their full parse still to come), said under the title."""
     sdir = ws.vault.survey_dir(slug)
     body = E.assemble(topic, [(d["title"], d["markdown"]) for d in drafts])
     cited = set(E.citations(body))
@@ -485,7 +486,8 @@ def assemble_survey(ws: Workspace, slug: str, topic: str, backend: str, drafts: 
            json.dumps(pin_versions(ws.vault, E.csl_json(bib_papers)), indent=2, ensure_ascii=False) + "\n")
     title = f"{topic[:1].upper()}{topic[1:]}: a survey"
     doc = {"body": body, "cited": sorted(cited), "title": title,
-           "header": E.yaml_header(title, slug, {"csl-json": "references.json"}), "figures": figures}
+           "header": E.yaml_header(title, slug, {"csl-json": "references.json"}), "figures": figures,
+           "unfinished": unfinished}
     write_survey(ws, slug, doc, body, survey_papers, backend)
     return doc
 
@@ -494,4 +496,5 @@ def write_survey(ws: Workspace, slug: str, doc: dict[str, Any], body: str, surve
     """`survey.md`: the header, title, paper list, figures and `body` rendered through `survey.md.j2`."""
     _write(ws.vault, ws.vault.survey_dir(slug) / "survey.md",
            E.render("survey.md.j2", ws.root / "templates" / "survey", header=doc["header"], title=doc["title"],
-                    papers=survey_papers, backend=backend, body=body, figures=doc.get("figures", "")))
+                    papers=survey_papers, backend=backend, body=body, figures=doc.get("figures", ""),
+                    unfinished=doc.get("unfinished", 0)))

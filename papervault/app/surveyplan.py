@@ -188,7 +188,7 @@ def _drafted(st: SurveyState, drafts: list) -> None:
         if not isinstance(d, dict):     # a section task that failed after its retries fails the survey
             raise PapervaultError(f"drafting a section failed: {d.error}", fix="run the survey again")
     st.doc = S.assemble_survey(st.ws, st.ctx.slug, st.ctx.topic, st.ctx.backend, drafts, st.papers,
-                               figures=st.figures_md)
+                               figures=st.figures_md, unfinished=len(st.unfinished))
     st.commit(f"survey {st.ctx.slug}: draft {plural(len(drafts), 'section')} citing "
               f"{plural(len(st.doc['cited']), 'paper')} (before polishing)", [st.sdir])
 
