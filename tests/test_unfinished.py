@@ -60,7 +60,7 @@ def arriving(tmp_path_factory, corpus_dir, model_dir) -> tuple[Path, str]:
     pdfs.mkdir()
     for name in COMPLETE:
         shutil.copy(corpus_dir / name, pdfs / name)
-    done = json.loads(invoke(["add", *[pdfs / n for n in COMPLETE], "--json", "--workspace", ws]).stdout)
+    done = json.loads(invoke(["add", *[pdfs / n for n in COMPLETE], "--wait", "--json", "--workspace", ws]).stdout)
     assert len(done["added"]) == 2 and done["arrival"] is None, done
     scan = _scan_of(corpus_dir / ARRIVING, base / "unix-scan.pdf")
     fd = os.open(arrival.lock_path(Workspace(ws)), os.O_RDWR | os.O_CREAT, 0o644)
