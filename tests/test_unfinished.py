@@ -124,7 +124,7 @@ def test_locate_and_open_say_a_page_waits_for_ocr(arriving):
     assert opened["stage"] == "text layer" and opened["note"].startswith(f"page {SCANNED} is a scan waiting for OCR")
 
 
-def test_mcp_marks_a_hit_of_a_paper_read_by_its_text_layer(arriving):
+def test_mcp_and_search_mark_a_hit_of_a_paper_read_by_its_text_layer(arriving):
     from mcp_server.tools import VaultTools
 
     ws, pid = arriving
@@ -135,6 +135,13 @@ def test_mcp_marks_a_hit_of_a_paper_read_by_its_text_layer(arriving):
     assert mine and all(h["stage"] == "text layer" and h["pending_pages"] == [SCANNED] for h in mine)
     assert all("stage" not in h for h in others) and "read by the text layer only" in got["unfinished"]
     assert tools.get_paper(pid)["pending_pages"] == [SCANNED]
+    # the CLI's search says the same, in text and --json
+    rows = json.loads(invoke(["search", "UNIX time-sharing system file system", "--json", "--workspace", ws]).stdout)
+    assert any(r["paper_id"] == pid for r in rows)
+    assert all((r.get("stage") == "text layer") == (r["paper_id"] == pid) for r in rows)
+    text = invoke(["search", "UNIX time-sharing system file system", "--workspace", ws]).stdout
+    assert f"[{pid}]" in text and "(text layer only: its full parse follows)" in text
+    assert "1 of these papers is read by the text layer only" in text and "no full parse is running" in text
 
 
 def test_site_notes_an_unfinished_paper_and_rebuilds_it_when_finished(arriving, tmp_path):

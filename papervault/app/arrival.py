@@ -10,7 +10,7 @@ date (paragraph vectors through the background fill, as after any `add`).
 The vault is the queue: a paper whose note says `parser: first-pass/...` still waits, so a worker killed at any
 point loses nothing and does nothing twice: what it wrote and did not commit is undone by the next writer's
 recovery (the same journal as `add`), the parse of a paper it finished is in the parse cache, and the next worker
-(started by the next `add`, `papervault index`, or `python -m papervault.app.arrival`) takes the papers that
+(started by the next `add`, or `python -m papervault.app.arrival --workspace DIR`) takes the papers that
 still wait. One worker runs per workspace (an flock on `.papervault/arrival.lock`); it takes the write lock only
 around each batch it writes. It says what it is doing in `.papervault/arrival.json` (read by `status`) and logs
 to `.papervault/logs/arrival.log`.

@@ -143,8 +143,16 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
     hits = search_papers(ws, query, limit=limit, level=level, filters=filters, budget=budget, searcher=searcher)
     for notice in searcher.notices:   # e.g. a Chinese question on an English-only index
         click.echo(f"Note: {notice}", err=True)
+    from papervault.parse.firstpass import behind, unfinished  # deferred: read for the hits' papers only
+
+    waiting = unfinished(ws, [h.paper_id for h in hits])
     if as_json:
-        emit_json([h.model_dump() for h in hits])
+        rows = [h.model_dump() for h in hits]
+        for r in rows:          # a paper still read by its text layer (first pass): said on its hits
+            if r["paper_id"] in waiting:
+                r["stage"] = "text layer"
+                r["pending_pages"] = waiting[r["paper_id"]]["pending_pages"]
+        emit_json(rows)
         return
     if not hits:
         click.echo(why_no_hits(ws, filters=filters, level=level))
@@ -153,8 +161,12 @@ def search(query, limit, level, paper, year, venue, tag, budget, code, repo, lan
         page = f"p. {h.page}" if h.page else "-"
         if h.page_end and h.page and h.page_end != h.page:
             page = f"pp. {h.page}-{h.page_end}"
-        click.echo(f"{i:2}. [{h.paper_id}] {h.title}")
+        mark = "  (text layer only: its full parse follows)" if h.paper_id in waiting else ""
+        click.echo(f"{i:2}. [{h.paper_id}] {h.title}{mark}")
         click.echo(f"      {h.level} · {h.section or '-'} · {page} · score {h.score:.3f}")
         snippet = " ".join(h.text.split())[:240]
         click.echo(f"      {snippet}")
+    if waiting:
+        click.echo(f"{len(waiting)} of these papers {'is' if len(waiting) == 1 else 'are'} read by the text layer "
+                   f"only (no headings, figures or OCR'd scans yet); {behind(ws)}")
 
