@@ -20,7 +20,7 @@ from papervault.index import fill, multilingual as ml
 from papervault.index.embed import Embedder, workspace_embed_settings
 from papervault.index.store import PaperIndex, is_remote, redact, redact_uri
 from papervault.pdfstore import backfill, kept
-from papervault.vault.journal import Journal, git_locks, remove_temp_files, temp_files
+from papervault.vault.journal import Journal, git_locks, index_blobs, remove_temp_files, temp_files, unstage
 from papervault.vault.store import is_valid_id
 
 
@@ -134,14 +134,29 @@ def _interrupted(ws: Workspace, repo) -> list[Check]:
     if temp:
         out.append(Check("vault temp files", False, f"{plural(len(temp), 'unfinished write')} from an interrupted command: "
                          f"{', '.join(temp[:3])}", f"{FIX} (deletes them; the files they were replacing are intact)"))
-    if not locks and repo.head.is_valid():
-        staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
-        if staged and not pending:
-            out.append(Check("vault git staged", False, f"{plural(len(staged), 'change')} staged but never committed "
-                             f"(a command killed between `git add` and `git commit`?): {', '.join(staged[:5])}",
-                             f"{FIX} to unstage them (your files stay as they are), or commit them in vault/ "
-                             "with git"))
+    if not locks and repo.head.is_valid() and not pending:
+        ours, theirs = _staged(ws, repo)
+        if ours:
+            out.append(Check("vault git staged", False, f"{plural(len(ours), 'change')} papervault staged but never "
+                             f"committed (a command killed before its commit): {', '.join(ours[:5])}",
+                             f"{FIX} to unstage them (the files stay as they are)"))
+        if theirs:
+            out.append(Check("vault git staged", True, f"{plural(len(theirs), 'change')} staged with git, not by "
+                             f"papervault (yours to commit; papervault leaves them staged): {', '.join(theirs[:5])}",
+                             level="info"))
     return out
+
+
+def _staged(ws: Workspace, repo) -> tuple[list[str], list[str]]:
+    """What is staged in the vault and not committed, as (what papervault staged and not committed: the entry
+    still holds what it staged, `Vault.staged_by_papervault`; everything else, which a person staged)."""
+    staged = [ln for ln in repo.git.execute(["git", "diff", "--cached", "--name-only", "-z", "HEAD"]).split("\0")
+              if ln]
+    recorded = ws.vault.staged_by_papervault
+    mine = [r for r in staged if r in recorded]
+    index = index_blobs(repo, mine) if mine else {}
+    ours = [r for r in mine if index.get(r) == recorded[r]]
+    return ours, [r for r in staged if r not in ours]
 
 
 def _journal_path(ws: Workspace) -> Path:
@@ -165,11 +180,15 @@ def fix(ws: Workspace) -> list[str]:
         if temp:
             done.append(f"deleted {plural(len(temp), 'temporary file')}: {', '.join(temp[:3])}")
         repo = ws.vault.repo
-        if repo.head.is_valid():
-            staged = [ln for ln in repo.git.diff("--cached", "--name-only", "HEAD").splitlines() if ln]
-            if staged:
-                repo.git.reset("--quiet")
-                done.append(f"unstaged {plural(len(staged), 'change')}: {', '.join(staged[:5])}")
+        if repo.head.is_valid():        # only what papervault staged: what a person staged stays staged
+            ours, theirs = _staged(ws, repo)
+            if ours:
+                unstage(repo, ours)
+                done.append(f"unstaged {plural(len(ours), 'change')} papervault staged: {', '.join(ours[:5])}")
+            if theirs:
+                done.append(f"kept {plural(len(theirs), 'change')} staged as you left {'it' if len(theirs) == 1 else 'them'}"
+                            f": {', '.join(theirs[:5])}")
+            ws.vault.forget_staged()
         done += _keep_pdfs(ws)
     return done
 

@@ -7,6 +7,7 @@ SIGKILLs its caller when asked to commit (optionally leaving the `index.lock` a 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -189,19 +190,42 @@ def test_half_written_temp_file_is_reported_and_fixed(ws, bibs):
     assert_clean(ws)
 
 
-def test_staged_but_uncommitted_changes_are_reported_and_unstaged(ws, bibs):
-    assert cli(["add", str(bibs["a"])]).returncode == 0
-    note = ws / "vault" / "papers" / "doe2020first" / "note.md"
+def test_doctor_fix_unstages_what_papervault_staged_and_keeps_what_a_person_staged(ws, tmp_path, bibs):
+    """A person's own `git add` (an edit of a note, a new file) is theirs to commit: `doctor` does not call it a
+    failure and `doctor --fix` leaves it staged. What an `edit` killed between staging and committing staged is
+    papervault's: reported, and unstaged by `doctor --fix` (the file keeps what `edit` wrote)."""
+    assert cli(["add", str(bibs["a"]), str(bibs["b"])]).returncode == 0
+    vault = ws / "vault"
+    note = vault / "papers" / "doe2020first" / "note.md"
     edited = note.read_text(encoding="utf-8") + "\nMy own remark.\n"
     note.write_text(edited, encoding="utf-8")
-    git.Repo(ws / "vault").git.add("--", "papers/doe2020first/note.md")   # then the session that staged it died
+    (vault / "papers" / "mine.md").write_text("staged by the person\n", encoding="utf-8")
+    git.Repo(vault).git.add("--", "papers/doe2020first/note.md", "papers/mine.md")
+    doc = cli(["doctor"])
+    assert doc.returncode == 0, doc.stdout
+    assert "[ok  ] vault git staged: 2 changes staged with git, not by papervault" in doc.stdout, doc.stdout
+
+    killed = papervault(["edit", "roe2021second", "--venue", "JACM"], ws,
+                        env=killing_git(tmp_path, leave_lock=False))
+    assert killed.returncode == -9, killed.stderr[-1000:]
+    ours = "papers/roe2021second/note.md"
+    assert sorted(staged(ws)) == ["papers/doe2020first/note.md", "papers/mine.md", ours]
     doc = cli(["doctor"])
     assert doc.returncode == 1
-    assert "[FAIL] vault git staged: 1 change staged but never committed" in doc.stdout
-    fixed = cli(["doctor", "--fix"])
-    assert "[fixed] unstaged 1 change: papers/doe2020first/note.md" in fixed.stdout
+    assert f"[FAIL] vault git staged: 1 change papervault staged but never committed (a command killed before its " \
+           f"commit): {ours}" in doc.stdout, doc.stdout
+
+    fixed = cli(["doctor", "--fix", "--json"])
     assert fixed.returncode == 0, fixed.stdout
-    assert staged(ws) == [] and note.read_text(encoding="utf-8") == edited   # the edit itself is kept
+    said = json.loads(fixed.stdout)["fixed"]
+    assert f"unstaged 1 change papervault staged: {ours}" in said
+    assert "kept 2 changes staged as you left them: papers/doe2020first/note.md, papers/mine.md" in said
+    assert sorted(staged(ws)) == ["papers/doe2020first/note.md", "papers/mine.md"]       # staged stays staged
+    assert note.read_text(encoding="utf-8") == edited
+    assert "JACM" in (vault / ours).read_text(encoding="utf-8")         # unstaged, not undone
+    status = git.Repo(vault).git.status("--porcelain").splitlines()
+    assert {"M  papers/doe2020first/note.md", "A  papers/mine.md", f" M {ours}"} == set(status), status
+    assert cli(["doctor"]).returncode == 0
 
 
 def test_doctor_leaves_a_running_writer_alone(ws, tmp_path, bibs):

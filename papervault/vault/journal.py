@@ -176,7 +176,7 @@ class Journal:
         vault, repo = self.vault, self.vault.repo
         rels = list(entries)
         head = _head_blobs(repo, rels) if repo.head.is_valid() else {}
-        unstage: list[str] = []
+        to_unstage: list[str] = []
         kept: list[str] = []
         for rel, e in entries.items():
             path = vault.root / rel
@@ -196,7 +196,7 @@ class Journal:
                 kept.append(rel)
                 continue
             if (now is not None and head.get(rel) == now) or (now is None and rel not in head):
-                unstage.append(rel)             # the write was committed before the kill: nothing to undo
+                to_unstage.append(rel)             # the write was committed before the kill: nothing to undo
                 continue
             if before == "":
                 done.kept.append(f"{rel}: not a file before papervault wrote it: left as papervault wrote it")
@@ -211,13 +211,13 @@ class Journal:
                     continue
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _store.atomic_write(path, data)
-            unstage.append(rel)
+            to_unstage.append(rel)
             done.undone.append(rel)
         if kept:        # a kept file's staged entry is unstaged when it is papervault's (staged, never committed)
-            index = _index_blobs(repo, kept)
-            unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
-        if unstage and repo.head.is_valid():
-            _unstage(repo, unstage)
+            index = index_blobs(repo, kept)
+            to_unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
+        if to_unstage and repo.head.is_valid():
+            unstage(repo, to_unstage)
         vault.forget(rels)          # undone or kept, none of them is papervault's to commit any more
         self.clear()
         return done
@@ -259,7 +259,7 @@ def _head_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
     return out
 
 
-def _index_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
+def index_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
     """{path: blob id} in the index of those of `rels` it has."""
     out: dict[str, str] = {}
     for i in range(0, len(rels), chunk):
@@ -272,7 +272,7 @@ def _index_blobs(repo, rels: list[str], chunk: int = 500) -> dict[str, str]:
     return out
 
 
-def _unstage(repo, rels: list[str], chunk: int = 500) -> None:
+def unstage(repo, rels: list[str], chunk: int = 500) -> None:
     """Give these paths' index entries back what HEAD has (removed when HEAD has none); files are not touched."""
     for i in range(0, len(rels), chunk):
         repo.git.execute(["git", "--literal-pathspecs", "reset", "--quiet", "HEAD", "--", *rels[i:i + chunk]],

@@ -51,6 +51,10 @@ def is_valid_id(name) -> bool:
 # person's edits and files beside them are never swept into a commit. `_ACTIVE` is the journal recording each
 # write before it is made (papervault.vault.journal), while one is open.
 LEDGER = "papervault-written"
+# What `Vault.stage` put in git's index and has not committed yet, kept the same way in `.git/papervault-staged`:
+# a command killed between staging and committing leaves it, so that `doctor --fix` unstages papervault's own
+# staged entries (those still holding what it staged) and never what a person staged with `git add`.
+STAGED_LEDGER = "papervault-staged"
 _ACTIVE: dict[str, object] = {}
 _STAGED: dict[str, dict[str, str | None]] = {}     # of those, staged by `Vault.stage` for the next commit
 
@@ -147,6 +151,35 @@ class Vault:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
 
+    @property
+    def staged_by_papervault(self) -> dict[str, str | None]:
+        """The paths `stage` put in git's index and no commit has taken since, with the blob id staged (None:
+        a removal); read back from `.git/papervault-staged`, a line not of this form skipped."""
+        out: dict[str, str | None] = {}
+        path = self.ledger
+        try:
+            text = path.with_name(STAGED_LEDGER).read_text(encoding="utf-8", errors="replace") if path else ""
+        except FileNotFoundError:
+            return out
+        for line in text.splitlines():
+            after, sep, rel = line.partition("\t")
+            if sep and rel and (after == "-" or _BLOB.fullmatch(after)) and _safe_rel(rel):
+                out[rel] = None if after == "-" else after
+        return out
+
+    def _note_staged(self, pairs: list[tuple[str, str | None]]) -> None:
+        path = self.ledger
+        if path is None or not pairs:
+            return
+        with open(path.with_name(STAGED_LEDGER), "a", encoding="utf-8") as fh:
+            fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
+
+    def forget_staged(self) -> None:
+        """Nothing papervault staged is left uncommitted (after a commit, or once recovery unstaged it)."""
+        path = self.ledger
+        if path is not None:
+            path.with_name(STAGED_LEDGER).unlink(missing_ok=True)
+
     def forget(self, rels: Iterable[str] | None = None) -> None:
         """Drop these paths (default: all) from what papervault wrote and has not committed."""
         path = self.ledger
@@ -235,6 +268,7 @@ class Vault:
             log.warning("vault/%s changed since papervault wrote it: left as it is, not committed", r)
             staged.pop(r, None)
         if same:
+            self._note_staged([(r, written[r]) for r in same])       # before git stages them
             try:
                 self._git_stdin(["update-index", "--add", "--remove", "-z", "--stdin"], same)
             except git.GitCommandError as exc:
@@ -285,6 +319,7 @@ class Vault:
                     todo = sorted(r for r in staged if r in diff)
                     if not todo:
                         staged.clear()
+                        self.forget_staged()
                         return None
                     self._git_stdin(["commit", "--only", "--pathspec-from-file=-", "--pathspec-file-nul",
                                      "-m", message, "--no-verify", "--quiet"], todo, env)
@@ -294,6 +329,7 @@ class Vault:
                    if ".lock" in said else "run `papervault doctor` and follow its fix")
             raise WorkspaceError(f"git could not commit in the vault ({said})", fix=fix) from None
         staged.clear()
+        self.forget_staged()
         return repo.head.commit.hexsha
 
     def _commit_all(self, message: str, env: dict) -> str | None:
@@ -305,6 +341,7 @@ class Vault:
                 repo.git.add("--all", "--", ".")
                 self.forget()
                 _STAGED.pop(self._real, None)
+                self.forget_staged()
                 # git itself says whether anything is staged: reading a big index into Python would not scale
                 if not repo.head.is_valid():
                     if not repo.git.execute(["git", "ls-files", "--cached"]).strip():
