@@ -12,6 +12,7 @@ import pytest
 from papervault.errors import InputError
 
 from support_arxiv import Catalog, LoopbackServer, Paper
+from support_zotero import SHARED_ZOTERO, ZoteroBuilder
 
 
 def _follow(ws: Path, **sync) -> None:
@@ -70,3 +71,45 @@ def test_changes_since_far_away_is_one_line(workspace_env, cli_run, capsys, sinc
     assert exc.value.code != 0
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not (SHARED_ZOTERO / "userdata.sql").is_file(), reason="needs ../shared/zotero")
+def test_a_zotero_database_s_values_are_typed_and_bounded(tmp_path, workspace_env, cli_run):
+    """A Zotero database's values are held to the bounds and types of an import, at a paper's first pass and at
+    an update: a 240 KB title and a 100 KB author are cut, a BLOB or a number is no text, no tag or URL."""
+    from papervault.vault.store import Vault
+
+    ws = workspace_env
+    cli_run(["init"])
+    z = ZoteroBuilder(tmp_path / "Zotero")
+    iid, _ = z.item(title="Chain Replication " + "chain " * 40_000, authors=[("Robbert", "R" * 100_000)],
+                    date="2004", tags=["replication", "t" * 100_000])
+    z.db.execute("INSERT INTO itemDataValues (valueID, value) VALUES (900, ?), (901, 12345)", (b"\x00\xff" * 1000,))
+    z.db.executemany("INSERT INTO itemData (itemID, fieldID, valueID) VALUES (?, ?, ?)",
+                     [(iid, z.field_id["abstractNote"], 900), (iid, z.field_id["url"], 901)])
+    z.db.execute("INSERT INTO tags (tagID, name) VALUES (900, ?)", (b"\x01" * 10,))
+    z.db.execute("INSERT INTO itemTags (itemID, tagID, type) VALUES (?, 900, 0)", (iid,))
+    z.db.commit()
+    _follow(ws, zotero=str(tmp_path / "Zotero"))
+    out = json.loads(cli_run(["sync", "--json", "--no-index"]).output)
+    assert len(out["added"]) == 1, out
+    (added,) = out["added"]
+    vault = Vault(ws / "vault")
+
+    def bounded(title: str) -> None:
+        meta = vault.read_meta(added["paper"])
+        assert meta.title.startswith(title) and len(meta.title) <= 1_000
+        assert meta.authors == ["Robbert " + "R" * 291 + "…"]
+        assert meta.abstract is None and meta.url in (None, "12345")
+        assert all(isinstance(t, str) and len(t) <= 200 for t in meta.tags) and "replication" in meta.tags
+        assert vault.note_path(added["paper"]).stat().st_size < 20_000
+
+    bounded("Chain Replication chain chain")
+    z.db.execute("UPDATE itemDataValues SET value = ? WHERE valueID = (SELECT valueID FROM itemData WHERE "
+                 "itemID = ? AND fieldID = ?)", ("Chain Replication Revisited " + "x" * 300_000, iid,
+                                                 z.field_id["title"]))
+    z.db.execute("UPDATE items SET dateModified = '2025-01-01 10:00:00', clientDateModified = '2025-01-01 10:00:00'")
+    z.close()
+    again = json.loads(cli_run(["sync", "--json", "--no-index"]).output)
+    assert again["sources"][0]["status"] != "failed", again["sources"]
+    bounded("Chain Replication Revisited xxx")

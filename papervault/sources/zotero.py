@@ -242,6 +242,15 @@ def _collection_ids(conn: sqlite3.Connection, name: str) -> list[int]:
     return sorted(out)
 
 
+def _db_text(value) -> str | None:
+    """A value of the database as text: a string as it is, a number as its digits; a BLOB (or a bool) is none."""
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def _year(date: str | None) -> int | None:
     m = re.match(r"\s*(\d{4})", date or "") or re.search(r"\b(1[5-9]\d\d|20\d\d)\b", date or "")
     y = int(m.group(1)) if m else 0
@@ -361,11 +370,13 @@ class _Library:
 
     def _record(self, item_id, key, library_id, type_name, data_rows, creator_rows, att_rows, att_data, note_rows,
                 annots, tag_rows, coll_rows) -> SourceRecord:
-        f = {self.fields.get(r[1], str(r[1])): r[2] for r in data_rows}
-        extra = str(f.get("extra") or "")
+        # every value is of the type SQLite hands over, which a column does not fix: text stays text, a number
+        # becomes its digits, a BLOB is nothing; `cap_record` bounds their sizes after
+        f = {self.fields.get(r[1], str(r[1])): v for r in data_rows if (v := _db_text(r[2])) is not None}
+        extra = f.get("extra") or ""
         warnings: list[str] = []
         authors = []
-        names = [(r[1], r[2], r[3], self.creator_types.get(r[4], "author")) for r in creator_rows]
+        names = [(_db_text(r[1]), _db_text(r[2]), r[3], self.creator_types.get(r[4], "author")) for r in creator_rows]
         primary = [n for n in names if n[3] == "author"] or names
         for first, last, mode, _ in primary:
             name = (last or "") if mode == 1 else f"{first or ''} {last or ''}".strip()
@@ -373,6 +384,9 @@ class _Library:
                 authors.append(name)
         pdfs, missing, notes = [], [], []
         for _, att_id, link_mode, ctype, path, att_key in att_rows:
+            ctype, path, att_key = _db_text(ctype), _db_text(path), _db_text(att_key)
+            if att_key is None:
+                continue
             is_pdf = (ctype or "").lower() == "application/pdf" or (path or "").lower().endswith(".pdf")
             if not is_pdf:
                 continue
@@ -382,12 +396,13 @@ class _Library:
             (pdfs if p.is_file() else missing).append(str(p))
             marks = annots.get(att_id, [])
             if marks:
-                att_title = {self.fields.get(r[1]): r[2] for r in att_data.get(att_id, [])}.get("title") or Path(str(p)).name
+                att_title = _db_text({self.fields.get(r[1]): r[2] for r in att_data.get(att_id, [])}.get("title")) \
+                    or Path(str(p)).name
                 notes.append(_annotations_markdown(att_title, marks))
         if missing:
             warnings.append("attachment file(s) missing, imported as metadata only: " + ", ".join(missing)
                             if not pdfs else "attachment file(s) missing: " + ", ".join(missing))
-        notes = [html_to_markdown(r[1]) for r in note_rows if r[1] and r[1].strip()] + notes
+        notes = [html_to_markdown(html) for r in note_rows if (html := _db_text(r[1]))] + notes
         title = next((f[t] for t in TITLE_FIELDS if f.get(t)), None)
         if type_name == "attachment" and not title and pdfs:
             title = Path(pdfs[0]).stem
@@ -401,7 +416,8 @@ class _Library:
             origin="zotero", source=self._uri(library_id, key), key=ckey, title=title, authors=authors,
             year=_year(f.get("date")), venue=next((f[v] for v in VENUE_FIELDS if f.get(v)), None),
             doi=normalize_doi(doi_raw), arxiv=arxiv, url=f.get("url"), abstract=f.get("abstractNote"),
-            tags=[r[1] for r in tag_rows], collections=list(dict.fromkeys(r[1] for r in coll_rows)),
+            tags=[t for r in tag_rows if (t := _db_text(r[1]))],
+            collections=list(dict.fromkeys(c for r in coll_rows if (c := _db_text(r[1])))),
             zotero_key=key, pdfs=order_main_first(pdfs), reader_notes=[n for n in notes if n], warnings=warnings,
         )
 
@@ -411,6 +427,7 @@ def _annotations_markdown(title: str, rows) -> str:
     text is plain text, shown as written (`markdown_text`)."""
     lines = [f"#### Annotations on {markdown_text(title)}"]
     for _, kind, text, comment, page, _sort in rows:
+        text, comment, page = _db_text(text), _db_text(comment), _db_text(page)
         label = f" (p. {markdown_text(str(page))})" if page else ""
         kind = ANNOTATION_TYPES.get(kind, "note")
         text, comment = markdown_text(text or ""), markdown_text(comment or "")
