@@ -1,6 +1,7 @@
-"""What feeds and state files bring is bounded and typed at the boundary, for every source alike: an arXiv
-entry with a megabytes-long title or author, an answer larger than any metadata answer, hand-made inbox keys
-that are not arXiv ids, `changes --since` far in the past or the future."""
+"""What feeds, databases and state files bring is bounded and typed at the boundary, for every source alike: an
+arXiv entry with a megabytes-long title or author, an answer larger than any metadata answer, a Zotero database's
+long or mistyped values, a DOI resolver's hostile CSL-JSON, hand-made inbox keys that are not arXiv ids,
+`changes --since` far in the past or the future. (Crossref and OpenAlex: tests/test_enrich.py.)"""
 
 from __future__ import annotations
 
@@ -113,3 +114,32 @@ def test_a_zotero_database_s_values_are_typed_and_bounded(tmp_path, workspace_en
     again = json.loads(cli_run(["sync", "--json", "--no-index"]).output)
     assert again["sources"][0]["status"] != "failed", again["sources"]
     bounded("Chain Replication Revisited xxx")
+
+
+def test_a_doi_resolver_s_answer_is_typed_and_bounded(tmp_path, workspace_env, monkeypatch, cli_run):
+    """`add DOI` holds the resolver's CSL-JSON to the bounds and types of an import: a 1 MB author and a 2 MB
+    title are cut, a dict for a volume or a list for a link's URL is no value, and the paper is added."""
+    from papervault.vault.store import Vault
+
+    ws = workspace_env
+    with LoopbackServer(Catalog()) as srv:
+        srv.catalog.dois["10.5555/hostile.2020"] = {
+            "type": "article-journal", "DOI": "10.5555/hostile.2020", "title": "Hostile Answers " + "h" * 2_000_000,
+            "author": [{"family": "B" * 1_000_000, "given": "Bo"}, {"family": "Lovelace", "given": "Ada"},
+                       {"family": {"x": "y"}, "given": "Cy"}, 7],
+            "issued": {"date-parts": [["2020"]]}, "volume": {"x": "y" * 1000}, "issue": 7, "page": [1],
+            "container-title": {"a": 1}, "abstract": {"jats": "not text"},
+            "link": [{"content-type": "application/pdf", "URL": ["http://127.0.0.1:1/x.pdf"]}, "y", 3]}
+        srv.settings_env(monkeypatch)
+        monkeypatch.setenv("PAPERVAULT_SOURCES_ONLINE", "true")
+        monkeypatch.setenv("PAPERVAULT_SOURCES_ENRICH_ON_ADD", "false")
+        cli_run(["init"])
+        out = json.loads(cli_run(["add", "--no-index", "--json", "10.5555/hostile.2020"]).output)
+    (pid,) = out["added"]
+    vault = Vault(ws / "vault")
+    meta = vault.read_meta(pid)
+    assert meta.title.startswith("Hostile Answers hhh") and len(meta.title) <= 1_000
+    assert meta.authors == ["Bo " + "B" * 296 + "…", "Ada Lovelace", "Cy"]
+    assert "volume" not in meta.bib and meta.venue is None and meta.abstract is None
+    assert meta.doi == "10.5555/hostile.2020"
+    assert vault.note_path(pid).stat().st_size < 20_000

@@ -42,6 +42,13 @@ def _text(value: Any, field: str, warnings: list[str]) -> str | None:
     return None
 
 
+def _name_part(value: Any) -> str:
+    """A part of a CSL name: a string (or a number, as text), else nothing: a dict or a list is no name."""
+    if isinstance(value, str):
+        return value.strip()
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
 def _csl_names(value: Any, warnings: list[str]) -> list[str]:
     if value is None:
         return []
@@ -53,12 +60,12 @@ def _csl_names(value: Any, warnings: list[str]) -> list[str]:
         if isinstance(a, str):
             out.append(a.strip())
         elif isinstance(a, dict):
-            if a.get("literal"):
-                out.append(str(a["literal"]).strip())
+            if _name_part(a.get("literal")):
+                out.append(_name_part(a["literal"]))
             else:
-                given = " ".join(str(a.get(k) or "") for k in ("given", "non-dropping-particle")).strip()
-                family = " ".join(str(a.get(k) or "") for k in ("dropping-particle", "family")).strip() \
-                    if not a.get("non-dropping-particle") else str(a.get("family") or "")
+                given = " ".join(_name_part(a.get(k)) for k in ("given", "non-dropping-particle")).strip()
+                family = " ".join(_name_part(a.get(k)) for k in ("dropping-particle", "family")).strip() \
+                    if not _name_part(a.get("non-dropping-particle")) else _name_part(a.get("family"))
                 name = f"{given} {family}".strip()
                 if name:
                     out.append(name)

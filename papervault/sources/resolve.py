@@ -20,6 +20,7 @@ from papervault.sources.bibtex import read_bibtex
 from papervault.sources.csl import read_csl, record_from_csl
 from papervault.sources.dedup import normalize_arxiv, normalize_doi
 from papervault.sources.files import records_from_paths
+from papervault.sources.limits import field_value
 from papervault.sources.problems import SourceProblem
 from papervault.sources.zotero import read_library
 from papervault.workspace import Workspace
@@ -87,8 +88,9 @@ def resolve_doi(doi: str, settings) -> SourceRecord:
     if not isinstance(item, dict):
         raise SourceError(f"doi:{norm}: unexpected answer from the resolver", fix="add the paper as a BibTeX entry")
     rec = record_from_csl(item, f"https://doi.org/{norm}", Path.cwd())
-    pdf = next((l.get("URL") for l in item.get("link") or [] if isinstance(l, dict)
-                and l.get("content-type") == "application/pdf" and l.get("URL")), None)
+    links = item.get("link") if isinstance(item.get("link"), list) else []
+    pdf = next((url for l in links[:100] if isinstance(l, dict) and l.get("content-type") == "application/pdf"
+                and (url := field_value("pdf_url", l.get("URL")))), None)     # a URL is text, bounded, or none
     return rec.model_copy(update={"origin": "doi", "source": f"https://doi.org/{norm}", "key": None,
                                   "doi": rec.doi or norm, "pdf_url": pdf, "url": rec.url or f"https://doi.org/{norm}"})
 
