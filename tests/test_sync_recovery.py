@@ -1,7 +1,8 @@
 """A sync killed at every commit step of a Zotero pass while a person works in the vault: their uncommitted
-lines (in a note, in reader-notes.md, one typed at the very moment of the kill) and their untracked file are all
-intact after recovery, through `doctor --fix` or the next `add`, and the next pass ends where an uninterrupted
-one does, committing none of the person's work but what papervault itself wrote into.
+lines (in a note, in reader-notes.md, one typed at the very moment of the kill), their untracked file and the
+file they staged with `git add` (staged it stays) are all intact after recovery, through `doctor --fix`, the
+next `add` or the next `sync`, and the next pass ends where an uninterrupted one does, committing none of the
+person's work but what papervault itself wrote into.
 
 A commit step is a git command papervault runs to commit (`update-index` stages, `commit` commits). The pass runs
 with GitPython pointed at a `git` that counts those commands and, at the one the run is about, SIGKILLs its caller
@@ -85,6 +86,8 @@ def template(tmp_path_factory) -> dict:
     for path, line in person.items():
         path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
     (paper / "my-scratch.md").write_text("my scratch notes, never committed\n", encoding="utf-8")
+    (paper / "my-staged.md").write_text("staged by me with git add, for my own commit\n", encoding="utf-8")
+    git.Repo(ws / "vault").git.add("--", f"papers/{pid}/my-staged.md")
     head = git.Repo(ws / "vault").head.commit.hexsha
     z.note(a, "<p>Second reading.</p>")
     z.item(title="Impossibility of Distributed Consensus with One Faulty Process", authors=[("Michael", "Fischer")],
@@ -123,6 +126,7 @@ def test_sync_killed_at_every_commit_step_loses_nothing_of_the_persons(template,
     # before each step, and just after each commit (after staging is the state before the next step already)
     points = [(n, "before") for n in range(1, steps + 1)] + \
         [(n, "after") for n, name in enumerate(names, 1) if name == "commit"]
+    kept_by: set[tuple[str, bool]] = set()      # (way, --json) that named the kept notes
     for i, (n, how) in enumerate(points):
         ws = tmp_path / f"ws-{n}-{how}"
         shutil.copytree(template["ws"], ws, symlinks=True)
@@ -131,21 +135,26 @@ def test_sync_killed_at_every_commit_step_loses_nothing_of_the_persons(template,
         assert res.returncode == -9, (n, how, res.returncode, res.stderr[-1000:])
         papervault_wrote_notes = "Second reading" in notes.read_text(encoding="utf-8")
 
-        # recovery through the user's entry points, by turns: `doctor --fix`, the next `add`; text, then --json
-        as_json = i % 4 >= 2
-        if i % 2 == 0:
+        # recovery through the user's entry points, by turns: `doctor --fix`, the next `add`, the next `sync`,
+        # shifted by one each round so that each meets a kill after papervault wrote the notes; text and --json
+        way = ("doctor", "add", "sync")[(i + i // 3) % 3]
+        as_json = (i % 2 == 0) != (way == "add" and i >= 3)
+        if way == "doctor":
             fixed = run(["doctor", "--fix", *(["--json"] if as_json else [])], ws)
             said = json.loads(fixed.stdout)["fixed"] if as_json else \
                 [ln.removeprefix("[fixed] ") for ln in fixed.stdout.splitlines() if ln.startswith("[fixed] ")]
         else:
-            added = run(["add", str(template["extra"]), *(["--json"] if as_json else [])], ws)
-            assert added.returncode == 0, added.stderr
-            said = [f"kept vault/{ln}" for ln in json.loads(added.stdout)["recovered"].get("kept", [])] \
-                if as_json else added.stdout.splitlines()
+            args = ["add", str(template["extra"])] if way == "add" else ["sync", "--no-index"]
+            done = run([*args, *(["--json"] if as_json else [])], ws)
+            assert done.returncode == 0, done.stderr
+            said = [f"kept vault/{ln}" for ln in (json.loads(done.stdout).get("recovered") or {}).get("kept", [])] \
+                if as_json else [" ".join(ln.split(" ", 1)[0:1] + ln.split(None, 1)[1:]) for ln in
+                                 done.stdout.splitlines() if ln.startswith("kept ")]
         kept = [ln for ln in said if ln.startswith("kept vault/")]
         where = f"killed {how} commit step {n} of {steps}"
         if papervault_wrote_notes:      # the person typed into it after papervault wrote it: kept, and said so
             assert [k for k in kept if k.startswith(f"kept vault/{rn}:")], (where, kept)
+            kept_by.add((way, as_json))
         assert all(k.startswith(f"kept vault/{rn}:") for k in kept), (where, kept)
 
         again = run(["sync", "--no-index", "--json"], ws)
@@ -159,12 +168,16 @@ def test_sync_killed_at_every_commit_step_loses_nothing_of_the_persons(template,
         assert (vault / "papers" / pid / "my-scratch.md").read_text(encoding="utf-8") == \
             "my scratch notes, never committed\n", where
         changed = set(git.Repo(vault).git.log("--format=", "--name-only", f"{template['head']}..HEAD").split())
-        assert not changed & {f"papers/{pid}/note.md", f"papers/{pid}/my-scratch.md"}, where
+        assert not changed & {f"papers/{pid}/note.md", f"papers/{pid}/my-scratch.md", f"papers/{pid}/my-staged.md"}, \
+            where
         assert _tree(ws) - {p for p in _tree(ws) if p.startswith("papers/roe2021third/")} == template["tree"], where
         status = git.Repo(vault).git.status("--porcelain", "--untracked-files=all").splitlines()
         assert f" M papers/{pid}/note.md" in status and f"?? papers/{pid}/my-scratch.md" in status, (where, status)
-        assert not [s for s in status if not s.startswith((f" M papers/{pid}/", f"?? papers/{pid}/"))], (where, status)
+        assert f"A  papers/{pid}/my-staged.md" in status, (where, status)        # staged stays staged
+        assert not [s for s in status if not s.startswith((f" M papers/{pid}/", f"?? papers/{pid}/",
+                                                           f"A  papers/{pid}/my-staged.md"))], (where, status)
         assert not (ws / ".papervault" / "journal" / "add").exists(), where
         assert not (vault / ".git" / "index.lock").exists(), where
         shutil.rmtree(ws)
+    assert {way for way, _ in kept_by} == {"doctor", "add", "sync"}, kept_by     # each said what it kept
 
