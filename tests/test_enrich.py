@@ -25,6 +25,7 @@ from identity_pdfs import make  # noqa: E402
 DOI = "10.1145/1234567.1234568"
 RETRACTED = "10.5555/retracted.2020"
 HOSTILE = "10.5555/hostile.2020"
+HOSTILE_CROSSREF = "10.5555/hostile.crossref"
 
 CROSSREF = {
     DOI: {"DOI": DOI, "title": ["Grounding in <i>Communication</i>"], "type": "book-chapter",
@@ -39,6 +40,11 @@ CROSSREF = {
                 "author": [{"given": "Maria", "family": "Gonzalez"}], "issued": {"date-parts": [[2020]]},
                 "container-title": ["Journal of Examples"],
                 "updated-by": [{"DOI": "10.5555/notice", "type": "retraction", "label": "Retraction"}]},
+    HOSTILE_CROSSREF: {"DOI": HOSTILE_CROSSREF, "title": ["Hostile Crossref " + "c" * 2_000_000],   # a 2 MB title
+                       "author": [{"given": "Cy", "family": "C" * 1_000_000}, {"given": {"x": 1}, "family": "Roe"},
+                                  "x", 7], "issued": {"date-parts": [["2021"]]}, "container-title": {"a": "b"},
+                       "volume": {"x": "y" * 1000}, "issue": 7, "page": ["1-2"], "publisher": [{"p": 1}],
+                       "abstract": ["not", "text"]},
 }
 
 
@@ -346,4 +352,16 @@ def test_a_service_s_values_are_typed_and_bounded(ws, tmp_path, services):
     assert meta.authors == ["B" * 299 + "…", "Ada Lovelace"]
     assert "volume" not in meta.bib and meta.bib["number"] == "7" and "pages" not in meta.bib
     assert ws.vault.note_path("hostile").stat().st_size < 20_000
+
+    # Crossref's answer too: a 2 MB title (the record's own title is the user's: not replaced, but the answer is
+    # read bounded), a 1 MB author, a dict for a given name, a venue, a volume or a publisher is no value
+    bib.write_text("@article{crossrefd, title = {Hostile Crossref}, doi = {%s}}\n" % HOSTILE_CROSSREF, encoding="utf-8")
+    add(ws, [str(bib)])
+    assert enrich(ws, ["crossrefd"])["enriched"]["crossrefd"]
+    meta = ws.vault.read_meta("crossrefd")
+    assert meta.authors == ["Cy " + "C" * 296 + "…", "Roe"] and meta.year == 2021
+    assert meta.venue is None and meta.abstract is None
+    assert "volume" not in meta.bib and "publisher" not in meta.bib and meta.bib["number"] == "7"
+    assert meta.bib["pages"] == "1--2"
+    assert ws.vault.note_path("crossrefd").stat().st_size < 20_000
 

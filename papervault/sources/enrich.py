@@ -79,10 +79,12 @@ def _json(url: str, settings, params: dict | None = None) -> dict | None:
 
 
 def _text(v, cap: int = FIELD_CAPS["title"]) -> str | None:
-    """A service's text value (a string, or the first of a list of them) as one line, tags dropped, bounded by
-    `cap` (`papervault.sources.limits`); anything else is no value."""
+    """A service's text value (a string or a number, or the first of a list of them) as one line, tags dropped,
+    bounded by `cap` (`papervault.sources.limits`); anything else is no value."""
     if isinstance(v, list):
         v = v[0] if v else None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = str(v)
     if not isinstance(v, str):
         return None
     v = re.sub(r"<[^>]{1,40}>", "", v[: 4 * cap])          # Crossref titles carry JATS/MathML tags
