@@ -57,16 +57,17 @@ def bibs(tmp_path) -> dict[str, Path]:
     return {"a": a, "b": b, "merge": merge}
 
 
-def killing_git(tmp_path: Path, *, leave_lock: bool | tuple[str, ...]) -> dict:
-    """Environment for a `papervault` whose git kills it (SIGKILL) on `git commit`, after `git add` ran, leaving
-    the lock files named (`leave_lock=True`: the index's), as a git killed in the middle of its commit does."""
+def killing_git(tmp_path: Path, *, leave_lock: bool | tuple[str, ...], on: str = "commit") -> dict:
+    """Environment for a `papervault` whose git kills it (SIGKILL) on `git commit` (or the git command `on`),
+    after `git add` ran, leaving the lock files named (`leave_lock=True`: the index's), as a git killed in the
+    middle of its commit does."""
     real = shutil.which("git")
     script = tmp_path / "git-killer"
     names = ("index.lock",) if leave_lock is True else (leave_lock or ())
     lock = "".join(f'mkdir -p "$(dirname "$(pwd)/.git/{n}")"; touch "$(pwd)/.git/{n}"\n    ' for n in names)
     script.write_text("#!/bin/sh\n"
                       "for a in \"$@\"; do\n"
-                      "  if [ \"$a\" = commit ]; then\n"
+                      f"  if [ \"$a\" = {on} ]; then\n"
                       f"    {lock}"
                       "    kill -9 $PPID\n"
                       "    exit 137\n"
@@ -226,6 +227,28 @@ def test_doctor_fix_unstages_what_papervault_staged_and_keeps_what_a_person_stag
     status = git.Repo(vault).git.status("--porcelain").splitlines()
     assert {"M  papers/doe2020first/note.md", "A  papers/mine.md", f" M {ours}"} == set(status), status
     assert cli(["doctor"]).returncode == 0
+
+
+def test_recovery_keeps_what_a_person_staged_in_a_file_it_gives_back(ws, tmp_path, bibs):
+    """A person staged an edit of a note; an `add` merging into that note wrote it and was killed before it
+    staged anything. `doctor --fix` gives the note back what the person had, and their staged entry stays."""
+    assert cli(["add", str(bibs["a"])]).returncode == 0
+    note = ws / "vault" / "papers" / "doe2020first" / "note.md"
+    edited = note.read_text(encoding="utf-8") + "\nMy own remark, staged.\n"
+    note.write_text(edited, encoding="utf-8")
+    git.Repo(ws / "vault").git.add("--", "papers/doe2020first/note.md")
+    killed = papervault(["add", str(bibs["merge"])], ws, env=killing_git(tmp_path, leave_lock=False,
+                                                                         on="update-index"))
+    assert killed.returncode == -9, killed.stderr[-1000:]
+    assert note.read_text(encoding="utf-8") != edited            # the merge wrote it
+
+    fixed = cli(["doctor", "--fix"])
+    assert fixed.returncode == 0, fixed.stdout
+    assert "[fixed] rolled back the interrupted add (1 path papervault wrote: papers/doe2020first/note.md)" \
+        in fixed.stdout, fixed.stdout
+    assert note.read_text(encoding="utf-8") == edited
+    status = git.Repo(ws / "vault").git.status("--porcelain").splitlines()
+    assert status == ["M  papers/doe2020first/note.md"], status          # staged, as the person left it
 
 
 def test_doctor_leaves_a_running_writer_alone(ws, tmp_path, bibs):

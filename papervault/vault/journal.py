@@ -6,7 +6,7 @@ there before (a copy of those bytes is kept beside the journal) and of what pape
 that it removes the file). The journal is cleared after the vault commit. If a command dies in between, the next
 writer (or `papervault doctor --fix`) undoes what papervault wrote, identified by content: a file that still holds
 exactly what papervault wrote gets back what it held before (or is removed, when papervault created it), and its
-staged entry is unstaged. A file that holds anything else (a line a person typed into it after papervault wrote
+staged entry is unstaged when papervault staged it (what a person staged stays staged). A file that holds anything else (a line a person typed into it after papervault wrote
 it, a file of theirs papervault never wrote) is kept as it is, and said so. The temporary files of atomic writes
 and a `.git/index.lock` left by the killed git command go too. The interrupted work is then simply done again,
 so the end state is the same as an uninterrupted run and nothing is half-written, duplicated or lost.
@@ -213,9 +213,11 @@ class Journal:
                 _store.atomic_write(path, data)
             to_unstage.append(rel)
             done.undone.append(rel)
-        if kept:        # a kept file's staged entry is unstaged when it is papervault's (staged, never committed)
-            index = index_blobs(repo, kept)
-            to_unstage += [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
+        # a staged entry is unstaged only when it is papervault's (what it wrote, staged, never committed): what a
+        # person staged (in a file papervault then wrote into and gives back, or one it kept) stays staged
+        index = index_blobs(repo, [*to_unstage, *kept]) if to_unstage or kept else {}
+        to_unstage = [rel for rel in to_unstage if index.get(rel) in entries[rel]["afters"]] + \
+            [rel for rel in kept if rel in index and index[rel] in entries[rel]["afters"]]
         if to_unstage and repo.head.is_valid():
             unstage(repo, to_unstage)
         vault.forget(rels)          # undone or kept, none of them is papervault's to commit any more
