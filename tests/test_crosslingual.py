@@ -405,3 +405,40 @@ def test_mcp_install_records_what_the_server_needs(ws_copy, cli_run, no_embed_en
             assert r.structured_content["hits"][0]["paper_id"] == PAXOS
 
     anyio.run(main)
+
+
+def test_an_add_by_first_pass_has_its_lexicon_at_once(tmp_path, monkeypatch):
+    """A large add reads its PDFs by their first pass and leaves their paragraphs to the full parse behind; its
+    last index step builds the lexicon at once (a sync of some papers otherwise leaves it to a full one), so a
+    Chinese question is translated into the text layer's English words while the full parse waits."""
+    import fcntl
+
+    import pymupdf
+
+    from papervault.app import arrival
+    from papervault.app.adding import add
+
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    for i, word in enumerate(("Leases", "Ballots", "Fences")):
+        doc = pymupdf.open()
+        for p in range(2):
+            page = doc.new_page()
+            if p == 0:
+                page.insert_text((72, 90), f"Quorum {word} for Replicated Logs", fontsize=20)
+            page.insert_text((72, 200), "Replicas answer reads locally under a lease; the quorum renews it.",
+                             fontsize=10)
+        doc.save(pdfs / f"p{i}.pdf")
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    ws = Workspace(ws.root)
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(arrival.lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)   # a worker "runs": add starts none
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        report = add(ws, [str(pdfs)])
+    finally:
+        os.close(fd)
+    assert len(report.added) == 3 and report.arrival["waiting"] == 3
+    terms = lexicon_ids(PaperIndex(Workspace(ws.root)))
+    assert {"term:quorum", "term:replicas", "term:lease"} <= terms, sorted(terms)[:20]

@@ -140,8 +140,9 @@ def _imported(st: AddState, report: AddReport) -> None:
 def _index(r: Run, st: AddState) -> dict:
     rep = st.report
     ids = [*rep.added, *(m["id"] for m in rep.merged if m.get("id")), *rep.reanalysed]
-    # first pass: no fill now; the arrival worker starts it once the full parses replaced these paragraphs
-    first = {"start_fill": False} if st.extra.get("first_pass") else {}
+    # first pass: no fill now (the arrival worker starts it once the full parses replaced these paragraphs), and
+    # the lexicon now, so a Chinese question finds the text layer's paragraphs through their English words
+    first = {"start_fill": False, "lexicon": True} if st.extra.get("first_pass") else {}
     if st.extra.get("embedder") is not None:
         first["embedder"] = st.extra["embedder"]
     return index_added(r.context.ws, ids, wait=st.wait, progress=st.progress, **embedding_parts(r), **first)

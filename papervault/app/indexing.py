@@ -24,7 +24,8 @@ Progress = Callable[..., None]   # progress(stage, done, total)
 def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, paper_ids: list[str] | None = None,
                  progress: Progress | None = None, embed_batches=None, embed_ml_batches=None, code: bool = True,
                  lock: str | None = "index", lock_wait: float = 0.0, stage: str = "embed",
-                 embedder=None, start_fill: bool = True, fill_pending: bool = True) -> dict[str, Any]:
+                 embedder=None, start_fill: bool = True, fill_pending: bool = True,
+                 lexicon: bool | None = None) -> dict[str, Any]:
     """Sync (or with `rebuild`, rebuild) the paper index, then the code index when its chunks are stale.
 
     - `defer`: paragraphs are left to the background fill (docs/index.md, "Searchable first"), which is started
@@ -37,6 +38,8 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     - `progress(stage, done, total)` is told how the embedding goes.
     - `start_fill=False`: pending rows are left for a later fill (papers whose first pass the arrival worker
       replaces soon: their paragraphs would be embedded for nothing).
+    - `lexicon=True`: the multilingual space's lexicon follows this sync of some papers too (the last index
+      step of an add by first pass; by default only a sync of the whole vault rebuilds it).
     - `fill_pending=False` (without `defer`): what an earlier deferred sync left stays with the background fill
       (a survey reads the index as it is, and never waits for the fill).
     """
@@ -51,7 +54,8 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
         if rebuild:
             report = idx.rebuild(progress=step, defer=defer)
         else:
-            report = idx.sync(progress=step, paper_ids=paper_ids, defer=defer, fill_pending=fill_pending)
+            report = idx.sync(progress=step, paper_ids=paper_ids, defer=defer, fill_pending=fill_pending,
+                              lexicon=lexicon)
         report = dict(report or {})
         if code and paper_ids is None:
             from papervault.app.papers import rechunk_code  # deferred: the ingest path, not at MCP start-up

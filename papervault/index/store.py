@@ -142,15 +142,16 @@ class PaperIndex:
         return report
 
     def sync(self, progress: Callable[[int, int], None] | None = None, paper_ids: Iterable[str] | None = None,
-             defer: bool = False, fill_pending: bool = True) -> dict:
+             defer: bool = False, fill_pending: bool = True, lexicon: bool | None = None) -> dict:
         """Bring the index in line with the vault: embed only new chunk texts, drop what the vault lost.
 
         With `paper_ids`, only those papers are looked at (a survey syncs its selection, not the library).
         With `defer`, new passages (DEFERRED_LEVELS) are written searchable by full text with a placeholder vector
         and left to `fill` (report `chunks_pending`); without it, the sync also fills what an earlier deferred
         sync left, so its caller gets an index whose every row has its own vector, unless `fill_pending` is
-        false (a survey: it reads what is filled and leaves the rest to the background fill)."""
-        return IndexSync(self, progress, paper_ids, defer, fill_pending).run()
+        false (a survey: it reads what is filled and leaves the rest to the background fill). The multilingual
+        space's lexicon follows a sync of the whole vault, or of some papers when `lexicon` is true."""
+        return IndexSync(self, progress, paper_ids, defer, fill_pending, lexicon).run()
 
     # --- the fill: passages a deferred sync left ----------------------------------------------------
 

@@ -39,8 +39,13 @@ class IndexSync:
     """One sync of `index` (a `PaperIndex`: its tables, embedder, settings and maintenance) with the vault."""
 
     def __init__(self, index: Any, progress: Callable[[int, int], None] | None = None,
-                 paper_ids: Iterable[str] | None = None, defer: bool = False, fill_pending: bool = True):
+                 paper_ids: Iterable[str] | None = None, defer: bool = False, fill_pending: bool = True,
+                 lexicon: bool | None = None):
         self.index, self.progress, self.defer = index, progress, defer
+        # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one,
+        # unless asked (the last index step of an add by first pass: its Chinese questions are translated to
+        # the English words of the text layer at once)
+        self.lexicon = paper_ids is None if lexicon is None else lexicon
         self.fill_pending = fill_pending        # without defer: fill what an earlier deferred sync left
         self.paper_ids = None if paper_ids is None else list(paper_ids)
         self.papers, self.chunks = index._tables(create=True)
@@ -149,10 +154,9 @@ class IndexSync:
             # The second space follows `chunks` by chunk id: only ids it lacks are embedded, so switching it on
             # for an existing index, or finishing an interrupted sync, embeds nothing twice.
 
-            # the lexicon is the whole vault's: a sync of some papers (a survey's) leaves it to the next full one
             with phase("index: multilingual space (chunks and lexicon)"):
                 done = ml.sync(index.db, chunks, ml.MultilingualEmbedder(index.embedder.settings.vector_cache),
-                               progress=self.progress, lexicon=self.paper_ids is None,
+                               progress=self.progress, lexicon=self.lexicon,
                                embed_batches=index.embed_ml_batches)
             done["removed"] += self.ml["removed"]   # rows the re-chunked papers' rewrite dropped
             report["multilingual"] = {**done, "carried": self.ml["carried"]}
