@@ -251,3 +251,18 @@ def test_a_first_pass_add_is_searchable_from_its_first_commit(tmp_path, monkeypa
     assert scan not in log[1], log          # not in the first commit
     hits = Searcher(Workspace(ws.root)).search("quorum leases bound the recovery time of a log", limit=50)
     assert len({h.paper_id for h in hits}) == 7
+
+
+def test_an_add_with_another_backend_than_the_workspace_s_goes_in_one_pass(tmp_path, monkeypatch):
+    """The worker analyses with the workspace's backend: an add that asks for another one (`--backend`) is
+    parsed and analysed in one pass by the backend it asked for, whatever `[parse] first_pass` says."""
+    from papervault.app.adding import add
+
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    monkeypatch.setenv("PAPERVAULT_AGENTS_BACKEND", "openai")
+    src = _pdf(tmp_path / "leases.pdf", "Quorum Leases for Replicated Logs")
+    ws, _ = Workspace.init(tmp_path / "ws")
+    report = add(Workspace(ws.root), [str(src)], backend="extractive")
+    [pid] = report.added
+    meta = Workspace(ws.root).vault.read_meta(pid)
+    assert report.arrival is None and not is_first_pass(meta.parser) and meta.status == "analysed"

@@ -253,8 +253,11 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
     ws.require()
     executor = executor or InProcess()
     backend = backend or ws.settings.agents.backend
-    # [parse] first_pass: the text layer now, the full parse behind (papervault.app.arrival); --wait: one pass
-    first = not wait and not executor.distributed and first_pass_wanted(ws, inputs, backend, options)
+    # [parse] first_pass: the text layer now, the full parse behind (papervault.app.arrival); --wait: one pass.
+    # The worker analyses with the workspace's backend: another one asked for (`--backend`) gets a one-pass add.
+    first = not wait and not executor.distributed \
+        and backend.strip().lower() == (ws.settings.agents.backend or "extractive").strip().lower() \
+        and first_pass_wanted(ws, inputs, backend, options)
     st = AddState(list(inputs), progress, options, reanalyse, index, wait, extra={"first_pass": first})
     run(ADD, add_context(ws, backend, executor.distributed), st, executor)
     if first:
