@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from papervault.ids import SKIP_WORDS
-from papervault.lineshapes import is_address, is_institution
-from papervault.parse.layout import Block, Line
+from papervault.ids import SKIP_WORDS, normalize_title
+from papervault.lineshapes import is_address, is_column, is_institution
+from papervault.parse.layout import Block, Line, Span
 from papervault.parse.lines import (_BODY_START, _CONNECTIVE, _MEMO_PREFIX, _PAREN_DATES, _STAMP_ANYWHERE,
                                     _glue, _names_line, is_author_line, is_banner, looks_like_name, norm,
                                     not_title)
@@ -244,20 +244,28 @@ def title_candidates(blocks: list[Block], height: float, *, scanned: bool = Fals
                      ) -> tuple[list[TitleChoice], dict[int, list[Line]]]:
     """The candidate runs of title lines of one page, each with its features (`TitleChoice.features`), evidence
     and flags; and the pieces of the lines glued together."""
-    raw = [ln for b in blocks if b.kind in ("text", "title", "heading") for ln in b.lines
-           if ln.bbox[1] < 0.62 * height]
+    every = [ln for b in blocks if b.kind in ("text", "title", "heading") for ln in b.lines]
+    raw = [ln for ln in every if ln.bbox[1] < 0.62 * height]
+    if every:
+        # A cover whose title is set low: lines below the top part in the page's largest type, twice its smallest
+        # and larger than anything above them.
+        texts = [ln for ln in every if len(ln.text.strip()) >= 3]
+        small, largest = min((ln.size for ln in texts), default=0.0), max((ln.size for ln in texts), default=0.0)
+        top_big = max((ln.size for ln in raw), default=0.0)
+        raw += [ln for ln in texts if ln.bbox[1] >= 0.62 * height and ln.size >= largest - 0.5
+                and ln.size >= max(2.0 * small, top_big + 2.0)]
     if not raw:
-        return [], {}
+        return _head_choices([], repeats, height, scanned=scanned, file_name=file_name, info_title=info_title), {}
     glued, parts = _glue(raw)
     lines = sorted(glued, key=lambda ln: (ln.bbox[1], ln.bbox[0]))
-    sizes = [ln.size for ln in lines]
-    body = max(set(sizes), key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
+    body = _body_size(lines)
     x0, x1 = min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines)
     stop = next((ln.bbox[1] for ln in lines if ln.bbox[0] < x0 + 0.4 * (x1 - x0)
                  and _BODY_START.match(ln.text.strip())), None)
     cands = [ln for ln in lines if not not_title(ln.text) and (stop is None or ln.bbox[1] < stop - 1)]
     if not cands:
-        return [], parts
+        return _head_choices(lines, repeats, height, scanned=scanned, file_name=file_name,
+                             info_title=info_title), parts
     ok = {id(ln) for ln in cands}
     big = max((ln.size for ln in cands if len(ln.text.strip()) >= 3), default=body)
     if scanned or big < body + 1.0:
@@ -266,6 +274,34 @@ def title_candidates(blocks: list[Block], height: float, *, scanned: bool = Fals
     else:
         starts = sorted((ln for ln in cands if ln.size >= body + 1.0), key=lambda ln: -ln.size)[:8]
     fw = _file_words(file_name)
+
+    args = (lines, ok, body, big, height, stop, fw, info_title, repeats, scanned)
+    choices = _scored(starts, *args)
+    # A title set small: where no run in larger type is clean (all sentences, fragments, names), the first bold
+    # lines in the body's type or a little larger, on a page whose body is not bold, start runs too.
+    small = [ln for ln in cands if ln.bold and body - 0.1 <= ln.size < body + 1.0][:2] \
+        if not scanned and big >= body + 1.0 and not all(ln.bold for ln in lines if abs(ln.size - body) < 0.3) else []
+    if small and all(c.flags for c in choices):
+        choices = _scored(starts + small, *args)
+    ranks = {round(max(ln.size for ln in c.lines) * 2) / 2 for c in choices}
+    if all(c.flags for c in choices):
+        # No run of the page's own lines is clean (all sentences, fragments, names): the title may be the running
+        # head set over the page, dropped from its lines with the running heads of the next pages.
+        choices += [c for c in _head_choices(lines, repeats, height, scanned=scanned, file_name=file_name,
+                                             info_title=info_title, ranks=len(ranks))
+                    if all(normalize_title(c.text) != normalize_title(o.text) for o in choices)]
+    # The largest type among the runs that are not an author line, a banner or a fragment.
+    top = max((max(ln.size for ln in c.lines) for c in choices if not c.flags), default=big)
+    for c in choices:
+        if max(ln.size for ln in c.lines) >= top - 0.5 and not c.flags:
+            c.evidence.insert(0, "largest type")
+    return choices, parts
+
+
+def _scored(starts: list[Line], lines: list[Line], ok: set[int], body: float, big: float, height: float,
+            stop: float | None, fw: set[str], info_title: str, repeats: list[str] | tuple,
+            scanned: bool) -> list[TitleChoice]:
+    """The runs of title lines from these starts, with their features, evidence and flags."""
     runs: list[list[Line]] = []
     for st in starts:
         run = _extend(st, lines, ok, body, scanned)
@@ -281,21 +317,50 @@ def title_candidates(blocks: list[Block], height: float, *, scanned: bool = Fals
         c.features["size_rank"] = float(min(4, ranks.index(round(max(ln.size for ln in c.lines) * 2) / 2)))
         c.features["first_run"] = float(c.lines[0].bbox[1] <= top_y + 0.5)
         c.hand = round(sum(HAND.get(f, 0.0) * v for f, v in c.features.items()), 3)
-    # The names read as the author block above a run (itself neither names nor broken words) are an author line,
-    # never a title of their own.
+    # The names read as the author block above a run (itself neither names nor broken words) are an author
+    # line, never a title of their own.
     for c in choices:
         for o in choices:
-            if o is not c and o.names_above and not o.flags and all(any(ln is n for n in o.names_above) for ln in c.lines) \
+            if o is not c and o.names_above and not o.flags and all(any(ln is n for n in o.names_above)
+                                                                    for ln in c.lines) \
                     and "author line" not in c.flags:
                 c.features["author_line"] = 1.0
                 c.flags.append("author line")
                 c.hand = round(sum(HAND.get(f, 0.0) * v for f, v in c.features.items()), 3)
-    # The largest type among the runs that are not an author line, a banner or a fragment.
-    top = max((max(ln.size for ln in c.lines) for c in choices if not c.flags), default=big)
-    for c in choices:
-        if max(ln.size for ln in c.lines) >= top - 0.5 and not c.flags:
-            c.evidence.insert(0, "largest type")
-    return choices, parts
+    return choices
+
+
+def _body_size(lines: list[Line]) -> float:
+    """The type size of most of the characters of these lines."""
+    sizes = {ln.size for ln in lines}
+    return max(sizes, key=lambda s: sum(len(ln.text) for ln in lines if ln.size == s))
+
+
+def _head_choices(lines: list[Line], repeats: list[str] | tuple, height: float, *, scanned: bool = False,
+                  file_name: str | None = None, info_title: str = "", ranks: int = 0) -> list[TitleChoice]:
+    """The running heads of the next pages that could be a title (not a number, a journal or volume line, a
+    banner, a column's name, names or an author line), each as a candidate line set over the page, with its
+    features (in the body's type, the topmost run)."""
+    out = []
+    size = _body_size(lines) if lines else 10.0
+    big = max((ln.size for ln in lines), default=size)
+    for r in repeats:
+        t = re.sub(r"\s+", " ", r).strip()
+        words = norm(t).split()
+        if len(t) < 3 or len(t) > 200 or not re.search(r"[A-Za-z]{3}", t) or not_title(t) or is_banner(t) \
+                or is_column(t) or is_author_line(t) or looks_like_name(t) or is_institution(t) \
+                or re.search(r"\bet\s+al\b|\d{2,}", t) or len(words) > 20:
+            continue
+        ln = Line([Span(t, size, "", 0, (0.0, 0.0, 1.0, size))], (0.0, 0.0, 1.0, size))
+        c = TitleChoice([ln], title_text([ln]))
+        c.features = _features(c, lines, size, big, height, None, _file_words(file_name), info_title,
+                               list(repeats), scanned)
+        c.features["size_rank"] = float(min(4, ranks))
+        c.features["first_run"] = 1.0
+        c.hand = round(sum(HAND.get(f, 0.0) * v for f, v in c.features.items()), 3)
+        if not any(f in HARD for f in c.flags):      # a banner ("CEMENT" alone) is never offered from the heads
+            out.append(c)
+    return out
 
 
 def choose_title(blocks: list[Block], height: float, *, scanned: bool = False, file_name: str | None = None,
@@ -377,6 +442,7 @@ def title_text(lines: list[Line]) -> str:
         else:
             text = f"{text} {t}" if text else t
     text = _MEMO_PREFIX.sub("", unspace(text))
+    text = re.sub(r"\s*\(\s*(?:1[5-9]|20)\d\d\s*\)\s*$", "", text)    # the year set after it is its date, not its title
     text = re.sub(r"\s*[∗*†‡§¶]+\s*$", "", re.sub(r"\s+", " ", text)).strip()
     text = re.sub(r"(\w)[∗*†‡§¶]\d*$", r"\1", text)
     return text.rstrip(" ,;")
