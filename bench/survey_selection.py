@@ -19,6 +19,9 @@ in a vault.
                                                    # credentials and [openai] settings as for `papervault survey`)
     python bench/survey_selection.py --vault ROOT/wslarge --split heldout8 --no-ablation --review claude
                                                    # the held-out set kept clean for a model's review
+    python bench/survey_selection.py --build ROOT --only 200 --first-pass   # the 200-paper vault still arriving
+    python bench/survey_selection.py --vault ROOT/ws200-firstpass --vault ROOT/ws200-firstpass-complete \
+        --split tune --no-ablation
 
 The vaults are built with `papervault add` and `papervault index`, as a user builds them: `<root>/ws200` (the 16
 PDFs and 184 records: up to 12 `must` papers of each topic, the rest drawn with a fixed seed; then, on top, the
@@ -29,11 +32,19 @@ that two more cite, bench/survey_selection_refs4.csl.json, with three conference
 (a copy of it with records added up to --size: every gold paper, the rest drawn with a fixed seed),
 `<root>/ws10` (built by --scale: the papers the large vault selects for the scale topic, alone). Gold papers
 missing from a vault are left out of its recall.
+
+With --first-pass, `--build ROOT --only 200` builds the same 200-paper vault as `papervault add` reads a large add
+by default (docs/index.md, "Searchable as it arrives"), in two states: `<root>/ws200-firstpass`, "all
+searchable" (every PDF read by its first pass, the text layer and identity; the arrival worker kept from running
+by holding its lock while `add` and `index` run, the background fill let finish), and
+`<root>/ws200-firstpass-complete`, a copy of it after the worker has run to its end
+(`python -m papervault.app.arrival`) and `papervault index` (and its fill) have run.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -91,7 +102,7 @@ def gold_topics() -> list[dict]:
 
 # --- building the vaults -----------------------------------------------------------------------------
 
-def build(root: Path, only: str | None = None, size: int = 20000) -> None:
+def build(root: Path, only: str | None = None, size: int = 20000, first_pass: bool = False) -> None:
     """The 200-paper vault, then the large one as a copy of it with the other records added (the index embeds
     only what the copy lacks)."""
     refs2 = [r for f in (REFS2, REFS3, REFS4) for r in json.loads(f.read_text(encoding="utf-8"))]
@@ -110,7 +121,11 @@ def build(root: Path, only: str | None = None, size: int = 20000) -> None:
         rest = sorted(r["id"] for r in records if r["id"] not in set(want) and r["id"] not in cited)
         want += random.Random(200).sample(rest, max(0, SMALL - len(pdfs) - len(want)))
         want += extra                            # every paper the eight more PDFs cite, on top
-        _build(root / "ws200", [r for r in records if r["id"] in set(want)], pdfs)
+        chosen = [r for r in records if r["id"] in set(want)]
+        if first_pass:
+            _build_first_pass(root / "ws200-firstpass", chosen, pdfs)
+            return
+        _build(root / "ws200", chosen, pdfs)
     if only in (None, "large"):
         small = {p.name for p in (root / "ws200" / "vault" / "papers").iterdir()}
         keep = set(gold)
@@ -123,22 +138,71 @@ def build(root: Path, only: str | None = None, size: int = 20000) -> None:
         _build(big, [r for r in records if r["id"] in keep and r["id"] not in small], [], fresh=False)
 
 
-def _build(ws: Path, records: list[dict], pdfs: list[str], fresh: bool = True) -> None:
+def _build(ws: Path, records: list[dict], pdfs: list[str], fresh: bool = True, env: dict | None = None) -> None:
     if fresh:
         if ws.exists():
             shutil.rmtree(ws)
-        pv("init", str(ws), ws=ws)
+        pv("init", str(ws), ws=ws, env=env)
     with tempfile.TemporaryDirectory() as tmp:
         csl = Path(tmp) / "library.json"
         csl.write_text(json.dumps(records), encoding="utf-8")
         t0 = time.perf_counter()
         if pdfs:
-            pv("add", "-q", *pdfs, ws=ws)
-        pv("add", "-q", str(csl), ws=ws)
+            pv("add", "-q", *pdfs, ws=ws, env=env)
+        pv("add", "-q", str(csl), ws=ws, env=env)
         t1 = time.perf_counter()
-        pv("index", "-q", ws=ws)
+        pv("index", "-q", ws=ws, env=env)
         print(f"{ws}: {len(records) + len(pdfs)} papers added in {t1 - t0:.0f} s, indexed in "
               f"{time.perf_counter() - t1:.0f} s", file=sys.stderr)
+
+
+def _build_first_pass(ws: Path, records: list[dict], pdfs: list[str]) -> None:
+    """The vault of `_build`, its PDFs read by their first pass: `ws` at "all searchable" (the arrival worker
+    kept from running), and `<ws>-complete`, a copy after the worker's full parse, `index` and the fill."""
+    from papervault.app import arrival
+    from papervault.workspace import Workspace
+
+    env = dict(_env(), PAPERVAULT_PARSE_FIRST_PASS="true")
+    if ws.exists():
+        shutil.rmtree(ws)
+    pv("init", str(ws), ws=ws, env=env)
+    w = Workspace(ws)
+    w.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(arrival.lock_path(w), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)          # a worker "runs": `add` starts none, the first pass is all there is
+        _build(ws, records, pdfs, fresh=False, env=env)
+        _wait_fill(ws)
+    finally:
+        os.close(fd)
+    waiting = len(arrival.waiting(Workspace(ws)))
+    print(f"{ws}: all searchable, {waiting} papers read by their first pass", file=sys.stderr)
+    done = ws.with_name(ws.name + "-complete")
+    if done.exists():
+        shutil.rmtree(done)
+    shutil.copytree(ws, done, symlinks=True, ignore=shutil.ignore_patterns("*.lock"))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(done)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise SystemExit(f"the arrival worker failed:\n{r.stderr[-3000:]}")
+    left = arrival.waiting(Workspace(done))
+    if left:
+        raise SystemExit(f"{done}: {len(left)} papers still wait for their full parse after the worker: {left}")
+    t1 = time.perf_counter()
+    pv("index", "-q", ws=done, env=env)
+    _wait_fill(done)
+    print(f"{done}: complete, full parse {t1 - t0:.0f} s, index and fill {time.perf_counter() - t1:.0f} s",
+          file=sys.stderr)
+
+
+def _wait_fill(ws: Path) -> None:
+    """Until the background fill of `ws` has ended (the paragraph vectors of what is not a first pass)."""
+    from papervault.index import fill
+    from papervault.workspace import Workspace
+
+    while fill.running(Workspace(ws)):
+        time.sleep(2)
 
 
 # --- selection quality ---------------------------------------------------------------------------------
@@ -270,6 +334,10 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=ROOT.parent / "bench-ws", help="where the vaults are (or go)")
     ap.add_argument("--build", type=Path, metavar="ROOT", help="build the 200-paper and the large vault under ROOT")
     ap.add_argument("--only", choices=["200", "large"], help="with --build: only this vault")
+    ap.add_argument("--first-pass", action="store_true",
+                    help="with --build ROOT --only 200: build ROOT/ws200-firstpass (its PDFs read by their first "
+                         "pass, the full parse kept from running: all searchable) and ROOT/ws200-firstpass-complete "
+                         "(a copy after the full parse, index and fill) instead of ROOT/ws200")
     ap.add_argument("--size", type=int, default=20000,
                     help="papers of the large vault (default: the whole library and the 16 PDFs; every gold paper "
                          "is in it, the rest drawn with a fixed seed)")
@@ -295,8 +363,10 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.update({k: v for k, v in _env().items() if k.startswith(("PAPERVAULT_", "HF_"))})
     sys.path.insert(0, str(ROOT))
+    if args.first_pass and not (args.build and args.only == "200"):
+        ap.error("--first-pass goes with --build ROOT --only 200")
     if args.build:
-        build(args.build, args.only, args.size)
+        build(args.build, args.only, args.size, first_pass=args.first_pass)
         return
     topics = [t for t in gold_topics() if (not args.split or t.get("split", "tune") in args.split)
               and (not args.topic or t["name"] in args.topic)]
