@@ -20,6 +20,7 @@ import yaml
 
 from papervault.app import arrival
 from papervault.parse.firstpass import first_pass, is_first_pass
+from papervault.parse.pdf import parse_pdf
 from papervault.workspace import Workspace
 
 
@@ -49,6 +50,39 @@ def test_first_pass_reads_text_and_identity_escaped(tmp_path):
     assert "\n\\# Section 1" in paper.markdown or "\\# Section 1" in paper.markdown
 
 
+def test_first_pass_reads_the_abstract_and_the_reference_list(corpus_dir):
+    """The paper row gets its abstract, and the citation graph its reference list, from the first pass: the
+    abstract by the full parse's rule over the first pages; a reference list's title ("9." above "REFERENCES",
+    "§9" above "References", or "References" after the acknowledgements in one block) becomes the heading the
+    full parse writes, the entries after it."""
+    from papervault.survey.citations import reference_list
+
+    for name, abstract, first_entry in (
+            ("datastores_megastore-providing-scalable-highly-available-storage-for-interactive-services.pdf",
+             "Megastore is a storage system developed", "[1] Apache HBase. http://hbase.apache.org/"),
+            ("machine_learning_Understanding-Deep-Convolutional-Networks.pdf",
+             "Deep convolutional networks provide", "[1] Agrawal A, Girshick R, Malik J, 2014"),
+            ("sports_analytics_2014-ssac-pointwise-predicting-points-and-valuing-decisions-in-real-time.pdf",
+             "Basketball is a game of decisions", "[1] J. Hollinger. Pro basketball forecast")):
+        paper = first_pass(corpus_dir / name)
+        assert paper.abstract.startswith(abstract) and paper.provenance["abstract"] == "first-pass", name
+        assert reference_list(paper.markdown).startswith(first_entry), name
+        assert paper.markdown.count("\n## References\n") == 1, name
+
+
+def test_first_pass_references_title_only_where_a_heading_stands():
+    from papervault.parse.firstpass import _block
+    from papervault.parse.references import REFERENCES_HEADING as H
+
+    assert _block("9.\nREFERENCES\n[1] A. Author. A title. 2008.", H) == [
+        "## References", "[1] A. Author. A title. 2008."]
+    assert _block("thank them.\n\nReferences \n[1] J. Doe. <b>X</b>.", H) == [
+        "thank them.", "## References", "[1] J. Doe. &lt;b>X&lt;/b>."]
+    # running text that wraps at the word, and a sentence about references, stay text
+    for text in ("the two\nreferences\nagree", "References to objects are counted.", "REFERENCES User;"):
+        assert _block(text, H) == [" ".join(text.split())], text
+
+
 def test_add_first_pass_is_searchable_and_status_names_its_stage(tmp_path, monkeypatch, cli_run):
     """The paper is in the vault, its stage is "text layer" in status and MCP, and the worker's run makes it
     complete (here in this process)."""
@@ -65,10 +99,13 @@ def test_add_first_pass_is_searchable_and_status_names_its_stage(tmp_path, monke
     st = json.loads(cli_run(["status", "--json", "--workspace", ws.root]).stdout)
     assert st["stages"]["first_pass"] == [pid]
     assert Tools(ws).get_paper(pid)["stage"] == "text layer"
+    meta = ws.vault.read_meta(pid)     # the abstract the first pass read, said so, until the full parse's
+    assert meta.abstract and meta.abstract == first_pass(src).abstract and meta.provenance["abstract"] == "first-pass"
     done = arrival.run(ws)
     assert done["done"] == [pid] and arrival.waiting(ws) == []
     meta = ws.vault.read_meta(pid)
     assert not is_first_pass(meta.parser) and meta.status == "analysed"
+    assert meta.abstract == parse_pdf(src).abstract and "abstract" not in meta.provenance
     assert Tools(Workspace(ws.root)).get_paper(pid)["stage"] == "complete"
 
 

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from papervault.errors import ParseError
 from papervault.index import fill
-from papervault.parse.firstpass import lock_path, running, stages, state, waiting, write_state  # noqa: F401
+from papervault.parse.firstpass import (FIRST_PASS_ABSTRACT, lock_path, running, stages, state,  # noqa: F401
+                                         waiting, write_state)
 from papervault.vault.lock import ARRIVAL_HOLDER
 from papervault.workspace import Workspace
 
@@ -209,7 +210,11 @@ def replace_first_pass(job, meta, parsed) -> None:
             prov.pop(f, None)
     if "title" in fields and not fields["title"]:
         fields["title"] = Path(meta.sources[0]).stem if meta.sources else pid    # as `add` names a paper
-    if not meta.abstract and parsed.abstract:
+    if prov.get("abstract") == FIRST_PASS_ABSTRACT:
+        # the first pass's reading of the abstract gives way to the full parse's (a source's is never touched)
+        prov.pop("abstract")
+        fields["abstract"] = parsed.abstract or None
+    elif not meta.abstract and parsed.abstract:
         fields["abstract"] = parsed.abstract
     for f, src in parsed.provenance.items():
         if fields.get(f, getattr(meta, f, None)) == getattr(parsed, f, None):

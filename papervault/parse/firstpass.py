@@ -23,11 +23,13 @@ from papervault.vault.paper import alt_text, escape_html, page_anchor
 from papervault.workerlock import holder
 
 FIRST_PASS = f"first-pass/{PARSER_VERSION}"   # a paper's `parser` until its full parse replaces the text
+FIRST_PASS_ABSTRACT = "first-pass"   # the provenance of an abstract the first pass read (the full parse replaces it)
 MIN_PAGE_CHARS = 40      # a page with less text than this is taken to need OCR (a scan)
 HEADER_PAGES = 2         # pages whose layout the identity is read from
 STATE_WAIT_TRIES = 20   # `running` asks the worker's state file again this many times, 0.1 s apart
 _FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
 _PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$', re.M)   # as papervault.vault.paper.PAGE_ANCHOR
+_SECTION_NUMBER = re.compile(r"^(?:\d{1,2}\.?|[IVX]{1,5}\.?|§\s*\d{1,2}\.?)$")   # "9." above "REFERENCES"
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
 
 
@@ -42,19 +44,52 @@ def _para(text: str) -> str:
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
 
 
+def _block(text: str, references_heading: re.Pattern) -> list[str]:
+    """A text block as Markdown paragraphs. A line of it that is a reference list's title ("REFERENCES",
+    "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes the
+    `## References` heading the full parse writes there, the block cut around it (the entries often share the
+    title's block), so the reference list is read from the first pass too (citations)."""
+    low = text.lower()
+    if "references" not in low and "bibliography" not in low and "cited" not in low:
+        return [_para(text)]
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s == s.lower():
+            continue
+        if i and _SECTION_NUMBER.match(lines[i - 1].strip()) and references_heading.match(
+                f"{lines[i - 1].strip()} {s}"):
+            before, after = lines[:i - 1], lines[i + 1:]
+        elif references_heading.match(s):
+            before, after = lines[:i], lines[i + 1:]
+        else:
+            continue
+        return ([_para("\n".join(before))] if "".join(before).strip() else []) + ["## References"] + (
+            [_para("\n".join(after))] if "".join(after).strip() else [])
+    return [_para(text)]
+
+
 def first_pass(path: Path | str, settings: ParseSettings | None = None) -> ParsedPaper:
     """The first pass of the PDF at `path` (see the module); raises `ParseError` when it cannot be read."""
     from papervault.parse.document import file_sha256, open_pdf  # deferred: PyMuPDF, not for those who ask
-    from papervault.parse.pdf import read_front                   # where a paper stands (below)
+    from papervault.parse.pdf import front_abstract, front_inputs, read_header   # where a paper stands (below)
+    from papervault.parse.references import REFERENCES_HEADING
 
     settings = settings or ParseSettings()
     path = Path(path)
+
+    def front(s: ParseSettings, pages: int):
+        args = front_inputs(path, s, pages=pages)
+        blocks = args.pop("pages")
+        head = read_header(blocks, args.pop("heights"), **args)
+        return head, (front_abstract(blocks, head.title_page) if head.title else "")
+
     try:
-        head = read_front(path, settings.model_copy(update={"ocr": False}), pages=HEADER_PAGES)
+        head, abstract = front(settings.model_copy(update={"ocr": False}), HEADER_PAGES)
         if not head.title and settings.ocr:
             # A scan: its first page read by OCR (seconds, once a paper) names it as its full parse will, so
             # the paper keeps the id a one-pass `add` gives it; the other pages wait for the worker.
-            head = read_front(path, settings, pages=1)
+            head, abstract = front(settings, 1)
     except ParseError:
         raise
     except Exception as exc:  # noqa: BLE001 - the full parse reads it again and says why it cannot
@@ -75,13 +110,14 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None) -> Parse
             texts = [b[4] for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()]
             if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
                 pending.append(pno)
-            out.extend(_para(t) for t in texts)
+            for t in texts:
+                out.extend(_block(t, REFERENCES_HEADING))
     finally:
         doc.close()
+    prov = dict(head.provenance) | ({"abstract": FIRST_PASS_ABSTRACT} if abstract else {})
     paper = ParsedPaper(markdown="\n\n".join(out) + "\n", pages=n, title=head.title[:300], authors=head.authors,
-                        year=head.year, doi=head.doi, arxiv=head.arxiv, venue=head.venue,
-                        keywords=head.keywords, provenance=dict(head.provenance), parser=FIRST_PASS,
-                        sha256=file_sha256(path))
+                        year=head.year, abstract=abstract, doi=head.doi, arxiv=head.arxiv, venue=head.venue,
+                        keywords=head.keywords, provenance=prov, parser=FIRST_PASS, sha256=file_sha256(path))
     paper.warnings = [f"pages waiting for OCR: {pending}"] if pending else []
     paper.pending_pages = pending    # type: ignore[attr-defined]  (read by the arrival worker's status)
     return paper

@@ -147,6 +147,16 @@ def read_front(path: Path, settings: ParseSettings | None = None, *, pages: int 
     return read_header(args.pop("pages"), args.pop("heights"), **args)
 
 
+def front_abstract(pages: list[list[Block]], title_page: int = 0) -> str:
+    """The abstract read from the first pages' blocks alone (`front_inputs`; the first pass, which has no body
+    size of the whole paper): the full parse's rule (`_abstract`) over those pages' headings. Marks the headings
+    on the blocks it is given."""
+    body = body_size([b for bl in pages for b in bl])
+    for b, num, ttl in _heading_blocks(pages, body, [], first=title_page):
+        b.kind, b.number, b.data["title"] = "heading", num, ttl
+    return _abstract(pages[title_page:])
+
+
 def _parse(doc: pymupdf.Document, settings: ParseSettings, name: str | None = None) -> ParsedPaper:
     warnings: list[str] = []
     if getattr(doc, "is_repaired", False):
