@@ -105,6 +105,28 @@ def _config_env(pairs: dict[str, str]) -> dict[str, str]:
     return out
 
 
+
+def _read_ledger(path: Path | None) -> dict[str, str | None]:
+    """A ledger's lines `<blob id or ->\t<vault-relative path>` as {path: blob id or None}; a line cut by a kill,
+    or not of this form, is skipped."""
+    out: dict[str, str | None] = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        after, sep, rel = line.partition("\t")
+        if sep and rel and (after == "-" or _BLOB.fullmatch(after)) and _safe_rel(rel):
+            out[rel] = None if after == "-" else after
+    return out
+
+
+def _append_ledger(path: Path | None, pairs: list[tuple[str, str | None]]) -> None:
+    if path is None or not pairs:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
+
 class Vault:
     def __init__(self, root: Path | str, *, fsync: bool = True):
         self.root = Path(root)
@@ -132,47 +154,19 @@ class Vault:
     def written(self) -> dict[str, str | None]:
         """The paths papervault wrote or removed in the vault and has not committed, with the blob id written
         (None: removed); a line cut by a kill, or not of this form, is skipped."""
-        out: dict[str, str | None] = {}
-        path = self.ledger
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
-        except FileNotFoundError:
-            return out
-        for line in text.splitlines():
-            after, sep, rel = line.partition("\t")
-            if sep and rel and (after == "-" or _BLOB.fullmatch(after)) and _safe_rel(rel):
-                out[rel] = None if after == "-" else after
-        return out
+        return _read_ledger(self.ledger)
 
     def _note_written(self, pairs: list[tuple[str, str | None]]) -> None:
-        path = self.ledger
-        if path is None or not pairs:
-            return
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
+        _append_ledger(self.ledger, pairs)
 
     @property
     def staged_by_papervault(self) -> dict[str, str | None]:
         """The paths `stage` put in git's index and no commit has taken since, with the blob id staged (None:
         a removal); read back from `.git/papervault-staged`, a line not of this form skipped."""
-        out: dict[str, str | None] = {}
-        path = self.ledger
-        try:
-            text = path.with_name(STAGED_LEDGER).read_text(encoding="utf-8", errors="replace") if path else ""
-        except FileNotFoundError:
-            return out
-        for line in text.splitlines():
-            after, sep, rel = line.partition("\t")
-            if sep and rel and (after == "-" or _BLOB.fullmatch(after)) and _safe_rel(rel):
-                out[rel] = None if after == "-" else after
-        return out
+        return _read_ledger(self.ledger.with_name(STAGED_LEDGER) if self.ledger else None)
 
     def _note_staged(self, pairs: list[tuple[str, str | None]]) -> None:
-        path = self.ledger
-        if path is None or not pairs:
-            return
-        with open(path.with_name(STAGED_LEDGER), "a", encoding="utf-8") as fh:
-            fh.write("".join(f"{after or '-'}\t{rel}\n" for rel, after in pairs))
+        _append_ledger(self.ledger.with_name(STAGED_LEDGER) if self.ledger else None, pairs)
 
     def forget_staged(self) -> None:
         """Nothing papervault staged is left uncommitted (after a commit, or once recovery unstaged it)."""
