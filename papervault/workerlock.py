@@ -6,11 +6,12 @@ file as soon as it holds the lock.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 STATE_WAIT_TRIES = 20   # the state file is asked again this many times, 0.1 s apart
 
@@ -34,3 +35,20 @@ def holder(lock: Path, state: Callable[[], dict], tries: int = STATE_WAIT_TRIES)
     finally:
         os.close(fd)
     return None
+
+
+@contextlib.contextmanager
+def held(lock: Path) -> Iterator[bool]:
+    """Hold `lock` exclusively for the block, as a worker does for as long as it runs: yields True, or False at
+    once when another worker holds it (the block then says so and does nothing)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

@@ -19,7 +19,6 @@ to `.papervault/logs/arrival.log`.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import subprocess
@@ -32,6 +31,7 @@ from papervault.index import fill
 from papervault.parse.firstpass import (FIRST_PASS_ABSTRACT, lock_path, running, stages, state,  # noqa: F401
                                          waiting, write_state)
 from papervault.vault.lock import ARRIVAL_HOLDER
+from papervault.workerlock import held
 from papervault.workspace import Workspace
 
 COMMAND = ARRIVAL_HOLDER   # the write lock's holder name while the worker writes a batch (others wait it out)
@@ -83,16 +83,10 @@ def _order(paths: dict[str, str]) -> list[str]:
 def run(ws, *, batch: int | None = None, progress=None) -> dict:
     """Parse every waiting paper fully, a batch at a time; returns {done, failed, batches} (or {"running": pid}
     when another worker holds the workspace)."""
-    ws.state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with held(lock_path(ws)) as mine:
+        if not mine:
             return {"running": running(ws)}
         return _run_locked(ws, batch=batch, progress=progress)
-    finally:
-        os.close(fd)
 
 
 def _run_locked(ws, *, batch: int | None, progress) -> dict:

@@ -9,7 +9,6 @@ batch for it (vault/lock.py gives a fill's holder that grace). It writes what it
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from papervault.workerlock import holder
+from papervault.workerlock import held, holder
 
 FILL_COMMAND = "index --fill"   # the write lock's holder name while a fill writes a batch
 STATE_WAIT_TRIES = 20            # `running` asks the state file again this many times, 0.1 s apart
@@ -62,12 +61,8 @@ def start(ws) -> int | None:
 def run(ws, index, progress=None) -> dict:
     """Run the fill here (the `papervault index --fill` process): returns the fill's report, or
     {"running": pid} when another fill holds the workspace."""
-    ws.state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with held(lock_path(ws)) as mine:
+        if not mine:
             return {"running": running(ws)}
         started = time.time()
         info = {"pid": os.getpid(), "started": started, "done": 0, "total": None}
@@ -91,8 +86,6 @@ def run(ws, index, progress=None) -> dict:
                     seconds=round(time.time() - started, 2))
         _write_state(ws, info)
         return report
-    finally:
-        os.close(fd)
 
 
 def _write_state(ws, info: dict) -> None:
