@@ -117,7 +117,7 @@ class Ingest:
             from papervault.parse.firstpass import first_pass_many  # deferred: as parse_many above
 
             with phase("add: first pass (text layer)"):
-                return first_pass_many(paths, s)
+                return first_pass_many(paths, s, self.ws.parse_cache_dir)
         with phase("add: parse PDFs (parser processes)"):
             if self.parse_fn is not None:
                 return self.parse_fn(paths, s, self.ws.parse_cache_dir)

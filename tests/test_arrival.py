@@ -50,6 +50,44 @@ def test_first_pass_reads_text_and_identity_escaped(tmp_path):
     assert "\n\\# Section 1" in paper.markdown or "\\# Section 1" in paper.markdown
 
 
+def _scan(src: Path, out: Path) -> Path:
+    """`src` rasterised into an image-only PDF, as a scanner makes one."""
+    with pymupdf.open(src) as doc, pymupdf.open() as scan:
+        for page in doc:
+            pix = page.get_pixmap(dpi=120, colorspace=pymupdf.csGRAY)
+            new = scan.new_page(width=page.rect.width, height=page.rect.height)
+            new.insert_image(new.rect, pixmap=pix)
+        scan.save(out)
+    return out
+
+
+def test_a_scan_s_first_page_is_read_by_ocr_once(tmp_path):
+    """The first pass reads a scan's first page by OCR to name it; the full parse behind it takes that reading
+    from the parse cache instead of reading the page again, and reads the other pages itself."""
+    from papervault.parse import ocr
+    from papervault.parse.batch import parse_cached
+
+    scan = _scan(_pdf(tmp_path / "leases.pdf", "Quorum Leases for Replicated Logs", pages=2), tmp_path / "scan.pdf")
+    cache = tmp_path / "cache"
+    first = first_pass(scan, cache_dir=cache)
+    assert first.title == "Quorum Leases for Replicated Logs"
+    kept = sorted((cache / "ocr").iterdir())
+    assert [p.name.split("-")[1] for p in kept] == ["p1"], kept
+    # what the full parse then reads as page 1 is the kept reading: marked here, so its use is seen
+    import pickle
+
+    lines = pickle.loads(kept[0].read_bytes())
+    lines[0].spans[0].text = "Quorum Leases for Replicated Logs (kept)"
+    kept[0].write_bytes(pickle.dumps(lines))
+    full = parse_cached(scan, cache_dir=cache)
+    assert "(kept)" in full.markdown and full.ocr_pages == [1, 2]
+    assert sorted(p.name.split("-")[1] for p in (cache / "ocr").iterdir()) == ["p1", "p2"]
+    # without the cache, the page is read again (and nothing is kept)
+    assert "(kept)" not in parse_pdf(scan).markdown
+    with ocr.kept_pages(None, "x"):
+        assert ocr._kept is None
+
+
 def test_first_pass_reads_the_abstract_and_the_reference_list(corpus_dir):
     """The paper row gets its abstract, and the citation graph its reference list, from the first pass: the
     abstract by the full parse's rule over the first pages; a reference list's title ("9." above "REFERENCES",

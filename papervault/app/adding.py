@@ -129,6 +129,12 @@ def _early_index(ctx: RunContext, st: AddState):
         rep = index_added(ctx.ws, ids, lock=None, start_fill=False, progress=st.progress,
                           embedder=st.extra["embedder"])
         st.extra.setdefault("early_index", []).append(rep)
+        if "arrival_pid" not in st.extra:
+            # the full parse starts behind the first commit: the worker reads ahead while this add reads on (at a
+            # lower priority), and writes once the add has returned (papervault.parse.firstpass.adding)
+            from papervault.app.arrival import start, waiting  # deferred: only when the first pass ran
+
+            st.extra["arrival_pid"] = start(ctx.ws, nice=True) if waiting(ctx.ws, ids) else None
     return index
 
 
@@ -259,7 +265,13 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
         and backend.strip().lower() == (ws.settings.agents.backend or "extractive").strip().lower() \
         and first_pass_wanted(ws, inputs, backend, options)
     st = AddState(list(inputs), progress, options, reanalyse, index, wait, extra={"first_pass": first})
-    run(ADD, add_context(ws, backend, executor.distributed), st, executor)
+    if first:
+        from papervault.parse.firstpass import adding  # deferred: only when the first pass runs
+
+        with adding(ws):
+            run(ADD, add_context(ws, backend, executor.distributed), st, executor)
+    else:
+        run(ADD, add_context(ws, backend, executor.distributed), st, executor)
     if first:
         from papervault.app.arrival import after_add  # deferred: only when the first pass ran
 

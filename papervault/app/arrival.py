@@ -23,13 +23,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from papervault.errors import ParseError
 from papervault.index import fill
-from papervault.parse.firstpass import (FIRST_PASS_ABSTRACT, lock_path, running, stages, state,  # noqa: F401
-                                         waiting, write_state)
+from papervault.parse.firstpass import (FIRST_PASS_ABSTRACT, add_running, lock_path, running, stages,  # noqa: F401
+                                         state, waiting, write_state)
 from papervault.vault.lock import ARRIVAL_HOLDER
 from papervault.workerlock import held
 from papervault.workspace import Workspace
@@ -37,9 +38,13 @@ from papervault.workspace import Workspace
 COMMAND = ARRIVAL_HOLDER   # the write lock's holder name while the worker writes a batch (others wait it out)
 
 
-def start(ws) -> int | None:
+NICE = 10   # a worker an add starts at its first commit yields the CPU to that add (and to searches)
+
+
+def start(ws, *, nice: bool = False) -> int | None:
     """Start the worker for this workspace unless one runs; returns its pid (None when one was running). The
-    process is detached (its own session): it outlives the command that started it."""
+    process is detached (its own session): it outlives the command that started it. `nice`: it (and the parser
+    processes and the fill it starts) runs at a lower priority, beside the add that started it."""
     if running(ws):
         return None
     log_dir = ws.state_dir / "logs"
@@ -48,6 +53,11 @@ def start(ws) -> int | None:
         proc = subprocess.Popen([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(ws.root)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
                                 start_new_session=True, cwd=str(ws.root))
+    if nice:
+        try:    # at once, while it is one thread: the threads and processes it starts inherit the priority
+            os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
+        except OSError:
+            pass
     return proc.pid
 
 
@@ -82,58 +92,151 @@ def _order(paths: dict[str, str]) -> list[str]:
 
 def run(ws, *, batch: int | None = None, progress=None) -> dict:
     """Parse every waiting paper fully, a batch at a time; returns {done, failed, batches} (or {"running": pid}
-    when another worker holds the workspace)."""
-    with held(lock_path(ws)) as mine:
-        if not mine:
-            return {"running": running(ws)}
-        return _run_locked(ws, batch=batch, progress=progress)
+    when another worker holds the workspace). Papers an add commits while it runs are taken too; what waits once
+    it has let go of its lock (an add that found it still running and so started none) is taken by a next round."""
+    report: dict = {"done": [], "failed": {}, "batches": 0}
+    while True:
+        with held(lock_path(ws)) as mine:
+            if not mine:
+                return report if report["batches"] else {"running": running(ws)}
+            rep = _run_locked(ws, batch=batch, progress=progress, skip=set(report["failed"]))
+        report["done"] += rep["done"]
+        report["failed"].update(rep["failed"])
+        report["batches"] += rep["batches"]
+        if not [p for p in waiting(ws) if p not in report["failed"]]:
+            return report
 
 
-def _run_locked(ws, *, batch: int | None, progress) -> dict:
-    from papervault.parse.batch import parse_many  # deferred: PyMuPDF and the parser pool
+CHUNK = 32     # papers a parse call of the reader thread takes at most (its results stay in memory until written)
 
+
+class _Reader:
+    """Parses the waiting papers in a thread of the worker, through the parser pool and its cache, while the
+    worker writes and indexes what was parsed before: the pool never waits for a write, an index step or an add
+    that holds the write lock. It takes the papers an add commits while it runs, and ends once none is left and
+    no add is running."""
+
+    def __init__(self, ws, skip: set[str]):
+        self.ws, self.skip = ws, set(skip)
+        self.ready: dict[str, tuple] = {}      # pid -> (meta, ParsedPaper or ParseError), parsed and not yet taken
+        self.failed: dict[str, str] = {}
+        self.current: list[str] = []
+        self.finished = False
+        self.error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="arrival-reader", daemon=True)
+
+    def start(self) -> "_Reader":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+
+    def take(self, most: int, wait: float) -> dict[str, tuple]:
+        """Up to `most` parsed papers (waiting up to `wait` s for one), cheapest first."""
+        with self._cond:
+            if not self.ready and not self.finished:
+                self._cond.wait(wait)
+            pids = list(self.ready)[:most]
+            return {p: self.ready.pop(p) for p in pids}
+
+    def _put(self, pid: str, item) -> None:
+        with self._cond:
+            self.ready[pid] = item
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        from papervault.parse.batch import parse_many  # deferred: PyMuPDF and the parser pool
+
+        s = self.ws.settings.parse
+        try:
+            while not self._stop:
+                adding = add_running(self.ws)     # asked before the vault is read: what it commits is seen after
+                metas: dict[str, object] = {}
+                paths: dict[str, str] = {}
+                for pid in waiting(self.ws):
+                    if pid in self.skip:
+                        continue
+                    meta = self.ws.vault.read_meta(pid)
+                    path = _source_pdf(self.ws, meta)
+                    self.skip.add(pid)
+                    if path is None:
+                        self.failed[pid] = "its PDF is gone from the workspace and from where it was added"
+                        continue
+                    metas[pid], paths[pid] = meta, path
+                if not paths:
+                    if not adding:
+                        break
+                    with self._cond:
+                        self._cond.wait(0.5)
+                    continue
+                todo = _order(paths)
+                for i in range(0, len(todo), CHUNK):
+                    part = todo[i:i + CHUNK]
+                    self.current = part
+                    by_path = {paths[p]: p for p in part}
+                    parse_many([paths[p] for p in part], s, cache_dir=self.ws.parse_cache_dir, workers=s.workers,
+                               on_result=lambda key, res: self._put(by_path[key], (metas[by_path[key]], res)))
+                    self.current = []
+                    if self._stop:
+                        break
+        except BaseException as exc:  # noqa: BLE001 - said by the worker, which then stops
+            self.error = exc
+        finally:
+            with self._cond:
+                self.finished = True
+                self._cond.notify_all()
+
+
+def _run_locked(ws, *, batch: int | None, progress, skip: set[str] = frozenset()) -> dict:
     s = ws.settings.parse
-    size = batch or max(2, 2 * s.workers)
+    size = batch or max(4, 4 * s.workers)
     info = {"pid": os.getpid(), "started": time.time(), "done": 0, "failed": 0, "total": None, "phase": "start"}
     write_state(ws, info)
     report = {"done": [], "failed": {}, "batches": 0}
-    tried: set[str] = set()
-    while True:
-        ids = [p for p in waiting(ws) if p not in tried]
-        info["total"] = info["done"] + info["failed"] + len(ids)
-        if not ids:
-            break
-        metas = {}
-        paths: dict[str, str] = {}
-        for pid in ids:
-            meta = ws.vault.read_meta(pid)
-            path = _source_pdf(ws, meta)
-            if path is None:
-                report["failed"][pid] = "its PDF is gone from the workspace and from where it was added"
-                tried.add(pid)
+    reader = _Reader(ws, skip).start()
+    try:
+        while True:
+            info.update(phase="parse", current=list(reader.current), updated=time.time(),
+                        total=info["done"] + info["failed"] + len([p for p in waiting(ws) if p not in skip]))
+            write_state(ws, info)
+            if add_running(ws):
+                # the add that started this worker writes and indexes until it returns: the reader reads on
+                time.sleep(0.2)
                 continue
-            metas[pid], paths[pid] = meta, path
-        todo = _order(paths)[:size]
-        if not todo:
-            continue
-        tried.update(todo)
-        info.update(phase="parse", current=todo, updated=time.time())
-        write_state(ws, info)
-        parsed = parse_many([paths[p] for p in todo], s, cache_dir=ws.parse_cache_dir, workers=s.workers)
-        info.update(phase="write", updated=time.time())
-        write_state(ws, info)
-        done, failed = _write_batch(ws, {p: (metas[p], parsed[paths[p]]) for p in todo})
-        report["failed"].update(failed)
-        report["done"] += done
-        report["batches"] += 1
-        info.update(phase="index", done=info["done"] + len(done), failed=info["failed"] + len(failed),
-                    updated=time.time())
-        write_state(ws, info)
-        if done:
-            _index(ws, done)     # the fill embeds their paragraphs while the next batch is parsed
-        if progress:
-            progress("full parse", info["done"], info["total"])
+            # what was parsed while the last batch was written; a first batch is taken as soon as it is read, and
+            # kept small, so the fill has paragraphs to embed while the next is written
+            items = reader.take(size if report["batches"] else min(size, 2), wait=1.0)
+            report["failed"].update(reader.failed)
+            if not items:
+                if reader.finished and not reader.ready:
+                    break
+                continue
+            info.update(phase="write", current=list(items), updated=time.time())
+            write_state(ws, info)
+            done, failed = _write_batch(ws, items)
+            report["failed"].update(failed)
+            report["done"] += done
+            report["batches"] += 1
+            info.update(phase="index", done=info["done"] + len(done), failed=len(report["failed"]),
+                        updated=time.time())
+            write_state(ws, info)
+            if done:
+                _index(ws, done)     # the fill embeds their paragraphs while the next batch is parsed
+            if progress:
+                progress("full parse", info["done"], info["total"])
+    finally:
+        reader.stop()
+    if reader.error is not None:
+        raise reader.error
+    report["failed"].update(reader.failed)
     if report["batches"] or info["total"] == 0:
+        info.update(phase="closing", updated=time.time())    # a fill that waits for more full parses ends now
+        write_state(ws, info)
         while fill.running(ws):     # a fill that ends while a batch is written leaves its rows to this last one
             time.sleep(1.0)
         # what a killed worker committed and did not index (and a kill between an add's commit and its index
@@ -142,7 +245,7 @@ def _run_locked(ws, *, batch: int | None, progress) -> dict:
         write_state(ws, info)
         _index(ws, None)
     info.update(phase="finished", finished=time.time(), current=[], seconds=round(time.time() - info["started"], 2),
-                problems=report["failed"])
+                failed=len(report["failed"]), problems=report["failed"])
     write_state(ws, info)
     return report
 

@@ -20,6 +20,7 @@ from papervault.workerlock import held, holder
 
 FILL_COMMAND = "index --fill"   # the write lock's holder name while a fill writes a batch
 STATE_WAIT_TRIES = 20            # `running` asks the state file again this many times, 0.1 s apart
+LINGER_POLL = 1.0                # seconds between looks for more paragraphs while the arrival worker writes
 
 
 def lock_path(ws) -> Path:
@@ -77,11 +78,18 @@ def run(ws, index, progress=None) -> dict:
                 progress("fill", done, total)
 
         # another writer waits for one batch of ours at most; we wait for a whole command of theirs
-        from papervault.parse.firstpass import waiting  # deferred: the parser loads only in the fill process
+        from papervault.parse.firstpass import in_hand, waiting, writing  # deferred: only in the fill process
 
         # papers still read by their first pass are left to the fill the arrival worker starts after their parse
-        report = index.fill(progress=step, lock=lambda: ws.write_lock(FILL_COMMAND, wait=24 * 3600),
-                            skip=lambda: waiting(ws))
+        report = {"filled": 0, "pending": 0}
+        while True:
+            rep = index.fill(progress=step, lock=lambda: ws.write_lock(FILL_COMMAND, wait=24 * 3600),
+                             skip=lambda: [*waiting(ws), *in_hand(ws)])
+            report = {"filled": report["filled"] + rep["filled"], "pending": rep["pending"]}
+            if not writing(ws):
+                break
+            # the arrival worker writes more full parses: their paragraphs follow, the models kept loaded
+            time.sleep(LINGER_POLL)
         info.update(finished=time.time(), filled=report["filled"], pending=report["pending"],
                     seconds=round(time.time() - started, 2))
         _write_state(ws, info)

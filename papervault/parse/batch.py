@@ -11,7 +11,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 import select
 import signal
 import subprocess
@@ -77,7 +77,8 @@ def parse_cached(path: Path, settings: ParseSettings | None = None, cache_dir: P
         hit = load_cached(cache_dir, sha, settings)
         if hit is not None:
             return hit
-    paper = parse_pdf(path, settings)
+    with ocr.kept_pages(cache_dir, sha):   # a page the first pass read by OCR is not read again
+        paper = parse_pdf(path, settings)
     store_cached(cache_dir, paper, settings)
     return paper
 
@@ -258,13 +259,17 @@ def _result(key: str, value) -> ParsedPaper | ParseError:
 
 
 def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = None, cache_dir: Path | None = None,
-               workers: int | None = None) -> dict[str, ParsedPaper | ParseError]:
+               workers: int | None = None, on_result: Callable[[str, ParsedPaper | ParseError], None] | None = None
+               ) -> dict[str, ParsedPaper | ParseError]:
     """Parse many PDFs; returns {str(path): ParsedPaper or ParseError} in input order. Never raises per file.
 
     Cached files are answered without starting a process. Each file gets `settings.timeout` seconds of its
     worker's CPU time (and `wall_limit` of wall-clock time); a file that overruns is abandoned (its worker
     process is killed) and reported as a ParseError. A busy machine does not abandon a file: its worker gets
     less CPU time, not more.
+
+    `on_result(path, result)` is told each file's result as soon as it is known (the arrival worker writes one
+    batch while the pool reads the next).
     """
     settings = settings or ParseSettings()
     workers = max(1, workers or settings.workers)
@@ -275,24 +280,38 @@ def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = Non
         p = Path(key)
         if not p.is_file():
             results[key] = ParseError(key, "file not found", fix="check the path")
-            continue
-        hit = load_cached(cache_dir, file_sha256(p), settings)
-        if hit is not None:
+        elif (hit := load_cached(cache_dir, file_sha256(p), settings)) is not None:
             results[key] = hit
         else:
             todo.append(key)
+            continue
+        if on_result:
+            on_result(key, results[key])
     if todo:
-        results.update(_run_pool(todo, settings, cache_dir, workers))
+        results.update(_run_pool(todo, settings, cache_dir, workers, on_result))
     return {k: results[k] for k in dict.fromkeys(keys)}
 
 
-def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int):
+class _Told(dict):
+    """The pool's results, each told to `on_result` as it is set."""
+
+    def __init__(self, on_result):
+        super().__init__()
+        self.on_result = on_result
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        if self.on_result:
+            self.on_result(key, value)
+
+
+def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int, on_result=None):
     """Run the files through worker processes; a timed-out or crashed worker is killed and replaced.
 
     When a worker dies (MuPDF can abort on a malformed file) the pool cannot say which file did it, so
     every file in flight then is retried alone: only the one that crashes alone is reported.
     """
-    out: dict[str, ParsedPaper | ParseError] = {}
+    out: dict[str, ParsedPaper | ParseError] = _Told(on_result)
     ctx = pool_context()
     # Longest first: a long file started last would leave the other processes idle while it finishes.
     todo = sorted(todo, key=estimated_cost, reverse=True)

@@ -10,10 +10,13 @@ text layer (a scan) is empty here and named in `pending_pages` until its OCR is 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 from pathlib import Path
+from typing import Iterator
 
 from papervault.config import ParseSettings
 from papervault.errors import PapervaultError, ParseError
@@ -69,8 +72,10 @@ def _block(text: str, references_heading: re.Pattern) -> list[str]:
     return [_para(text)]
 
 
-def first_pass(path: Path | str, settings: ParseSettings | None = None) -> ParsedPaper:
-    """The first pass of the PDF at `path` (see the module); raises `ParseError` when it cannot be read."""
+def first_pass(path: Path | str, settings: ParseSettings | None = None,
+               cache_dir: Path | None = None) -> ParsedPaper:
+    """The first pass of the PDF at `path` (see the module); raises `ParseError` when it cannot be read. A page it
+    reads by OCR is kept in `cache_dir` (the parse cache) for the full parse (`ocr.kept_pages`)."""
     from papervault.parse.document import file_sha256, open_pdf  # deferred: PyMuPDF, not for those who ask
     from papervault.parse.pdf import front_abstract, front_inputs, read_header   # where a paper stands (below)
     from papervault.parse.references import REFERENCES_HEADING
@@ -89,7 +94,10 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None) -> Parse
         if not head.title and settings.ocr:
             # A scan: its first page read by OCR (seconds, once a paper) names it as its full parse will, so
             # the paper keeps the id a one-pass `add` gives it; the other pages wait for the worker.
-            head, abstract = front(settings, 1)
+            from papervault.parse import ocr  # deferred: with the parser
+
+            with ocr.kept_pages(cache_dir, file_sha256(path)):
+                head, abstract = front(settings, 1)
     except ParseError:
         raise
     except Exception as exc:  # noqa: BLE001 - the full parse reads it again and says why it cannot
@@ -123,7 +131,7 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None) -> Parse
     return paper
 
 
-def first_pass_many(paths: list[str], settings: ParseSettings) -> dict:
+def first_pass_many(paths: list[str], settings: ParseSettings, cache_dir: Path | None = None) -> dict:
     """{path: ParsedPaper | ParseError}, in this process (the first pass is too cheap for a worker pool)."""
     out: dict = {}
     for p in dict.fromkeys(paths):
@@ -131,7 +139,7 @@ def first_pass_many(paths: list[str], settings: ParseSettings) -> dict:
             out[p] = ParseError(p, "file not found", fix="check the path")
             continue
         try:
-            out[p] = first_pass(p, settings)
+            out[p] = first_pass(p, settings, cache_dir)
         except ParseError as exc:
             out[p] = exc
     return out
@@ -145,6 +153,54 @@ def lock_path(ws) -> Path:
 
 def state_path(ws) -> Path:
     return ws.state_dir / "arrival.json"
+
+
+def adding_path(ws) -> Path:
+    return ws.state_dir / "adding.lock"
+
+
+@contextlib.contextmanager
+def adding(ws) -> Iterator[None]:
+    """Held (shared) by an add that reads by first pass, for as long as it runs: the arrival worker it starts at
+    its first commit parses ahead of it and writes only once it has returned (it would otherwise take the write
+    lock between the add's import and its index step). Released by the kernel if the add dies."""
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(adding_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def add_running(ws) -> bool:
+    """Whether an add reading by first pass is running on this workspace (it holds `adding`)."""
+    try:
+        fd = os.open(adding_path(ws), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def writing(ws) -> bool:
+    """Whether the arrival worker runs and will still write full parses (it has not begun to close: it then
+    waits for the fill to end, so a fill must not wait for it)."""
+    return bool(running(ws)) and state(ws).get("phase") not in ("closing", "finished")
+
+
+def in_hand(ws) -> list[str]:
+    """The papers the arrival worker is writing or indexing now: their index rows are still the first pass's
+    until it has indexed them (a fill leaves them, as it leaves the papers that wait)."""
+    info = state(ws)
+    if info.get("phase") not in ("write", "index") or not running(ws):
+        return []
+    return [str(p) for p in info.get("current") or []]
 
 
 def state(ws) -> dict:

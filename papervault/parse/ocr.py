@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import os
+import pickle
 import threading
+from pathlib import Path
+from typing import Iterator
 
 import pymupdf
 
@@ -15,6 +21,10 @@ _lock = threading.Lock()
 # Called after each page read by OCR (in a parser process: it tells the pool, whose CPU budget is then counted
 # from that page on, so a long scan is given time page by page and never abandoned for being long).
 on_page = None
+# Pages read by OCR are kept under the parse cache while a file is read through it (`kept_pages`): the first
+# pass reads a scan's first page to name it, and the full parse behind it then finds that page read.
+OCR_VERSION = "1"    # bumped when the engine's settings below (or the lines made of its output) change
+_kept: tuple[Path, str] | None = None    # (folder, the file's sha256) while a file is read through the cache
 
 
 def _get_engine(threads: int = 0):
@@ -72,8 +82,63 @@ def _no_spinning() -> None:
     OrtInferSession._init_sess_opts = staticmethod(init_sess_opts)
 
 
+@contextlib.contextmanager
+def kept_pages(cache_dir: Path | None, sha256: str | None) -> Iterator[None]:
+    """Within the block, pages of the file with this hash read by OCR are kept in (and taken from)
+    `cache_dir/ocr`; without a cache folder or a hash, nothing is kept."""
+    global _kept
+    before = _kept
+    _kept = (Path(cache_dir) / "ocr", sha256) if cache_dir and sha256 else None
+    try:
+        yield
+    finally:
+        _kept = before
+
+
+@functools.lru_cache(maxsize=1)
+def _engine_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rapidocr")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _kept_path(page: pymupdf.Page, dpi: int) -> Path | None:
+    if _kept is None:
+        return None
+    engine = _engine_version()
+    folder, sha = _kept
+    return folder / f"{sha}-p{page.number + 1}-{dpi}dpi-{OCR_VERSION}-{engine}.pickle"
+
+
 def ocr_page(page: pymupdf.Page, dpi: int = 200, threads: int = 0) -> list[Line]:
-    """Render `page` at `dpi` and read it back as lines in PDF coordinates (points), with estimated sizes."""
+    """Render `page` at `dpi` and read it back as lines in PDF coordinates (points), with estimated sizes (a
+    page already read so, of the same file, is taken from the parse cache: see `kept_pages`)."""
+    kept = _kept_path(page, dpi)
+    if kept is not None:
+        try:
+            with open(kept, "rb") as fh:
+                lines = pickle.load(fh)
+            if isinstance(lines, list) and all(isinstance(ln, Line) for ln in lines):
+                return lines
+        except Exception:  # noqa: BLE001 - not kept yet, or half a file: read the page
+            pass
+    lines = _read(page, dpi, threads)
+    if kept is not None:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            tmp = kept.with_suffix(f".tmp{os.getpid()}")
+            with open(tmp, "wb") as fh:
+                pickle.dump(lines, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(kept)
+        except OSError:
+            pass    # a cache that cannot be written costs the page a second reading, nothing else
+    return lines
+
+
+def _read(page: pymupdf.Page, dpi: int, threads: int) -> list[Line]:
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     try:
         result = _get_engine(threads)(pix.tobytes("png"))
