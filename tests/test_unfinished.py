@@ -174,3 +174,34 @@ def test_a_survey_waits_out_a_batch_of_the_arrival_worker(arriving, tmp_path):
     out = json.loads(invoke(["survey", "replication", "--papers", "all", "--slug", "w", "--select-only", "--json",
                              "--workspace", ws.root]).stdout)
     assert time.monotonic() - t0 >= 0.9 and len(out["papers"]) == 3
+
+
+def test_a_topic_weighs_a_paper_still_arriving_by_its_passages(arriving):
+    """A survey's topic selection ranks passages by their vectors; a paper read by its first pass has none yet
+    (its paragraphs wait for the fill): the best full-text hits among them get their vectors at query time, as
+    `search` gives them, so the paper is weighed by its passages too, not by its title and abstract alone."""
+    import numpy as np
+
+    from papervault.chunking.paper import embed_text
+    from papervault.index.search import Searcher
+    from papervault.models import Chunk
+    from papervault.survey.topic.scoring import CHUNK_COLUMNS, chunk_hits
+
+    ws, pid = arriving
+    searcher = Searcher(Workspace(ws))
+    topic = "i-nodes, directories and special files in a time-sharing file system"
+    q = np.asarray(searcher.embedder.embed_query(topic), dtype=np.float32)
+    vec_rows, fts_rows = searcher.passage_rankings(topic, q, None, 100, CHUNK_COLUMNS)
+    # its paper row has its vector; its paragraphs found by full text get theirs now
+    mine = [r for r in vec_rows if r["paper_id"] == pid and r["level"] == "paragraph"]
+    assert mine and all({*CHUNK_COLUMNS, "_distance"} <= set(r) for r in mine), mine[:1]
+    assert all("pending" not in r for r in fts_rows)
+    # each made vector is the one the fill will give the passage
+    row = mine[0]
+    text = embed_text(Chunk(id=row["id"], paper_id=pid, level=row["level"], text=row["text"] or "",
+                            section_path=row["section_path"] or ""), Workspace(ws).vault.read_meta(pid).title)
+    want = 1.0 - float(np.dot(q, searcher.embedder.embed([text])[0]))
+    assert abs(row["_distance"] - want) < 1e-4, (row["_distance"], want)
+    assert [r["_distance"] for r in vec_rows] == sorted(r["_distance"] for r in vec_rows)
+    dense, _ = chunk_hits(searcher, topic, q, None, 100)
+    assert pid in dense and dense[pid][0] > 0.3, dense.get(pid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
@@ -35,6 +36,8 @@ COARSE_PAPERS = 20     # papers taken from each of the paper-level rankings in c
 PAPER_BOOST = 0.5      # weight of the paper's own rank in a chunk's final score (coarse-to-fine)
 EXPAND_HITS = 3        # how many of the best hits get neighbours, figures and tables attached
 PENDING_CANDIDATES = 20  # best full-text hits whose pending passages are embedded at query time (fill running)
+PENDING_PASSAGES = 240   # ... for a topic's passage rankings (`passage_rankings`: a survey's selection), at most
+PENDING_PER_PAPER = 2    # ... and at most this many of one paper
 CANDIDATE_MEMO = 4096  # vectors of pending passages embedded at query time, kept by a Searcher (by chunk id)
 
 
@@ -444,9 +447,32 @@ class Searcher:
         for a caller that weighs them itself (the survey's topic selection). The full-text query runs on the
         search pool while the vector query runs."""
         _, chunks = self._tables()
-        f_fts = self._pool().submit(_fts, chunks, query, where, n, columns)
-        vec_rows = _vector(chunks, vec, where, n, columns)
-        return vec_rows, f_fts.result()
+        if not self.pending(chunks):
+            f_fts = self._pool().submit(_fts, chunks, query, where, n, columns)
+            vec_rows = _vector(chunks, vec, where, n, columns)
+            return vec_rows, f_fts.result()
+        # Passages still pending (a paper read by its first pass, a fill behind) hold a placeholder vector: the
+        # vector ranking leaves them, and the best full-text hits among them get their vectors now, as `search`
+        # does (`_with_pending`), a few a paper, so a paper still arriving is weighed by its passages too.
+        f_fts = self._pool().submit(_fts, chunks, query, where, n, [*columns, PENDING])
+        vec_rows = _vector(chunks, vec, f"({where}) AND {READY}" if where else READY, n, columns)
+        fts_rows = f_fts.result()
+        per_paper: Counter = Counter()
+        ids = []
+        for r in fts_rows:
+            if r.get(PENDING) and per_paper[r["paper_id"]] < PENDING_PER_PAPER and len(ids) < PENDING_PASSAGES:
+                per_paper[r["paper_id"]] += 1
+                ids.append(r["id"])
+        if ids:
+            full = _fetch(chunks, [{"id": i} for i in ids])
+            rows = [full[i] for i in ids if i in full]
+            vecs = self._candidate_vectors("en", rows, lambda rs: self.embedder.embed(
+                [embed_text(Chunk(id=r["id"], paper_id=r["paper_id"], level=r["level"], text=r["text"] or "",
+                                  section_path=r["section_path"] or ""), r["title"] or r["paper_id"]) for r in rs]))
+            made = [{k: r.get(k) for k in columns} | {"_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
+                    for r in rows]
+            vec_rows = sorted([*vec_rows, *made], key=lambda r: r["_distance"])
+        return vec_rows, [{k: v for k, v in r.items() if k != PENDING} for r in fts_rows]
 
     def _expand(self, chunks, hits: list[Hit], budget: int) -> list[Hit]:
         """Keep hits in rank order while they fit in `budget` tokens; attach neighbours and mentioned
