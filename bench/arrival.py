@@ -6,15 +6,20 @@ run with the naive references, on the shared PDFs and on a scan-heavy set built 
 
 For each set of PDFs, from fresh workspaces (no shared parse cache), every command a process of its own:
 
-- `reference`: the naive script of bench/time_to_search.py (PyMuPDF's plain text, one pass of embedding, LanceDB
-  with a full-text index): searchable, and complete, when it ends. It reads no scan (no OCR).
+- `reference + OCR`: the naive script of bench/time_to_search.py (PyMuPDF's plain text, one pass of embedding,
+  LanceDB with a full-text index), which also reads each page without a text layer by OCR (RapidOCR with the
+  parser's settings, in its one process): searchable, and complete, when it ends. Its index holds what
+  papervault's complete index holds (every page's text), so the ratios are taken against it.
+- `reference`: the same script without OCR (a scan's pages are left out of its index), for comparison.
 - `one pass`: `papervault add DIR --wait`: every PDF parsed fully (layout, figures, tables, repair, OCR), then
   every vector embedded, then searchable: searchable and complete when it returns.
 - `arrival`: `papervault add DIR` with [parse] first_pass: each PDF's text layer and identity first, searchable
   when `add` returns; the arrival worker parses fully behind it and the background fill embeds the paragraphs.
   *First search* is when a query over a paper already written (words of its first page) is answered from its
-  own rows, polled in this process while `add` runs (`add` writes the cheapest papers first); *all searchable* is when `add` returns; *complete* is when no paper
-  waits for its full parse and no paragraph for its vector.
+  own rows, polled in this process while `add` runs (`add` writes the cheapest papers first); *all searchable*
+  is when `add` returns; *complete* is when no paper waits for its full parse and no paragraph for its vector.
+  The machine's busy CPU seconds to each (`machine_cpu_s`, from /proc/stat: the worker, its parser processes and
+  the fill are detached processes) say what the arrival costs in all, on an otherwise idle machine.
 
 Quality (bench/index.py's English queries, Hit@1/Hit@5/MRR@10, hybrid) is measured on a copy of the arrival
 workspace taken when `add` returned (worker and fill paused for the copy) and on the complete one, and on the
@@ -150,7 +155,7 @@ def run_arrival(pdfs: Path, base: Path, quality: bool, complete: bool = True) ->
     queries = _probe(pdfs)
     for k in ("PAPERVAULT_EMBED_MODEL_PATH", "PAPERVAULT_EMBED_MODEL", "HF_HUB_OFFLINE"):
         os.environ[k] = env[k]
-    t0, t0_wall = time.perf_counter(), time.time()
+    t0, t0_wall, cpu0 = time.perf_counter(), time.time(), machine_cpu()
     proc = subprocess.Popen([*pv, "add", str(pdfs), "--json"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     first = None
@@ -160,6 +165,7 @@ def run_arrival(pdfs: Path, base: Path, quality: bool, complete: bool = True) ->
         time.sleep(0.25)
     out, err = proc.communicate()
     searchable = time.perf_counter() - t0
+    cpu_searchable = machine_cpu()
     if proc.returncode:
         raise SystemExit(f"add failed: {err[-2000:]}")
     if first is None:
@@ -179,20 +185,27 @@ def run_arrival(pdfs: Path, base: Path, quality: bool, complete: bool = True) ->
         finally:
             for p in pids:
                 _signal(p, signal.SIGCONT)
-    done = None
+    done = cpu_done = None
     if complete:
         while not _complete(ws):
             time.sleep(1.0)
         done = round(time.perf_counter() - t0, 2)
+        cpu_done = machine_cpu()
         log(f"arrival: complete {done:.1f} s")
     else:
         _stop_behind(ws, report)
     first_commit = _first_commit_s(ws, t0_wall)
     return {"first_search_s": round(first, 2) if first is not None else None, "all_searchable_s": round(searchable, 2),
-            "complete_s": done, "first_commit_s": first_commit, "papers": len(report.get("added", [])),
+            "complete_s": done, "first_commit_s": first_commit,
+            "machine_cpu_s": {"all_searchable": _delta(cpu0, cpu_searchable), "complete": _delta(cpu0, cpu_done)},
+            "papers": len(report.get("added", [])),
             "index_line": (report.get("index") or {}).get("line"), "timings": report.get("timings", {}),
             "quality": {"all_searchable": _quality(at_search), "complete": _quality(ws) if complete else None}
             if quality else None}
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return round(b - a, 1) if a is not None and b is not None else None
 
 
 def _stop_behind(ws: Path, report: dict) -> None:
@@ -215,6 +228,19 @@ def _first_commit_s(ws: Path, t0_wall: float) -> float | None:
         if subject.startswith("add:"):
             return round(int(stamp) - t0_wall, 1)
     return None
+
+
+def machine_cpu() -> float | None:
+    """CPU seconds the whole machine has spent busy (user, nice, system, irq) since boot, from /proc/stat
+    (Linux), or None: the arrival's work is spread over detached processes (the worker, its parser processes,
+    the fill), so its cost is read as the machine's, on an otherwise idle machine."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+        return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
 
 
 def _signal(pid: int, sig) -> None:
@@ -257,12 +283,14 @@ def measure(pdfs: Path, base: Path, quality: bool, arrival_only: bool = False, c
     if arrival_only:
         return {"arrival": run_arrival(pdfs, base, quality, complete)}
     ref = tts.run_reference(str(pdfs), "pdfs", base, "ref")
+    ref_ocr = tts.run_reference(str(pdfs), "pdfs+ocr", base, "ref-ocr")
     one = run_one_pass(pdfs, base, quality)
     arr = run_arrival(pdfs, base, quality)
-    r, o = ref["wall_s"], one["wall_s"]
+    dens = (("script_ocr", ref_ocr["wall_s"]), ("script", ref["wall_s"]), ("one_pass", one["wall_s"]))
     ratio = {f"{k}_over_{name}": round(arr[k] / den, 3) if arr[k] is not None else None
-             for k in ("first_search_s", "all_searchable_s", "complete_s") for name, den in (("script", r), ("one_pass", o))}
-    return {"reference_script": ref, "one_pass": one, "arrival": arr, "ratios": ratio}
+             for k in ("first_search_s", "all_searchable_s", "complete_s") for name, den in dens}
+    return {"reference_script": ref, "reference_script_ocr": ref_ocr, "one_pass": one, "arrival": arr,
+            "ratios": ratio}
 
 
 def extrapolate(results: dict) -> dict:
@@ -335,18 +363,25 @@ def _print(r: dict) -> None:
         if name in ("extrapolation", "load_average_end"):
             continue
         s, a = res["set"], res["arrival"]
-        o, ref = res.get("one_pass") or {}, res.get("reference_script")
+        o, ref, ref_ocr = res.get("one_pass") or {}, res.get("reference_script"), res.get("reference_script_ocr")
         print(f"{name}: {s['papers']} PDFs, {s['pages']} pages, {s['scanned_pages']} of them scans")
         if ref:
+            print(f"  reference script + OCR  {ref_ocr['wall_s']:8.1f} s (searchable = complete; "
+                  f"{ref_ocr.get('ocr_pages')} pages read by OCR)")
             print(f"  reference script        {ref['wall_s']:8.1f} s (searchable = complete; reads no scan)")
             print(f"  one pass (add --wait)   {o['wall_s']:8.1f} s (searchable = complete)")
         print(f"  arrival: first search   {a['first_search_s']} s (first commit {a.get('first_commit_s')} s)")
         print(f"  arrival: all searchable {a['all_searchable_s']:8.1f} s ({a.get('papers')} papers)")
         print(f"  arrival: complete       {a['complete_s']} s")
+        cpu = a.get("machine_cpu_s") or {}
+        if cpu.get("complete") is not None:
+            print(f"  arrival: machine CPU    {cpu.get('all_searchable')} s to all searchable, {cpu['complete']} s to "
+                  "complete")
         for k, v in (res.get("ratios") or {}).items():
             print(f"    {k:40s} {v}")
-        for label, q in (("one pass", o.get("quality")), ("arrival, all searchable", (a.get("quality") or {}).get("all_searchable")),
-                         ("arrival, complete", (a.get("quality") or {}).get("complete"))):
+        aq = a.get("quality") or {}
+        for label, q in (("one pass", o.get("quality")), ("arrival, all searchable", aq.get("all_searchable")),
+                         ("arrival, complete", aq.get("complete"))):
             if q:
                 print(f"  quality {label:24s} hit@1 {q['hit@1']:.3f} hit@5 {q['hit@5']:.3f} MRR@10 {q['mrr@10']:.3f} "
                       f"({q['queries']} queries)")

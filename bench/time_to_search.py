@@ -42,7 +42,8 @@ MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 # The reference script, as a user would write it: every page's plain text, windows of WINDOW words that overlap by
-# OVERLAP, fastembed's defaults (float32 model, batches of 256), one LanceDB table with a full-text index.
+# OVERLAP, fastembed's defaults (float32 model, batches of 256), one LanceDB table with a full-text index. Mode
+# "pdfs+ocr" also reads a page without a text layer by OCR (bench/arrival.py: the scan-heavy set).
 REFERENCE = r'''
 import json, sys, time
 t0 = time.perf_counter()
@@ -51,11 +52,29 @@ from fastembed import TextEmbedding
 mode, src, out, model_dir, model = sys.argv[1:6]
 WINDOW, OVERLAP = 200, 50
 rows = []
-if mode == "pdfs":
+ocr_pages = 0
+if mode in ("pdfs", "pdfs+ocr"):
     from pathlib import Path
+    engine = None
+    if mode == "pdfs+ocr":
+        # a page without a text layer read by RapidOCR, with the settings papervault's parser uses (its render,
+        # detection size and one thread a process): the pipelines are compared, not two OCR set-ups
+        from rapidocr import RapidOCR
+        engine = RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error",
+                                  "Det.limit_side_len": 960, "Det.limit_type": "max", "Rec.rec_batch_num": 1})
+
+    def text(page):
+        global ocr_pages
+        t = page.get_text()
+        if engine is None or len(t.strip()) >= 40:
+            return t
+        ocr_pages += 1
+        out = engine(page.get_pixmap(dpi=200, colorspace=fitz.csGRAY).tobytes("png"))
+        return " ".join(out.txts) if out is not None and out.txts is not None else ""
+
     for pdf in sorted(Path(src).glob("*.pdf")):
         with fitz.open(pdf) as doc:
-            words = " ".join(page.get_text() for page in doc).split()
+            words = " ".join(text(page) for page in doc).split()
         for i in range(0, max(len(words) - OVERLAP, 1), WINDOW - OVERLAP):
             rows.append({"paper": pdf.stem, "text": " ".join(words[i:i + WINDOW])})
 else:
@@ -72,7 +91,7 @@ db = lancedb.connect(out)
 table = db.create_table("chunks", rows, mode="overwrite")
 table.create_fts_index("text", replace=True)
 t_end = time.perf_counter()
-print(json.dumps({"windows": len(rows), "parse_s": t_parse - t0, "embed_s": t_embed - t_parse,
+print(json.dumps({"windows": len(rows), "ocr_pages": ocr_pages, "parse_s": t_parse - t0, "embed_s": t_embed - t_parse,
                   "write_s": t_end - t_embed}))
 '''
 
