@@ -38,7 +38,7 @@ from papervault.workspace import Workspace
 COMMAND = ARRIVAL_HOLDER   # the write lock's holder name while the worker writes a batch (others wait it out)
 
 
-NICE = 10   # a worker an add starts at its first commit yields the CPU to that add (and to searches)
+NICE = 19   # a worker an add starts at its first commit yields the CPU to that add (and to searches)
 
 
 def start(ws, *, nice: bool = False) -> int | None:
