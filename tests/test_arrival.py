@@ -341,3 +341,31 @@ def test_an_add_with_another_backend_than_the_workspace_s_goes_in_one_pass(tmp_p
     [pid] = report.added
     meta = Workspace(ws.root).vault.read_meta(pid)
     assert report.arrival is None and not is_first_pass(meta.parser) and meta.status == "analysed"
+
+
+def test_the_parser_pool_takes_files_that_come_while_it_runs(tmp_path, corpus_dir):
+    """`parse_many(more=...)`: a free parser process takes a file that came meanwhile (the arrival worker's
+    reader: papers an add writes while it parses), each result is told as it comes and not kept, and the call
+    returns once nothing is queued, running or coming. A file given twice is read once."""
+    from papervault.config import ParseSettings
+    from papervault.parse.batch import parse_many
+
+    a = _pdf(tmp_path / "a.pdf", "Quorum Leases for Replicated Logs")
+    b = _pdf(tmp_path / "b.pdf", "Ballots and Witnesses in Replicated Logs")
+    c = corpus_dir / "distributed_systems_harvest-yield-and-scalable-tolerant-systems.pdf"
+    coming = [[str(b), str(a)], [], [str(c)], []]
+    asked: list[int] = []
+
+    def more() -> list[str]:
+        asked.append(len(asked))
+        return coming.pop(0) if coming else []
+
+    told: dict[str, object] = {}
+    got = parse_many([str(a)], ParseSettings(), cache_dir=tmp_path / "cache", workers=2, more=more,
+                     on_result=lambda key, res: told.setdefault(key, res))
+    assert got == {} and not coming, (got, coming)
+    assert sorted(told) == sorted([str(a), str(b), str(c)])
+    assert told[str(b)].title == "Ballots and Witnesses in Replicated Logs"
+    assert told[str(c)].title.startswith("Harvest, Yield")
+    # without `on_result`, the results are returned as before
+    assert parse_many([str(a)], ParseSettings(), cache_dir=tmp_path / "cache")[str(a)].title.startswith("Quorum")

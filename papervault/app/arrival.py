@@ -83,13 +83,6 @@ def _source_pdf(ws, meta) -> str | None:
     return None
 
 
-def _order(paths: dict[str, str]) -> list[str]:
-    """Cheapest parse first, so most papers are complete soonest (a long scan does not hold the rest back)."""
-    from papervault.parse.batch import estimated_cost  # deferred: PyMuPDF with the parser
-
-    return sorted(paths, key=lambda pid: (estimated_cost(paths[pid]), pid))
-
-
 def run(ws, *, batch: int | None = None, progress=None) -> dict:
     """Parse every waiting paper fully, a batch at a time; returns {done, failed, batches} (or {"running": pid}
     when another worker holds the workspace). Papers an add commits while it runs are taken too; what waits once
@@ -103,11 +96,11 @@ def run(ws, *, batch: int | None = None, progress=None) -> dict:
         report["done"] += rep["done"]
         report["failed"].update(rep["failed"])
         report["batches"] += rep["batches"]
-        if not [p for p in waiting(ws) if p not in report["failed"]]:
-            return report
+        if not rep["batches"] or not [p for p in waiting(ws) if p not in report["failed"]]:
+            return report     # (a round that wrote nothing is not repeated: what it could not take stays)
 
 
-CHUNK = 32     # papers a parse call of the reader thread takes at most (its results stay in memory until written)
+MORE_EVERY = 1.0   # seconds between the reader's looks for papers an add wrote meanwhile
 
 
 class _Reader:
@@ -120,7 +113,9 @@ class _Reader:
         self.ws, self.skip = ws, set(skip)
         self.ready: dict[str, tuple] = {}      # pid -> (meta, ParsedPaper or ParseError), parsed and not yet taken
         self.failed: dict[str, str] = {}
-        self.current: list[str] = []
+        self.metas: dict[str, object] = {}
+        self.pid_of: dict[str, str] = {}       # the PDF's path -> the paper
+        self._asked = 0.0
         self.finished = False
         self.error: BaseException | None = None
         self._cond = threading.Condition()
@@ -137,7 +132,7 @@ class _Reader:
             self._cond.notify_all()
 
     def take(self, most: int, wait: float) -> dict[str, tuple]:
-        """Up to `most` parsed papers (waiting up to `wait` s for one), cheapest first."""
+        """Up to `most` parsed papers (waiting up to `wait` s for one), in the order they were read."""
         with self._cond:
             if not self.ready and not self.finished:
                 self._cond.wait(wait)
@@ -149,6 +144,27 @@ class _Reader:
             self.ready[pid] = item
             self._cond.notify_all()
 
+    def _more(self) -> list[str]:
+        """The PDFs of the papers that wait and were not taken yet, registered for `_put` (asked by the parser
+        pool whenever a process is free; at most once a second, as it reads every note's front matter)."""
+        now = time.monotonic()
+        if now - self._asked < MORE_EVERY:
+            return []
+        self._asked = now
+        out = []
+        for pid in waiting(self.ws):
+            if pid in self.skip:
+                continue
+            self.skip.add(pid)
+            meta = self.ws.vault.read_meta(pid)
+            path = _source_pdf(self.ws, meta)
+            if path is None:
+                self.failed[pid] = "its PDF is gone from the workspace and from where it was added"
+                continue
+            self.metas[pid], self.pid_of[path] = meta, pid
+            out.append(path)
+        return out
+
     def _run(self) -> None:
         from papervault.parse.batch import parse_many  # deferred: PyMuPDF and the parser pool
 
@@ -156,34 +172,18 @@ class _Reader:
         try:
             while not self._stop:
                 adding = add_running(self.ws)     # asked before the vault is read: what it commits is seen after
-                metas: dict[str, object] = {}
-                paths: dict[str, str] = {}
-                for pid in waiting(self.ws):
-                    if pid in self.skip:
-                        continue
-                    meta = self.ws.vault.read_meta(pid)
-                    path = _source_pdf(self.ws, meta)
-                    self.skip.add(pid)
-                    if path is None:
-                        self.failed[pid] = "its PDF is gone from the workspace and from where it was added"
-                        continue
-                    metas[pid], paths[pid] = meta, path
-                if not paths:
-                    if not adding:
-                        break
-                    with self._cond:
-                        self._cond.wait(0.5)
+                self._asked = 0.0
+                first = self._more()
+                if not first and not adding:
+                    break
+                if first:
+                    # one pool for as long as papers come: a free process takes the next one the add wrote
+                    parse_many(first, s, cache_dir=self.ws.parse_cache_dir, workers=s.workers, more=self._more,
+                               on_result=lambda key, res: self._put(self.pid_of[key], (self.metas[self.pid_of[key]],
+                                                                                       res)))
                     continue
-                todo = _order(paths)
-                for i in range(0, len(todo), CHUNK):
-                    part = todo[i:i + CHUNK]
-                    self.current = part
-                    by_path = {paths[p]: p for p in part}
-                    parse_many([paths[p] for p in part], s, cache_dir=self.ws.parse_cache_dir, workers=s.workers,
-                               on_result=lambda key, res: self._put(by_path[key], (metas[by_path[key]], res)))
-                    self.current = []
-                    if self._stop:
-                        break
+                with self._cond:
+                    self._cond.wait(0.5)
         except BaseException as exc:  # noqa: BLE001 - said by the worker, which then stops
             self.error = exc
         finally:
@@ -201,7 +201,7 @@ def _run_locked(ws, *, batch: int | None, progress, skip: set[str] = frozenset()
     reader = _Reader(ws, skip).start()
     try:
         while True:
-            info.update(phase="parse", current=list(reader.current), updated=time.time(),
+            info.update(phase="parse", current=[], updated=time.time(),
                         total=info["done"] + info["failed"] + len([p for p in waiting(ws) if p not in skip]))
             write_state(ws, info)
             if add_running(ws):

@@ -259,8 +259,8 @@ def _result(key: str, value) -> ParsedPaper | ParseError:
 
 
 def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = None, cache_dir: Path | None = None,
-               workers: int | None = None, on_result: Callable[[str, ParsedPaper | ParseError], None] | None = None
-               ) -> dict[str, ParsedPaper | ParseError]:
+               workers: int | None = None, on_result: Callable[[str, ParsedPaper | ParseError], None] | None = None,
+               more: Callable[[], list[str]] | None = None) -> dict[str, ParsedPaper | ParseError]:
     """Parse many PDFs; returns {str(path): ParsedPaper or ParseError} in input order. Never raises per file.
 
     Cached files are answered without starting a process. Each file gets `settings.timeout` seconds of its
@@ -269,7 +269,10 @@ def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = Non
     less CPU time, not more.
 
     `on_result(path, result)` is told each file's result as soon as it is known (the arrival worker writes one
-    batch while the pool reads the next).
+    batch while the pool reads the next); the results are then not kept (the returned dict holds none of the
+    files the pool read). `more()` is asked for further files whenever a parser process is free and none is
+    queued (the arrival worker's reader: papers an add writes meanwhile), so the processes never wait for the
+    longest file of a batch; the call returns once nothing is queued, running or coming.
     """
     settings = settings or ParseSettings()
     workers = max(1, workers or settings.workers)
@@ -287,25 +290,27 @@ def parse_many(paths: Iterable[Path | str], settings: ParseSettings | None = Non
             continue
         if on_result:
             on_result(key, results[key])
-    if todo:
-        results.update(_run_pool(todo, settings, cache_dir, workers, on_result))
-    return {k: results[k] for k in dict.fromkeys(keys)}
+    if todo or more:
+        results.update(_run_pool(todo, settings, cache_dir, workers, on_result, more))
+    return {k: results[k] for k in dict.fromkeys(keys) if k in results}
 
 
 class _Told(dict):
-    """The pool's results, each told to `on_result` as it is set."""
+    """The pool's results, each told to `on_result` as it is set (and then not kept)."""
 
     def __init__(self, on_result):
         super().__init__()
         self.on_result = on_result
 
     def __setitem__(self, key, value) -> None:
-        super().__setitem__(key, value)
         if self.on_result:
             self.on_result(key, value)
+        else:
+            super().__setitem__(key, value)
 
 
-def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int, on_result=None):
+def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int, on_result=None,
+              more=None):
     """Run the files through worker processes; a timed-out or crashed worker is killed and replaced.
 
     When a worker dies (MuPDF can abort on a malformed file) the pool cannot say which file did it, so
@@ -321,12 +326,22 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
     cdir = str(Path(cache_dir).absolute()) if cache_dir else None   # the workers' working folder is the fork
     # server's, not necessarily this process's
     queue = list(todo)
+    seen = set(queue)
+
+    def topped() -> bool:
+        """Whether files are queued, after asking `more` for new ones when none is."""
+        if more is not None and not queue:
+            got = [k for k in dict.fromkeys(more()) if k not in seen]
+            seen.update(got)
+            queue.extend(sorted(got, key=estimated_cost, reverse=True))
+        return bool(queue)
+
     suspects: list[str] = []
     wall = wall_limit(settings.timeout)
-    while queue or suspects:
+    while topped() or suspects:
         solo = not queue
         batch = [suspects.pop(0)] if solo else queue
-        width = 1 if solo else min(workers, len(queue))
+        width = 1 if solo else (workers if more is not None else min(workers, len(queue)))
         # (absolute path, worker pid, its CPU seconds then) as each file starts; one queue a pool, so a worker
         # killed while it wrote cannot leave the next pool's queue locked
         started = ctx.SimpleQueue()
@@ -336,9 +351,11 @@ def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, 
         where: dict[str, tuple[int, float]] = {}      # absolute path -> (worker pid, its CPU seconds at the start)
         broken = False
         try:
-            while (batch or running) and not broken:
+            while (batch or running or (not solo and len(running) < width and topped())) and not broken:
                 # At most `width` futures are in flight, so each starts as soon as it is submitted and
                 # its clocks start then.
+                if not solo and len(running) < width:
+                    topped()          # a free process: what `more` has come meanwhile is queued (batch is queue)
                 while batch and len(running) < width:
                     key = batch.pop(0)
                     absolute = str(Path(key).absolute())
