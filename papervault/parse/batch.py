@@ -309,6 +309,8 @@ class _Told(dict):
             super().__setitem__(key, value)
 
 
+# long: one state machine over the pool (the queue `more` feeds, the files in flight with their CPU and wall
+# clocks, the suspects of a crash retried alone, the pool killed on a timeout); split, each part would need it all
 def _run_pool(todo: list[str], settings: ParseSettings, cache_dir: Path | None, workers: int, on_result=None,
               more=None):
     """Run the files through worker processes; a timed-out or crashed worker is killed and replaced.

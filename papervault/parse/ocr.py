@@ -8,6 +8,7 @@ import logging
 import os
 import pickle
 import threading
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterator
 
@@ -97,8 +98,6 @@ def kept_pages(cache_dir: Path | None, sha256: str | None) -> Iterator[None]:
 
 @functools.lru_cache(maxsize=1)
 def _engine_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("rapidocr")
     except PackageNotFoundError:
