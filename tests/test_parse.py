@@ -408,7 +408,11 @@ def bad_files(tmp_path_factory):
     files["garbage_tail"] = d / "chopped.pdf"
     files["garbage_tail"].write_bytes(b"%PDF-1.7\n" + b"\x00\xff" * 500)
     files["long"] = _pdf(d / "long.pdf", pages=500)
-    files["longer"] = _pdf(d / "longer.pdf", pages=1500)   # 0.5 s to parse here, against a 0.1 s timeout
+    # 3 s to parse here, against a 0.1 s timeout: many times the pool's look at its processes (a file of 0.24 s,
+    # as this was with one line a page, could end between two looks and be taken)
+    lines = "\n".join(f"Line {k}: replicas answer reads under a lease while the leader orders writes."
+                      for k in range(25))
+    files["longer"] = _pdf(d / "longer.pdf", pages=1500, text=f"Hello world.\n{lines}")
     # Thousands of tiny images on one page: one image object drawn 2500 times by a hand-written content
     # stream (inserting them one by one through PyMuPDF takes minutes).
     doc = pymupdf.open()
