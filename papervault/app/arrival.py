@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from papervault.errors import ParseError
+from papervault.errors import ParseError, PapervaultError
 from papervault.index import fill
 from papervault.parse.firstpass import (FIRST_PASS_ABSTRACT, add_running, lock_path, running, stages,  # noqa: F401
                                          state, waiting, write_state)
@@ -155,8 +155,11 @@ class _Reader:
         for pid in waiting(self.ws):
             if pid in self.skip:
                 continue
+            try:
+                meta = self.ws.vault.read_meta(pid)
+            except (OSError, ValueError, PapervaultError):
+                continue        # gone meanwhile (an add rolled back), or mid-way through a write: asked again
             self.skip.add(pid)
-            meta = self.ws.vault.read_meta(pid)
             path = _source_pdf(self.ws, meta)
             if path is None:
                 self.failed[pid] = "its PDF is gone from the workspace and from where it was added"
