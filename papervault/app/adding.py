@@ -12,6 +12,7 @@ papers it brought in searchable through the one index update (`papervault.app.in
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 from dataclasses import dataclass, field
@@ -129,12 +130,14 @@ def _early_index(ctx: RunContext, st: AddState):
         rep = index_added(ctx.ws, ids, lock=None, start_fill=False, progress=st.progress,
                           embedder=st.extra["embedder"])
         st.extra.setdefault("early_index", []).append(rep)
-        if "arrival_pid" not in st.extra:
+        if not st.extra.get("arrival_started"):
             # the full parse starts behind the first commit: the worker reads ahead while this add reads on (at a
             # lower priority), and writes once the add has returned (papervault.parse.firstpass.adding)
             from papervault.app.arrival import start, waiting  # deferred: only when the first pass ran
 
-            st.extra["arrival_pid"] = start(ctx.ws, nice=True) if waiting(ctx.ws, ids) else None
+            if waiting(ctx.ws, ids):
+                start(ctx.ws, nice=True)
+            st.extra["arrival_started"] = True
     return index
 
 
@@ -265,12 +268,12 @@ def add(ws: Workspace, inputs: list[str], *, backend: str | None = None, progres
         and backend.strip().lower() == (ws.settings.agents.backend or "extractive").strip().lower() \
         and first_pass_wanted(ws, inputs, backend, options)
     st = AddState(list(inputs), progress, options, reanalyse, index, wait, extra={"first_pass": first})
+    held = contextlib.nullcontext()
     if first:
         from papervault.parse.firstpass import adding  # deferred: only when the first pass runs
 
-        with adding(ws):
-            run(ADD, add_context(ws, backend, executor.distributed), st, executor)
-    else:
+        held = adding(ws)       # the worker it starts at its first commit writes once it has returned
+    with held:
         run(ADD, add_context(ws, backend, executor.distributed), st, executor)
     if first:
         from papervault.app.arrival import after_add  # deferred: only when the first pass ran

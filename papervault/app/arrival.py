@@ -204,13 +204,13 @@ def _run_locked(ws, *, batch: int | None, progress, skip: set[str] = frozenset()
     reader = _Reader(ws, skip).start()
     try:
         while True:
-            info.update(phase="parse", current=[], updated=time.time(),
-                        total=info["done"] + info["failed"] + len([p for p in waiting(ws) if p not in skip]))
-            write_state(ws, info)
             if add_running(ws):
                 # the add that started this worker writes and indexes until it returns: the reader reads on
                 time.sleep(0.2)
                 continue
+            info.update(phase="parse", current=[], updated=time.time(),
+                        total=info["done"] + info["failed"] + len([p for p in waiting(ws) if p not in skip]))
+            write_state(ws, info)
             # what was parsed while the last batch was written; a first batch is taken as soon as it is read, and
             # kept small, so the fill has paragraphs to embed while the next is written
             items = reader.take(size if report["batches"] else min(size, 2), wait=1.0)

@@ -274,6 +274,13 @@ class Searcher:
         ids = list(dict.fromkeys(r["id"] for r in found[:PENDING_CANDIDATES] if r.get(PENDING) and r["id"] not in have))
         if not ids:
             return ranked
+        extra = [{"id": r["id"], "paper_id": r["paper_id"], "ordinal": r["ordinal"], "_distance": r["_distance"]}
+                 for r in self._pending_rows(chunks, ids, vec, space)]
+        return sorted([*ranked, *extra], key=lambda r: (r["_distance"], *_reading_order(r)))[:n]
+
+    def _pending_rows(self, chunks, ids: list[str], vec, space: str) -> list[dict]:
+        """The full rows of these pending passages, each with the cosine `_distance` to `vec` of the vector the
+        fill will give it in `space` ("en" or "ml"), made now (and kept in the Searcher's memo)."""
         full = _fetch(chunks, [{"id": i} for i in ids])
         rows = [full[i] for i in ids if i in full]
         if space == "en":
@@ -283,10 +290,7 @@ class Searcher:
                  for r in rs]))
         else:
             vecs = self._candidate_vectors(space, rows, lambda rs: self._ml_embedder.embed([ml.ml_text(r) for r in rs]))
-        extra = [{"id": r["id"], "paper_id": r["paper_id"], "ordinal": r["ordinal"],
-                  "_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
-                 for r in rows]
-        return sorted([*ranked, *extra], key=lambda r: (r["_distance"], *_reading_order(r)))[:n]
+        return [r | {"_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))} for r in rows]
 
     def _tell(self, key: str, text: str) -> None:
         if key not in self._told:
@@ -464,13 +468,7 @@ class Searcher:
                 per_paper[r["paper_id"]] += 1
                 ids.append(r["id"])
         if ids:
-            full = _fetch(chunks, [{"id": i} for i in ids])
-            rows = [full[i] for i in ids if i in full]
-            vecs = self._candidate_vectors("en", rows, lambda rs: self.embedder.embed(
-                [embed_text(Chunk(id=r["id"], paper_id=r["paper_id"], level=r["level"], text=r["text"] or "",
-                                  section_path=r["section_path"] or ""), r["title"] or r["paper_id"]) for r in rs]))
-            made = [{k: r.get(k) for k in columns} | {"_distance": float(1.0 - np.dot(vec, vecs[r["id"]]))}
-                    for r in rows]
+            made = [{k: r.get(k) for k in [*columns, "_distance"]} for r in self._pending_rows(chunks, ids, vec, "en")]
             vec_rows = sorted([*vec_rows, *made], key=lambda r: r["_distance"])
         return vec_rows, [{k: v for k, v in r.items() if k != PENDING} for r in fts_rows]
 

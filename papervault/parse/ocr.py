@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import pickle
 import threading
 from importlib.metadata import PackageNotFoundError, version
@@ -15,6 +14,7 @@ from typing import Iterator
 import pymupdf
 
 from papervault.parse.layout import Line, Span
+from papervault.vault.files import atomic_write
 
 _engine = None
 _engine_threads = None
@@ -127,11 +127,7 @@ def ocr_page(page: pymupdf.Page, dpi: int = 200, threads: int = 0) -> list[Line]
     lines = _read(page, dpi, threads)
     if kept is not None:
         try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            tmp = kept.with_suffix(f".tmp{os.getpid()}")
-            with open(tmp, "wb") as fh:
-                pickle.dump(lines, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(kept)
+            atomic_write(kept, pickle.dumps(lines, protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
         except OSError:
             pass    # a cache that cannot be written costs the page a second reading, nothing else
     return lines
