@@ -369,3 +369,33 @@ def test_the_parser_pool_takes_files_that_come_while_it_runs(tmp_path, corpus_di
     assert told[str(c)].title.startswith("Harvest, Yield")
     # without `on_result`, the results are returned as before
     assert parse_many([str(a)], ParseSettings(), cache_dir=tmp_path / "cache")[str(a)].title.startswith("Quorum")
+
+
+def test_an_add_starts_the_full_parse_at_its_first_commit_and_it_writes_after(tmp_path):
+    """`add` by first pass starts the arrival worker after its first commit, while it reads the rest; the worker
+    parses ahead but writes only once the add has returned (every full-parse commit comes after the add's), and
+    then completes every paper."""
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    for i, w in enumerate(("Leases", "Ballots", "Witnesses", "Epochs", "Fences")):
+        _pdf(pdfs / f"p{i}.pdf", f"Quorum {w} for Replicated Logs")
+    ws = tmp_path / "ws"
+    Workspace.init(ws)
+    got = _pv(ws, "add", str(pdfs), PAPERVAULT_PARSE_FIRST_PASS="true")
+    returned = time.time()
+    assert len(got["added"]) == 5 and got["arrival"]["waiting"] == 5 and got["arrival"]["pid"], got["arrival"]
+    # the worker the first commit started, at the lowest priority (it still loads its model and writes now)
+    assert os.getpriority(os.PRIO_PROCESS, got["arrival"]["pid"]) == arrival.NICE
+    w = Workspace(ws)
+    deadline = time.monotonic() + 600
+    while (arrival.running(w) or arrival.waiting(w)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    info = arrival.state(w)
+    assert info["phase"] == "finished" and info["done"] == 5 and not info["problems"], info
+    assert info["started"] < returned
+    assert all(not is_first_pass(w.vault.read_meta(p).parser) for p in got["added"])
+    log = subprocess.run(["git", "-C", str(ws / "vault"), "log", "--reverse", "--format=%s"], capture_output=True,
+                         text=True).stdout.splitlines()
+    adds = [i for i, s in enumerate(log) if s.startswith("add:")]
+    full = [i for i, s in enumerate(log) if s.startswith("add (full parse)")]
+    assert len(adds) >= 2 and full and max(adds) < min(full), log
