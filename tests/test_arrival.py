@@ -50,6 +50,21 @@ def test_first_pass_reads_text_and_identity_escaped(tmp_path):
     assert "\n\\# Section 1" in paper.markdown or "\\# Section 1" in paper.markdown
 
 
+def test_first_pass_joins_lines_as_the_full_parse_does(tmp_path):
+    """A line-break hyphen is undone ("al-" + "gorithmic"), as the full parse undoes it, so that the passage
+    is found by its words and embedded near its full parse's; a word written with its hyphen elsewhere on the
+    page keeps it."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Quorum Leases for Replicated Logs", fontsize=20)
+    page.insert_text((72, 200), "Dimension reduction has many al-\ngorithmic uses; a state-of-the-\nart filter "
+                     "and a state-of-the-art\nsketch.", fontsize=10)
+    doc.save(tmp_path / "hy.pdf")
+    text = first_pass(tmp_path / "hy.pdf").markdown
+    assert "many algorithmic uses; a state-of-the-art filter and a state-of-the-art sketch." in text
+    assert parse_pdf(tmp_path / "hy.pdf").markdown.count("algorithmic") == 1
+
+
 def _scan(src: Path, out: Path) -> Path:
     """`src` rasterised into an image-only PDF, as a scanner makes one."""
     with pymupdf.open(src) as doc, pymupdf.open() as scan:

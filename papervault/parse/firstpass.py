@@ -21,6 +21,7 @@ from typing import Iterator
 from papervault.config import ParseSettings
 from papervault.errors import PapervaultError, ParseError
 from papervault.models import ParsedPaper
+from papervault.parse.text import clean, hyphenated_words, join_lines
 from papervault.parse.version import PARSER_VERSION
 from papervault.vault.paper import alt_text, escape_html, page_anchor
 from papervault.workerlock import holder
@@ -41,20 +42,24 @@ def is_first_pass(parser: str | None) -> bool:
     return bool(parser) and str(parser).startswith("first-pass/")
 
 
-def _para(text: str) -> str:
-    """A block of a page's plain text as one Markdown paragraph, escaped like the full parse's text."""
-    text = " ".join(text.split())
+def _para(text: str, hyphenated: set[str] | frozenset[str] = frozenset()) -> str:
+    """A block of a page's plain text as one Markdown paragraph, escaped like the full parse's text, its lines
+    joined as the full parse joins them: ligatures expanded, a line-break hyphen undone ("al-" + "gorithmic")
+    unless the word is written with its hyphen elsewhere on the page (`hyphenated`). A passage reads, is
+    found and is embedded as its full parse will be, not as "al- gorithmic"."""
+    text = " ".join(join_lines(clean(text).split("\n"), hyphenated).split())
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
 
 
-def _block(text: str, references_heading: re.Pattern) -> list[str]:
+def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | frozenset[str] = frozenset()
+           ) -> list[str]:
     """A text block as Markdown paragraphs. A line of it that is a reference list's title ("REFERENCES",
     "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes the
     `## References` heading the full parse writes there, the block cut around it (the entries often share the
     title's block), so the reference list is read from the first pass too (citations)."""
     low = text.lower()
     if "references" not in low and "bibliography" not in low and "cited" not in low:
-        return [_para(text)]
+        return [_para(text, hyphenated)]
     lines = text.split("\n")
     for i, line in enumerate(lines):
         s = line.strip()
@@ -67,9 +72,9 @@ def _block(text: str, references_heading: re.Pattern) -> list[str]:
             before, after = lines[:i], lines[i + 1:]
         else:
             continue
-        return ([_para("\n".join(before))] if "".join(before).strip() else []) + ["## References"] + (
-            [_para("\n".join(after))] if "".join(after).strip() else [])
-    return [_para(text)]
+        return ([_para("\n".join(before), hyphenated)] if "".join(before).strip() else []) + ["## References"] + (
+            [_para("\n".join(after), hyphenated)] if "".join(after).strip() else [])
+    return [_para(text, hyphenated)]
 
 
 def first_pass(path: Path | str, settings: ParseSettings | None = None,
@@ -118,8 +123,9 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
             texts = [b[4] for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()]
             if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
                 pending.append(pno)
+            hyphenated = hyphenated_words(texts)
             for t in texts:
-                out.extend(_block(t, REFERENCES_HEADING))
+                out.extend(_block(t, REFERENCES_HEADING, hyphenated))
     finally:
         doc.close()
     prov = dict(head.provenance) | ({"abstract": FIRST_PASS_ABSTRACT} if abstract else {})
