@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/identity.py [--corpus DIR] [--json]
     .venv/bin/python bench/identity.py --set DIR [--labels FILE] [--half tune|heldout|both] [--json]
+        [--model-reads FILE [--model-url URL]]
 
 With `--set`, the benchmark reads the identity set instead: real PDFs from public collections in DIR, labelled
 in bench/identity_set/labels.jsonl (see bench/identity_set/README.md; get.py rebuilds DIR), split into a tune
@@ -10,7 +11,8 @@ the system reports one) and bad citation keys, also per document type and for sc
 papers. A key is bad when its name part is not the family name of a labelled author: `anon` when the page
 prints authors, or a word that is no labelled author's family name (an affiliation, an address, a title word),
 or any name when the page prints none. Misses are listed for the tune half only, so that tuning on them never
-looks at the held-out half.
+looks at the held-out half. With `--model-reads`, a fourth system, `papervault+model`, is the header reader's
+reading settled against a model's first-page read (bench/identity_model.py), as `add` with a model does it.
 
 The labelled set is the shared corpus (labels in bench/identity_labels.yaml, read off the rendered pages)
 plus the PDFs of bench/identity_pdfs.py, made at run time in the hard header styles (banners, stamps,
@@ -58,6 +60,7 @@ import yaml  # noqa: E402
 
 from identity_pdfs import make_all, make_classes  # noqa: E402
 from front_cache import cached_inputs  # noqa: E402
+from identity_model import run_model  # noqa: E402
 from papervault.ids import fold, key_base, key_name, last_name, normalize_title  # noqa: E402
 from papervault.ingest_records import key_confident  # noqa: E402
 from papervault.parse.header import read_header  # noqa: E402
@@ -317,6 +320,23 @@ def _safe(fn, path: str) -> dict:
         return {"title": "", "authors": [], "year": None, "venue": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
+def _score_system(report: dict, name: str, results: dict[str, dict], labs: dict[str, dict], halves: list[str],
+                  seconds: float) -> None:
+    per: dict = {"seconds": seconds}
+    venue = name.startswith("papervault")
+    for half in halves:
+        part = {p: lab for p, lab in labs.items() if lab["half"] == half}
+        row = {"all": score_set(results, part, venue)}
+        for kind in sorted({lab["type"] for lab in part.values()}):
+            row["type:" + kind] = score_set(results, {p: lab for p, lab in part.items() if lab["type"] == kind}, venue)
+        for scanned, label in ((True, "scanned"), (False, "born-digital")):
+            row[label] = score_set(results, {p: lab for p, lab in part.items() if lab["scanned"] == scanned}, venue)
+        per[half] = row
+    report["systems"][name] = per
+    report["errors"] = report.get("errors", {}) | {f"{name}:{Path(p).name}": r["error"]
+                                                   for p, r in results.items() if "error" in r}
+
+
 def run_set(args) -> dict:
     labs, missing = set_labels(args.labels, args.set, args.half)
     if not labs:
@@ -325,6 +345,7 @@ def run_set(args) -> dict:
     halves = [h for h in HALVES if args.half in (h, "both")]
     report: dict = {"set": str(args.set), "labels": str(args.labels), "papers": len(labs), "missing": missing,
                     "systems": {}, "misses": {}}
+    readings: dict[str, dict] = {}
     for name, fn in systems.items():
         t = time.perf_counter()
         results = {}
@@ -332,35 +353,35 @@ def run_set(args) -> dict:
             results[p] = _safe(fn, p)
             if not args.json and (i % 25 == 0 or i == len(labs)):
                 print(f"  {name}: {i}/{len(labs)} PDFs read", file=sys.stderr)
-        seconds = round(time.perf_counter() - t, 2)
-        per: dict = {"seconds": seconds}
-        for half in halves:
-            part = {p: lab for p, lab in labs.items() if lab["half"] == half}
-            row = {"all": score_set(results, part, name == "papervault")}
-            for kind in sorted({lab["type"] for lab in part.values()}):
-                row["type:" + kind] = score_set(results, {p: lab for p, lab in part.items() if lab["type"] == kind},
-                                                name == "papervault")
-            for scanned, label in ((True, "scanned"), (False, "born-digital")):
-                row[label] = score_set(results, {p: lab for p, lab in part.items() if lab["scanned"] == scanned},
-                                       name == "papervault")
-            per[half] = row
-        report["systems"][name] = per
-        report["errors"] = report.get("errors", {}) | {f"{name}:{Path(p).name}": r["error"]
-                                                       for p, r in results.items() if "error" in r}
+        _score_system(report, name, results, labs, halves, round(time.perf_counter() - t, 2))
         if name == "papervault":
-            for p, lab in sorted(labs.items()):
-                if lab["half"] != "tune":
-                    continue
-                r = results[p]
-                key, why = bad_key(r, lab)
-                wrong = [f for f, ok in (("title", normalize_title(r["title"]) == normalize_title(lab["title"])),
-                                         ("authors", author_f1(r["authors"], lab["authors"]) == 1),
-                                         ("year", r["year"] == lab["year"]), ("key", why is None)) if not ok]
-                if wrong:
-                    report["misses"][lab["file"]] = {
-                        "wrong": wrong, "key": key, "key_problem": why,
-                        "got": {k: r.get(k) for k in ("title", "authors", "year", "venue")},
-                        "want": {k: lab[k] for k in ("title", "authors", "year", "venue", "type", "scanned")}}
+            readings = results
+    for p, lab in sorted(labs.items()):
+        if lab["half"] != "tune":
+            continue
+        r = readings[p]
+        key, why = bad_key(r, lab)
+        wrong = [f for f, ok in (("title", normalize_title(r["title"]) == normalize_title(lab["title"])),
+                                 ("authors", author_f1(r["authors"], lab["authors"]) == 1),
+                                 ("year", r["year"] == lab["year"]), ("key", why is None)) if not ok]
+        if wrong:
+            report["misses"][lab["file"]] = {
+                "wrong": wrong, "key": key, "key_problem": why,
+                "got": {k: r.get(k) for k in ("title", "authors", "year", "venue")},
+                "want": {k: lab[k] for k in ("title", "authors", "year", "venue", "type", "scanned")}}
+    if args.model_reads:
+        t = time.perf_counter()
+        results, counts = run_model(labs, readings, args)
+        report["model"] = counts | {"reads": str(args.model_reads)}
+        _score_system(report, "papervault+model", results, labs, halves, round(time.perf_counter() - t, 2))
+        for p, lab in sorted(labs.items()):
+            r = results[p]
+            key, why = bad_key(r, lab)
+            if lab["half"] == "tune" and (normalize_title(r["title"]) != normalize_title(lab["title"]) or why):
+                report.setdefault("model_misses", {})[lab["file"]] = {
+                    "key": key, "key_problem": why,
+                    "got": {k: r.get(k) for k in ("title", "authors", "year", "venue", "identity")},
+                    "want": {k: lab[k] for k in ("title", "authors", "year", "venue")}}
     return report
 
 
@@ -384,8 +405,15 @@ def print_set(report: dict) -> None:
     for half in HALVES:
         if half in pv:
             print(f"bad keys ({half}): {pv[half]['all']['bad_key_reasons']}")
+    if "model" in report:
+        m = report["model"]
+        print(f"model's first-page reads ({m['reads']}): {m['read_by_model']} papers read, {m['stale']} from an "
+              f"older request, {m['no_read']} without a read; fields taken from the model: {m['taken']}")
     for name, err in report.get("errors", {}).items():
         print(f"error: {name}: {err}")
+    for name, m in report.get("model_misses", {}).items():
+        print(f"\nmodel miss (tune): {name} key {m['key']}" + (f" ({m['key_problem']})" if m["key_problem"] else "")
+              + f"\n  got  {m['got']}\n  want {m['want']}")
     for name, m in report["misses"].items():
         print(f"\nmiss (tune): {name} {m['wrong']} key {m['key']}"
               + (f" ({m['key_problem']})" if m["key_problem"] else "")
@@ -411,6 +439,12 @@ def main() -> None:
     ap.add_argument("--half", choices=("tune", "heldout", "both"), default="both")
     ap.add_argument("--cache", type=Path, help="keep the header reader's inputs per PDF in this folder and read "
                     "them from it (bench/front_cache.py; keyed by sha256 and parser version)")
+    ap.add_argument("--model-reads", type=Path, help="with --set: also score the header reader settled against a "
+                    "model's first-page reads (bench/identity_model.py), recorded in this JSON-lines file")
+    ap.add_argument("--model-url", help="OpenAI-compatible endpoint to ask for the reads the file lacks")
+    ap.add_argument("--model-name", default="queue", help="the model name sent to --model-url")
+    ap.add_argument("--model-timeout", type=float, default=3600.0, help="seconds to wait for one read")
+    ap.add_argument("--model-concurrency", type=int, default=64, help="reads asked at once")
     args = ap.parse_args()
     global CACHE
     CACHE = args.cache

@@ -92,9 +92,10 @@ def test_a_piece_of_the_title_gives_way_and_what_the_page_cannot_settle_is_doubt
                  provenance={"title": "layout", "title_confidence": "high", "authors": "layout"})
     record = settle(meta, {"title": "Data Compression"}, page)
     assert meta.title == "Data Compression" and record["model"] == ["title"] and "uncertain" not in record
-    # Two lines of the page, neither a piece of the other nor a name: the page does not say which is the title.
+    # Two lines of the page, neither a piece of the other nor a name, the parse sure of its own: the page does
+    # not say which is the title.
     meta = _meta(id="lelewerdata", title="Data Compression", authors=["Debra A. Lelewer"],
-                 provenance={"title": "layout", "title_confidence": "low", "authors": "layout"})
+                 provenance={"title": "layout", "title_confidence": "high", "authors": "layout"})
     record = settle(meta, {"title": "Query Languages"}, page)
     assert meta.title == "Data Compression" and record["uncertain"] == ["title"]
     meta.identity = record
@@ -106,3 +107,52 @@ def test_a_piece_of_the_title_gives_way_and_what_the_page_cannot_settle_is_doubt
     # Hostile or malformed readings are ignored field by field.
     meta = _meta()
     assert settle(meta, {"title": 7, "authors": "x", "year": "19x4", "venue": "v" * 5000}, PAGE) is None
+
+
+def test_a_low_confidence_title_running_text_or_an_ocr_slip_gives_way_to_the_model_s_read():
+    """The parse's `# title` line is its own reading, not the page's print; a title the parse was unsure of
+    gives way to the model's printed one; running text is no title even where it holds the model's; the same
+    printed line read twice keeps the model's reading where the OCR slipped ("HELD" for "FIELD")."""
+    page = ("# Query Languages\n\n<a id=\"page-1\"></a>\n\nData Compression\n\nDebra A. Lelewer\n\n"
+            "Query Languages and other matters\n")
+    meta = _meta(id="lelewerquery", title="Query Languages", authors=["Debra A. Lelewer"],
+                 provenance={"title": "layout", "title_confidence": "low", "authors": "layout"})
+    record = settle(meta, {"title": "Data Compression"}, page)
+    assert meta.title == "Data Compression" and record["model"] == ["title"] and "uncertain" not in record
+
+    page = ("<a id=\"page-1\"></a>\n\nCement\n\n90 million tons, and masonry cement production continued to "
+            "remain steady at 2.4 million tons. Cement was produced at 96 plants in 34 States\n")
+    meta = _meta(id="cement2022", title="90 million tons, and masonry cement production continued to remain steady "
+                 "at 2.4 million tons. Cement was produced at 96 plants in 34 States",
+                 provenance={"title": "layout", "title_confidence": "low"})
+    assert settle(meta, {"title": "Cement"}, page)["model"] == ["title"] and meta.title == "Cement"
+
+    page = ("<a id=\"page-1\"></a>\n\nTWO-DIMENSIONAL DILUTED ISING ANTIFERROMAGNETS IN A UNIFORM HELD\n\n"
+            "Mitsuhiro Horiguchi\n\nPhysica A 1988\n")
+    meta = _meta(id="horiguchi1988two", title="TWO-DIMENSIONAL DILUTED ISING ANTIFERROMAGNETS IN A UNIFORM HELD",
+                 authors=["Mitsuhiro Horiguchi"], provenance={"title": "layout", "title_confidence": "high"})
+    record = settle(meta, {"title": "Two-Dimensional Diluted Ising Antiferromagnets in a Uniform Field"}, page)
+    assert meta.title.endswith("Uniform Field") and record["model"] == ["title"]
+    # ... but a model's title that is not on the page at all, however close to the parse's, is not taken
+    meta = _meta(id="horiguchi1988two", title="TWO-DIMENSIONAL DILUTED ISING ANTIFERROMAGNETS IN A UNIFORM HELD",
+                 provenance={"title": "layout", "title_confidence": "high"})
+    settle(meta, {"title": "Three-Dimensional Ising Ferromagnets in Random Fields"}, page)
+    assert meta.title.endswith("UNIFORM HELD")
+
+
+def test_the_authors_printed_by_the_title_win_over_a_publisher_s_panel():
+    """A publisher's cover page lists other papers and their authors above the article; the authors printed by
+    the title are the paper's."""
+    page = ("# The stock market learned as Ising model\n\n<a id=\"page-1\"></a>\n\nJournal of Physics: Conference "
+            "Series\n\nYou may also like\n\nPhysics and financial economics: puzzles Didier Sornette\n\n"
+            "Immediate causality network of stock markets Li Zhou, Lu Qiu et al.\n\n" + "Downloaded. " * 40
+            + "\n\n<a id=\"page-2\"></a>\n\n## The stock market learned as Ising model\n\n"
+            "## Longfeng Zhao1, Weiqi Bao2, Wei Li1\n\nAbstract. The collective behaviors ...\n")
+    meta = _meta(id="sornette2018stock", title="The stock market learned as Ising model", year=2018,
+                 authors=["Didier Sornette", "Li Zhou", "Lu Qiu"],
+                 provenance={"title": "layout", "title_confidence": "high", "authors": "layout"})
+    record = settle(meta, {"title": "The stock market learned as Ising model",
+                           "authors": ["Longfeng Zhao", "Weiqi Bao", "Wei Li"]}, page)
+    assert meta.authors == ["Longfeng Zhao", "Weiqi Bao", "Wei Li"] and record["model"] == ["authors"]
+    meta.identity = record
+    assert identity_doubt(meta)          # the id was made of the panel's names: status says so
