@@ -63,6 +63,43 @@ def test_first_pass_joins_lines_as_the_full_parse_does(tmp_path):
     text = first_pass(tmp_path / "hy.pdf").markdown
     assert "many algorithmic uses; a state-of-the-art filter and a state-of-the-art sketch." in text
     assert parse_pdf(tmp_path / "hy.pdf").markdown.count("algorithmic") == 1
+    # a section's heading over its first lines is a line of its own, not the start of the paragraph
+    from papervault.parse.firstpass import _block
+    from papervault.parse.references import REFERENCES_HEADING
+
+    assert _block("1. INTRODUCTION\nDimension reduction is al-\ngorithmic [2].", REFERENCES_HEADING) == [
+        "\\1. INTRODUCTION", "Dimension reduction is algorithmic [2]."]
+    assert _block("1. We show that the bound\nholds.", REFERENCES_HEADING) == ["\\1. We show that the bound holds."]
+
+
+def test_an_add_whose_early_worker_has_not_taken_its_lock_yet_starts_no_second(tmp_path):
+    """On a busy machine the worker an add started at its first commit may not hold its lock when the add
+    returns: the add reports that worker and starts none beside it (which would run at full priority)."""
+    ws = Workspace(Workspace.init(tmp_path / "ws")[0].root)
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(arrival.lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)            # a worker "runs" while the add does: it starts none
+        _pv(ws.root, "add", str(_pdf(tmp_path / "a.pdf", "Quorum Leases for Replicated Logs")),
+            PAPERVAULT_PARSE_FIRST_PASS="true")
+    finally:
+        os.close(fd)
+    ids = arrival.waiting(ws)
+    assert len(ids) == 1 and not arrival.running(ws)
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])    # started, no lock yet
+    arrival._STARTED[str(ws.root)] = slow
+    try:
+        assert arrival.after_add(ws, ids) == {"waiting": 1, "pid": slow.pid}
+    finally:
+        slow.kill()
+        slow.wait()
+    # once it has gone, the add starts a worker, which completes the paper
+    pid = arrival.after_add(ws, ids)["pid"]
+    assert pid and pid != slow.pid
+    deadline = time.monotonic() + 300
+    while (arrival.running(ws) or arrival.waiting(ws)) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not arrival.waiting(ws)
 
 
 def _scan(src: Path, out: Path) -> Path:

@@ -41,6 +41,9 @@ COMMAND = ARRIVAL_HOLDER   # the write lock's holder name while the worker write
 NICE = 19   # a worker an add starts at its first commit yields the CPU to that add (and to searches)
 
 
+_STARTED: dict[str, subprocess.Popen] = {}     # the worker this process started last, by workspace (`after_add`)
+
+
 def start(ws, *, nice: bool = False) -> int | None:
     """Start the worker for this workspace unless one runs; returns its pid (None when one was running). The
     process is detached (its own session): it outlives the command that started it. `nice`: it (and the parser
@@ -50,7 +53,7 @@ def start(ws, *, nice: bool = False) -> int | None:
     log_dir = ws.state_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     with open(log_dir / "arrival.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(ws.root)],
+        proc = _STARTED[str(ws.root)] = subprocess.Popen([sys.executable, "-m", "papervault.app.arrival", "--workspace", str(ws.root)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
                                 start_new_session=True, cwd=str(ws.root))
     if nice:
@@ -63,10 +66,17 @@ def start(ws, *, nice: bool = False) -> int | None:
 
 def after_add(ws, ids: list[str] | None = None) -> dict:
     """What `add` reports of the papers (`ids`: those it wrote) it left to the worker: {waiting, pid}; the
-    worker is started when any paper of the vault waits (one of these, or one a killed worker left)."""
+    worker is started when any paper of the vault waits (one of these, or one a killed worker left), unless the
+    one this process started at the add's first commit still runs (on a busy machine it may not hold its lock
+    yet: a second worker would be started beside it, at full priority)."""
     mine = waiting(ws, ids)
     wait = bool(mine) or (ids is not None and bool(waiting(ws)))
-    return {"waiting": len(mine), "pid": (start(ws) or running(ws)) if wait else None}
+    if not wait:
+        return {"waiting": len(mine), "pid": None}
+    early = _STARTED.get(str(ws.root))
+    if early is not None and early.poll() is None and not running(ws):
+        return {"waiting": len(mine), "pid": early.pid}
+    return {"waiting": len(mine), "pid": start(ws) or running(ws)}
 
 
 # --- the worker ---------------------------------------------------------------------------------------------
