@@ -34,6 +34,7 @@ STATE_WAIT_TRIES = 20   # `running` asks the worker's state file again this many
 _FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
 _PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$', re.M)   # as papervault.vault.paper.PAGE_ANCHOR
 _SECTION_NUMBER = re.compile(r"^(?:\d{1,2}\.?|[IVX]{1,5}\.?|§\s*\d{1,2}\.?)$")   # "9." above "REFERENCES"
+_NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.)\s+([A-Z][^.!?]*)$")
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
 
 
@@ -51,12 +52,31 @@ def _para(text: str, hyphenated: set[str] | frozenset[str] = frozenset()) -> str
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
 
 
+def _is_heading_line(line: str) -> bool:
+    """A section's numbered heading ("1. INTRODUCTION", "3.2 Related Work", "IV. EVALUATION") or a heading in
+    capitals ("ABSTRACT", "RELATED WORK"): short, no sentence's end."""
+    s = line.strip()
+    if not s or len(s) > 80 or s[-1] in ".,;:" or s.lower().startswith(("references", "bibliography")):
+        return False
+    m = _NUMBERED_HEADING.match(s)
+    if m:
+        words = [w for w in m.group(1).split() if len(w) > 3]
+        return len(m.group(1).split()) <= 8 and sum(w[0].isupper() for w in words) * 2 >= len(words)
+    letters = [c for c in s if c.isalpha()]
+    return len(letters) >= 4 and all(c.isupper() for c in letters) and len(s.split()) <= 6
+
+
 def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | frozenset[str] = frozenset()
            ) -> list[str]:
     """A text block as Markdown paragraphs. A line of it that is a reference list's title ("REFERENCES",
     "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes the
     `## References` heading the full parse writes there, the block cut around it (the entries often share the
     title's block), so the reference list is read from the first pass too (citations)."""
+    head, _, rest = text.partition("\n")
+    if rest.strip() and _is_heading_line(head):
+        # "1. INTRODUCTION" over the section's first lines: a line of its own, as the full parse sets it apart,
+        # not the start of the paragraph (whose sentences are a citation's context)
+        return [_para(head)] + _block(rest, references_heading, hyphenated)
     low = text.lower()
     if "references" not in low and "bibliography" not in low and "cited" not in low:
         return [_para(text, hyphenated)]
