@@ -69,6 +69,8 @@ def test_first_pass_joins_lines_as_the_full_parse_does(tmp_path):
 
     assert _block("1. INTRODUCTION\nDimension reduction is al-\ngorithmic [2].", REFERENCES_HEADING) == [
         "\\1. INTRODUCTION", "Dimension reduction is algorithmic [2]."]
+    assert _block("1.\nINTRODUCTION\nDimension reduction [2].", REFERENCES_HEADING) == [
+        "\\1. INTRODUCTION", "Dimension reduction [2]."]
     assert _block("1. We show that the bound\nholds.", REFERENCES_HEADING) == ["\\1. We show that the bound holds."]
 
 

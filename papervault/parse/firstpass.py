@@ -59,6 +59,8 @@ def _is_heading_line(line: str) -> bool:
     if not s or len(s) > 80 or s[-1] in ".,;:" or s.lower().startswith(("references", "bibliography")):
         return False
     m = _NUMBERED_HEADING.match(s)
+    if m and m.group(1).lower().startswith(("references", "bibliography")):
+        return False                 # the reference list's title: `_block` makes it the heading it is
     if m:
         words = [w for w in m.group(1).split() if len(w) > 3]
         return len(m.group(1).split()) <= 8 and sum(w[0].isupper() for w in words) * 2 >= len(words)
@@ -73,6 +75,10 @@ def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | fro
     `## References` heading the full parse writes there, the block cut around it (the entries often share the
     title's block), so the reference list is read from the first pass too (citations)."""
     head, _, rest = text.partition("\n")
+    if _SECTION_NUMBER.match(head.strip()) and "\n" in rest:     # "1." over "INTRODUCTION"
+        second, _, after = rest.partition("\n")
+        if _is_heading_line(f"{head.strip()} {second.strip()}"):
+            head, rest = f"{head.strip()} {second.strip()}", after
     if rest.strip() and _is_heading_line(head):
         # "1. INTRODUCTION" over the section's first lines: a line of its own, as the full parse sets it apart,
         # not the start of the paragraph (whose sentences are a citation's context)
