@@ -48,7 +48,10 @@ def _para(text: str, hyphenated: set[str] | frozenset[str] = frozenset()) -> str
     joined as the full parse joins them: ligatures expanded, a line-break hyphen undone ("al-" + "gorithmic")
     unless the word is written with its hyphen elsewhere on the page (`hyphenated`). A passage reads, is
     found and is embedded as its full parse will be, not as "al- gorithmic"."""
-    text = " ".join(join_lines(clean(text).split("\n"), hyphenated).split())
+    text = clean(text)
+    if "-\n" in text or "\u2010\n" in text:      # (the common block has no broken word: one split, no regex)
+        text = join_lines(text.split("\n"), hyphenated)
+    text = " ".join(text.split())
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
 
 
@@ -149,7 +152,7 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
             texts = [b[4] for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()]
             if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
                 pending.append(pno)
-            hyphenated = hyphenated_words(texts)
+            hyphenated = hyphenated_words(texts) if any("-\n" in t for t in texts) else frozenset()
             for t in texts:
                 out.extend(_block(t, REFERENCES_HEADING, hyphenated))
     finally:
