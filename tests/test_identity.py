@@ -570,3 +570,38 @@ def test_old_ids_resolve_in_the_mcp_tools_after_rekey(ws, tmp_path, model_dir):
 
     anyio.run(main)
     assert ws.vault.paper_ids() == ["aho1975efficient"] and ws.vault.is_clean()
+
+
+def test_a_publisher_s_cover_with_a_panel_of_other_papers_is_a_cover(tmp_path):
+    """An article's cover page (how to cite it, where to read it online, a panel of other papers "you may also
+    like" with their authors) is a cover: the identity is read from the article's own first page, and the
+    panel's authors are never the paper's."""
+    import pymupdf
+
+    from papervault.parse.pdf import read_front
+
+    doc = pymupdf.open()
+    cover = doc.new_page()
+    for y, text, size in ((80, "Journal of Physics: Conference Series", 12), (110, "PAPER - OPEN ACCESS", 9),
+                          (140, "The stock market learned as Ising model", 16),
+                          (170, "To cite this article: Longfeng Zhao et al 2018 J. Phys.: Conf. Ser. 1113 012009", 9),
+                          (190, "View the article online for updates and enhancements.", 9),
+                          (230, "You may also like", 11),
+                          (250, "Physics and financial economics (1776-2014): puzzles, Ising and agent-based", 9),
+                          (262, "models", 9), (276, "Didier Sornette", 9),
+                          (300, "Immediate causality network of stock markets", 9), (314, "Li Zhou, Lu Qiu et al.", 9)):
+        cover.insert_text((60, y), text, fontsize=size)
+    article = doc.new_page()
+    for y, text, size in ((90, "The stock market learned as Ising model", 18),
+                          (120, "Longfeng Zhao, Weiqi Bao and Wei Li", 11),
+                          (140, "Central China Normal University, Wuhan 430079, China", 9),
+                          (170, "Abstract. The collective behaviors of the financial systems resemble the physics", 9),
+                          (182, "theory of critical phenomena. We treat the stock market as an Ising model.", 9)):
+        article.insert_text((60, y), text, fontsize=size)
+    for _ in range(2):
+        doc.new_page().insert_text((60, 90), "The stock price are formed through the exchanges of many traders.",
+                                   fontsize=9)
+    doc.save(tmp_path / "iop.pdf")
+    h = read_front(tmp_path / "iop.pdf")
+    assert h.title == "The stock market learned as Ising model"
+    assert [a.split()[-1] for a in h.authors] == ["Zhao", "Bao", "Li"], h.authors

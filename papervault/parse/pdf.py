@@ -211,7 +211,9 @@ def _parse(doc: pymupdf.Document, settings: ParseSettings, name: str | None = No
 
 
 _COVER = re.compile(r"this paper is included in the proceedings|open access to the proceedings|"
-                    r"is brought to you for free and open access", re.I)
+                    r"is brought to you for free and open access|"
+                    # a publisher's cover over an article: how to cite it, where to read it, what else to read
+                    r"to cite this article:|view the article online for updates|you may also like", re.I)
 
 
 def _is_cover(pages: list[list[Block]], n: int | None = None) -> bool:
