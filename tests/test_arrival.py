@@ -337,7 +337,8 @@ def test_auto_reads_a_large_add_by_its_first_pass_and_a_small_one_in_one_pass(tm
 
 def test_a_first_pass_add_is_searchable_from_its_first_commit(tmp_path, monkeypatch):
     """The first pass commits and indexes its first papers at once (2, then 4 times as many each commit): a search
-    made while the add still reads the rest finds them; the add's one index line counts every paper."""
+    made while the add still reads the rest finds them; the add's one index line counts every paper once (one
+    that an early step added and the last updated, another file of it merged in, too)."""
     from papervault.app.adding import add
     from papervault.index.search import Searcher
 
@@ -353,6 +354,8 @@ def test_a_first_pass_add_is_searchable_from_its_first_commit(tmp_path, monkeypa
         page = out.new_page(width=doc[0].rect.width, height=doc[0].rect.height)
         page.insert_image(page.rect, pixmap=pix)
         out.save(pdfs / "a-scan.pdf")
+    # another file of the first paper (another printing: more pages), merged into it by a later commit
+    _pdf(pdfs / "p0-printed.pdf", "Quorum Leases for Replicated Logs", pages=9)
     monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
     ws, _ = Workspace.init(tmp_path / "ws")
     ws = Workspace(ws.root)
@@ -370,8 +373,8 @@ def test_a_first_pass_add_is_searchable_from_its_first_commit(tmp_path, monkeypa
     finally:
         os.close(fd)
     assert seen[0] == (2, 2), seen          # the first two searchable while five more were still to be read
-    assert seen[-1][0] == 7
-    assert len(report.added) == 7 and report.arrival["waiting"] == 7
+    assert seen[-1][0] == 8
+    assert len(report.added) == 7 and report.arrival["waiting"] == 7 and len(report.merged) == 1
     assert report.index["early_steps"] == 1 and report.index["line"].startswith("indexed 7 of 7 papers"), report.index
     log = subprocess.run(["git", "-C", str(ws.root / "vault"), "log", "--format=%s"], capture_output=True,
                          text=True).stdout.splitlines()

@@ -163,7 +163,9 @@ def _indexed(st: AddState, report: dict) -> None:
         # what the import's own index steps did counts as this step's: one line for the add
         last = {key: list(report.get(key, [])) for key in ("added", "updated")}
         for key in last:
-            report[key] = [*(p for e in early for p in e.get(key, [])), *last[key]]
+            report[key] = list(dict.fromkeys([*(p for e in early for p in e.get(key, [])), *last[key]]))
+        # a paper an early step added and this one updated (a duplicate PDF merged into it later) counts once
+        report["updated"] = [p for p in report["updated"] if p not in set(report["added"])]
         report["chunks_embedded"] = report.get("chunks_embedded", 0) + sum(e.get("chunks_embedded", 0) for e in early)
         done = {*last["added"], *last["updated"]}    # a paper an early step missed and this one indexed is fine
         report["errors"] = {**{k: v for e in early for k, v in (e.get("errors") or {}).items() if k not in done},
