@@ -63,15 +63,48 @@ def test_first_pass_joins_lines_as_the_full_parse_does(tmp_path):
     text = first_pass(tmp_path / "hy.pdf").markdown
     assert "many algorithmic uses; a state-of-the-art filter and a state-of-the-art sketch." in text
     assert parse_pdf(tmp_path / "hy.pdf").markdown.count("algorithmic") == 1
-    # a section's heading over its first lines is a line of its own, not the start of the paragraph
+    # a section's heading over its first lines is a heading, as the full parse makes it, not the paragraph's start
     from papervault.parse.firstpass import _block
     from papervault.parse.references import REFERENCES_HEADING
 
     assert _block("1. INTRODUCTION\nDimension reduction is al-\ngorithmic [2].", REFERENCES_HEADING) == [
-        "\\1. INTRODUCTION", "Dimension reduction is algorithmic [2]."]
-    assert _block("1.\nINTRODUCTION\nDimension reduction [2].", REFERENCES_HEADING) == [
-        "\\1. INTRODUCTION", "Dimension reduction [2]."]
+        "## 1. INTRODUCTION", "Dimension reduction is algorithmic [2]."]
+    assert _block("2.1.2\nEnter <b>Paxos</b>\nWe decided to use Paxos [14].", REFERENCES_HEADING) == [
+        "## 2.1.2 Enter &lt;b>Paxos&lt;/b>", "We decided to use Paxos [14]."]
     assert _block("1. We show that the bound\nholds.", REFERENCES_HEADING) == ["\\1. We show that the bound holds."]
+
+
+def test_a_first_pass_s_sections_are_headings_whose_rows_wait_as_its_paragraphs_do(tmp_path, monkeypatch):
+    """The first pass sets a section's heading apart as a heading, so its paragraphs are chunked by section as
+    the full parse's are; the add that makes the paper searchable embeds its paper row only, its sections' and
+    paragraphs' rows left pending (found by full text, given vectors at query time) until the full parse."""
+    from papervault.app.adding import add
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Quorum Leases for Replicated Logs", fontsize=20)
+    page.insert_text((72, 120), "Ada Lovelace and Charles Babbage", fontsize=11)
+    for y, text in ((200, "1. INTRODUCTION\nReplicas answer reads locally under a lease.\nLeases bound recovery."),
+                    (300, "2. RELATED WORK\nPaxos orders the log of every replica.\nRaft elects one leader.")):
+        page.insert_text((72, y), text, fontsize=10)
+    doc.save(tmp_path / "leases.pdf")
+    monkeypatch.setenv("PAPERVAULT_PARSE_FIRST_PASS", "true")
+    monkeypatch.setenv("PAPERVAULT_INDEX_BACKGROUND_FILL", "true")
+    ws = Workspace(Workspace.init(tmp_path / "ws")[0].root)
+    ws.state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(arrival.lock_path(ws), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)            # a worker "runs": the first pass is all there is
+        report = add(ws, [str(tmp_path / "leases.pdf")])
+    finally:
+        os.close(fd)
+    [pid] = report.added
+    text = ws.vault.fulltext_path(pid).read_text(encoding="utf-8")
+    assert "\n## 1. INTRODUCTION\n" in text and "\n## 2. RELATED WORK\n" in text, text
+    rows = [(level, pending) for _, p, level, _, pending in _index(ws.root)["chunks"] if p == pid]
+    assert ("section", True) in rows and ("paragraph", True) in rows, rows
+    assert {level for level, pending in rows if not pending} == {"paper"}, rows
+    assert report.index["chunks_embedded"] == 1, report.index
 
 
 def test_an_add_whose_early_worker_has_not_taken_its_lock_yet_starts_no_second(tmp_path):

@@ -25,6 +25,7 @@ from papervault.index.schema import (DEFERRED_LEVELS, PENDING, READY, _content_h
                                      placeholder, rechunk_needed)
 from papervault.index.tables import CHUNKS, PAPERS, columns, recorded_meta, sql_list as _sql_list
 from papervault.models import Chunk, PaperMeta
+from papervault.parse.firstpass import is_first_pass
 from papervault.pdfstore import kept
 from papervault.timing import phase
 
@@ -206,8 +207,11 @@ class IndexSync:
                 if key in by_text:
                     old[c.id] = by_text[key]
         self.keys, self.old_keys = keys, old_keys
-        deferred = self.deferred = {c.id for _, cs, *_ in todo for c in cs
-                                    if self.defer and c.id not in old and c.level in DEFERRED_LEVELS}
+        # a paper read by its first pass has its sections' rows deferred too: its text layer's headings are a
+        # guess the full parse replaces, and the add that makes it searchable embeds only its paper row
+        deferred = self.deferred = {c.id for m, cs, *_ in todo for c in cs
+                                    if self.defer and c.id not in old and (c.level in DEFERRED_LEVELS or (
+                                        c.level == "section" and is_first_pass(m.parser)))}
         total = sum(c.id not in old and c.id not in deferred for _, cs, *_ in todo for c in cs)
         report["chunks_embedded"] += total
         report["chunks_pending"] += len(deferred)

@@ -33,7 +33,8 @@ HEADER_PAGES = 2         # pages whose layout the identity is read from
 STATE_WAIT_TRIES = 20   # `running` asks the worker's state file again this many times, 0.1 s apart
 _FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
 _PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$', re.M)   # as papervault.vault.paper.PAGE_ANCHOR
-_SECTION_NUMBER = re.compile(r"^(?:\d{1,2}\.?|[IVX]{1,5}\.?|§\s*\d{1,2}\.?)$")   # "9." above "REFERENCES"
+# a section's number on a line of its own: "9." above "REFERENCES", "2.1.2" above "Enter Paxos"
+_SECTION_NUMBER = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.?|§\s*\d{1,2}\.?)$")
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.)\s+([A-Z][^.!?]*)$")
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
 
@@ -73,7 +74,8 @@ def _is_heading_line(line: str) -> bool:
 
 def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | frozenset[str] = frozenset()
            ) -> list[str]:
-    """A text block as Markdown paragraphs. A line of it that is a reference list's title ("REFERENCES",
+    """A text block as Markdown paragraphs, after the section heading that opens it (a short numbered or
+    upper-case line over more lines: `_is_heading_line`). A line of it that is a reference list's title ("REFERENCES",
     "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes the
     `## References` heading the full parse writes there, the block cut around it (the entries often share the
     title's block), so the reference list is read from the first pass too (citations)."""
@@ -83,9 +85,10 @@ def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | fro
         if _is_heading_line(f"{head.strip()} {second.strip()}"):
             head, rest = f"{head.strip()} {second.strip()}", after
     if rest.strip() and _is_heading_line(head):
-        # "1. INTRODUCTION" over the section's first lines: a line of its own, as the full parse sets it apart,
-        # not the start of the paragraph (whose sentences are a citation's context)
-        return [_para(head)] + _block(rest, references_heading, hyphenated)
+        # "1. INTRODUCTION" over the section's first lines: a heading, as the full parse makes it, so that the
+        # section's paragraphs are chunked apart from the last section's (and the heading is no part of the
+        # sentences that cite a paper); escaped as any text of a PDF
+        return [f"## {escape_html(' '.join(head.split()))}"] + _block(rest, references_heading, hyphenated)
     low = text.lower()
     if "references" not in low and "bibliography" not in low and "cited" not in low:
         return [_para(text, hyphenated)]
