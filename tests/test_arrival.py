@@ -105,6 +105,7 @@ def test_a_first_pass_s_sections_are_headings_whose_rows_wait_as_its_paragraphs_
     assert ("section", True) in rows and ("paragraph", True) in rows, rows
     assert {level for level, pending in rows if not pending} == {"paper"}, rows
     assert report.index["chunks_embedded"] == 1, report.index
+    assert report.index["line"].endswith("passages follow behind: the full parse, then their vectors)"), report.index
 
 
 def test_an_add_whose_early_worker_has_not_taken_its_lock_yet_starts_no_second(tmp_path):

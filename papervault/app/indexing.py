@@ -67,7 +67,8 @@ def update_index(ws: Workspace, *, rebuild: bool = False, defer: bool = False, p
     if defer:
         pending = idx.pending()
         report["fill"] = {"pending": pending,
-                          "pid": (fill.start(ws) or fill.running(ws)) if pending and start_fill else None}
+                          "pid": (fill.start(ws) or fill.running(ws)) if pending and start_fill else None,
+                          "behind": not start_fill}   # an add by first pass: the arrival worker starts the fill
     return report
 
 
@@ -109,7 +110,11 @@ def index_line(report: dict) -> str:
     line = (f"indexed {done} of {plural(report.get('papers', 0), 'paper')} "
             f"({plural(report.get('chunks_embedded', 0), 'chunk')} embedded")
     pending = (report.get("fill") or {}).get("pending")
-    line += f"; {plural(pending, 'paragraph')} filling in the background)" if pending else ")"
+    if pending and (report.get("fill") or {}).get("behind"):
+        # a first pass's passages: the full parse replaces them, then the fill gives the new ones vectors
+        line += f"; {plural(pending, 'passage')} follow behind: the full parse, then their vectors)"
+    else:
+        line += f"; {plural(pending, 'paragraph')} filling in the background)" if pending else ")"
     errors = report.get("errors") or {}
     if errors:
         line += f"; NOT indexed: {', '.join(sorted(errors))} (see `papervault status`)"
