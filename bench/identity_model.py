@@ -167,8 +167,8 @@ def run_model(labs: dict[str, dict], readings: dict[str, dict], args) -> tuple[d
         text, total = pages[p]
         if text:
             tasks[p] = task_for(tmpl, meta_of(readings[p], p), text, total)
-    todo = [(labs[p]["sha256"], t, request_hash(backend, t)) for p, t in sorted(tasks.items())
-            if labs[p]["sha256"] not in reads]
+    hashes = {p: request_hash(backend, t) for p, t in tasks.items()}
+    todo = [(labs[p]["sha256"], t, hashes[p]) for p, t in sorted(tasks.items()) if labs[p]["sha256"] not in reads]
     if todo and args.model_url:
         args.model_reads.parent.mkdir(parents=True, exist_ok=True)
         reads.update(asyncio.run(_ask_all(backend, todo, args.model_reads, args.model_concurrency)))
@@ -180,7 +180,7 @@ def run_model(labs: dict[str, dict], readings: dict[str, dict], args) -> tuple[d
         record = settle(meta, row.get("identity"), pages[p][0]) if row and p in tasks else None
         if row and p in tasks:
             counts["read_by_model"] += 1
-            counts["stale"] += row.get("request") != request_hash(backend, tasks[p])
+            counts["stale"] += row.get("request") != hashes[p]
         else:
             counts["no_read"] += 1
         for name in (record or {}).get("model", []):

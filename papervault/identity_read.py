@@ -21,6 +21,7 @@ from papervault.lineshapes import is_address, is_column, is_institution, is_pers
 
 FIELDS = ("title", "authors", "year", "venue")
 NEAR = 0.88             # a reading this close to a run of the page's words, character for character, is printed there
+_TWO_SENTENCES = re.compile(r"[a-z]{2}[.?!]\s+[A-Z][a-z]*\s+[a-z]")   # "... 2.4 million tons. Cement was ..."
 _AUTHOR_LINE = re.compile(r"^(?:[A-Z][\w.'’-]*\s+){1,3}[A-Z][\w'’-]+(?:\s*[,*∗†‡]\s*|\s+and\s+)"
                           r"(?:[A-Z][\w.'’-]*\s+){0,3}[A-Z][\w'’-]+")
 
@@ -76,7 +77,8 @@ def _running_text(title: str) -> bool:
     sentence and the start of the next ("... at 2.4 million tons. Production of ..."), or is longer than a title
     (over 30 words)."""
     t = title.strip()
-    return bool(t) and (t[0].isdigit() or t[0].islower() or len(t.split()) > 30 or bool(re.search(r"[a-z]{2}[.?!]\s+[A-Z][a-z]*\s+[a-z]", t)))
+    return bool(t) and (t[0].isdigit() or t[0].islower() or len(t.split()) > 30
+                        or bool(_TWO_SENTENCES.search(t)))
 
 
 def title_support(title: str, page: str, other: str, parse_confidence: str | None = None, *,

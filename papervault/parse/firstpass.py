@@ -49,8 +49,8 @@ def _para(text: str, hyphenated: set[str] | frozenset[str] = frozenset()) -> str
     joined as the full parse joins them: ligatures expanded, a line-break hyphen undone ("al-" + "gorithmic")
     unless the word is written with its hyphen elsewhere on the page (`hyphenated`). A passage reads, is
     found and is embedded as its full parse will be, not as "al- gorithmic"."""
-    text = clean(text)
-    if "-\n" in text or "\u2010\n" in text:      # (the common block has no broken word: one split, no regex)
+    text = clean(text)                          # (a U+2010 hyphen is "-" after it)
+    if "-\n" in text:                           # the common block has no broken word: one split, no regex
         text = join_lines(text.split("\n"), hyphenated)
     text = " ".join(text.split())
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
@@ -60,14 +60,13 @@ def _is_heading_line(line: str) -> bool:
     """A section's numbered heading ("1. INTRODUCTION", "3.2 Related Work", "IV. EVALUATION") or a heading in
     capitals ("ABSTRACT", "RELATED WORK"): short, no sentence's end."""
     s = line.strip()
-    if not s or len(s) > 80 or s[-1] in ".,;:" or s.lower().startswith(("references", "bibliography")):
-        return False
     m = _NUMBERED_HEADING.match(s)
-    if m and m.group(1).lower().startswith(("references", "bibliography")):
-        return False                 # the reference list's title: `_block` makes it the heading it is
+    name = m.group(1) if m else s
+    if not s or len(s) > 80 or s[-1] in ".,;:" or name.lower().startswith(("references", "bibliography")):
+        return False                 # (the reference list's title: `_block` makes it the heading it is)
     if m:
-        words = [w for w in m.group(1).split() if len(w) > 3]
-        return len(m.group(1).split()) <= 8 and sum(w[0].isupper() for w in words) * 2 >= len(words)
+        words = [w for w in name.split() if len(w) > 3]
+        return len(name.split()) <= 8 and sum(w[0].isupper() for w in words) * 2 >= len(words)
     letters = [c for c in s if c.isalpha()]
     return len(letters) >= 4 and all(c.isupper() for c in letters) and len(s.split()) <= 6
 
