@@ -277,6 +277,21 @@ def test_deleted_papers_leave_the_index(small_ws):
     assert ix.stats()["health"].startswith("stale")   # paper1 is still in the vault
 
 
+def test_tables_a_killed_first_index_left_unfinished_read_as_absent_and_are_made_again(small_ws):
+    """Killed while creating its tables, a first index leaves table folders with no version, which LanceDB lists
+    but cannot open. Search and status read them as no index; the next index makes them again."""
+    index_dir = small_ws.state_dir / "index"
+    shutil.rmtree(index_dir)
+    for name in ("papers", "chunks"):
+        (index_dir / f"{name}.lance" / "_versions").mkdir(parents=True)
+        (index_dir / f"{name}.lance" / "data").mkdir()
+    assert search(small_ws, "paragraph", limit=3) == []
+    assert PaperIndex(small_ws).stats()["health"] == "empty"
+    report = PaperIndex(small_ws).sync()
+    assert sorted(report["added"]) == ["paper0", "paper1", "paper2"] and not report["errors"]
+    assert {h.paper_id for h in search(small_ws, "paragraph", limit=50)} == {"paper0", "paper1", "paper2"}
+
+
 def test_bad_note_does_not_stop_the_batch(small_ws):
     small_ws.vault.note_path("paper1").write_text("---\ntitle: [unclosed\n---\nbody\n")
     report = PaperIndex(small_ws).sync()

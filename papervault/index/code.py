@@ -24,7 +24,8 @@ from papervault.chunking.code import CHUNKER_VERSION, KINDS, CodeChunk, split_id
 from papervault.errors import IndexMismatchError, NotFoundError, PapervaultError
 from papervault.index.embed import Embedder, vector_meta
 from papervault.index.fusion import rrf
-from papervault.index.tables import CODE, open_db, recorded_meta as recorded, sql_list as _sql, table_names
+from papervault.index.tables import (CODE, create_table, open_db, recorded_meta as recorded, sql_list as _sql,
+                                     table_names)
 from papervault.models import now_iso
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ class CodeIndex:
         if not create:
             return None
         meta = code_meta(self.embedder)
-        return self.db.create_table(CODE, schema=code_schema(int(meta["dim"]), meta))
+        return create_table(self.db, CODE, schema=code_schema(int(meta["dim"]), meta))
 
     def check(self, tbl) -> None:
         """Raise IndexMismatchError when the table was built with another embedding model (known without
@@ -340,7 +341,7 @@ class CodeIndex:
     def links_table(self, *, create: bool = False):
         if LINKS in table_names(self.db):
             return self.db.open_table(LINKS)
-        return self.db.create_table(LINKS, schema=links_schema()) if create else None
+        return create_table(self.db, LINKS, schema=links_schema()) if create else None
 
     def add_links(self, links: list[dict]) -> int:
         """Record paper <-> repository links (idempotent: an existing pair keeps its first record)."""
@@ -377,7 +378,7 @@ class CodeIndex:
         if old is not None and {**old, "remotes": list(old["remotes"] or [])} == row:
             return
         tbl = self.db.open_table(REPOS) if REPOS in table_names(self.db) else \
-            self.db.create_table(REPOS, schema=repos_schema())
+            create_table(self.db, REPOS, schema=repos_schema())
         tbl.merge_insert("repo").when_matched_update_all().when_not_matched_insert_all().execute(
             pa.Table.from_pylist([row], schema=tbl.schema))
 

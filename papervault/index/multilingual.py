@@ -35,7 +35,8 @@ import pyarrow as pa
 
 from papervault.errors import IndexMismatchError
 from papervault.index.malloc import trim
-from papervault.index.tables import add_vector_index, optimize, prune_versions, recorded_meta, sql_list, table_names
+from papervault.index.tables import (add_vector_index, create_table, optimize, prune_versions, recorded_meta, sql_list,
+                                     table_names)
 from papervault.index.vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
@@ -332,7 +333,7 @@ def open_table(db, *, create: bool):
             return table
     if not create:
         return None
-    return db.create_table(CHUNKS_ML, schema=schema(), exist_ok=True)
+    return create_table(db, CHUNKS_ML, schema=schema(), exist_ok=True)
 
 
 def sync(db, chunks, embedder: MultilingualEmbedder | None = None,

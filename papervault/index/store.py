@@ -31,7 +31,7 @@ from papervault.index.tables import (CHUNKS, COMPACT_ROWS, KEEP_VERSIONS, PAPERS
                                      VECTOR_INDEX_MIN_ROWS, add_vector_index, batches as _batches, columns,
                                      has_fts, index_location, is_remote, open_db, optimize, prune_versions,
                                      recorded_meta, redact, redact_uri, set_library_log, sql_list as _sql_list,
-                                     table_names)
+                                     create_table, listed_tables, table_names)
 from papervault.models import Chunk
 from papervault.timing import phase
 from papervault.wording import plural
@@ -86,8 +86,8 @@ class PaperIndex:
         if es.model_path:   # where the model was loaded from, so a shell without the settings can find it
             meta["embedding_model_path"] = es.model_path
         self._record_settings()
-        papers = self.db.create_table(p_name, schema=papers_schema(dim, meta), exist_ok=True)
-        chunks = self.db.create_table(c_name, schema=chunks_schema(dim, meta), exist_ok=True)
+        papers = create_table(self.db, p_name, schema=papers_schema(dim, meta), exist_ok=True)
+        chunks = create_table(self.db, c_name, schema=chunks_schema(dim, meta), exist_ok=True)
         return papers, chunks
 
     @property
@@ -119,7 +119,7 @@ class PaperIndex:
         if self.names == (PAPERS, CHUNKS):      # the live index: its multilingual companion goes with it
             names.insert(0, ml.CHUNKS_ML)
         for name in names:
-            if name in table_names(self.db):
+            if name in listed_tables(self.db):   # a table left unfinished goes too
                 self.db.drop_table(name)
 
     # --- sync ------------------------------------------------------------------------------------
@@ -135,8 +135,8 @@ class PaperIndex:
         new_papers, new_chunks = staging._tables(create=False)
         p_name, c_name = self.names
         # streamed batch by batch: the copy never holds the whole table (its indexes are then built anew over it)
-        chunks = self.db.create_table(c_name, data=_batches(new_chunks), mode="overwrite")
-        papers = self.db.create_table(p_name, data=_batches(new_papers), mode="overwrite")
+        chunks = create_table(self.db, c_name, data=_batches(new_chunks), mode="overwrite")
+        papers = create_table(self.db, p_name, data=_batches(new_papers), mode="overwrite")
         self._maintain(chunks, papers)
         staging.drop()
         return report

@@ -147,8 +147,35 @@ def open_db(workspace):
 
 
 def table_names(db) -> list[str]:
+    """The tables of the index that hold a version. A process killed while creating a table leaves it listed
+    with no version, and opening it fails; it never held a row, so it reads as absent here, and `create_table`
+    clears it."""
+    return [name for name in listed_tables(db) if _committed(db, name)]
+
+
+def listed_tables(db) -> list[str]:
+    """Every table LanceDB lists, with those an interrupted run left unfinished."""
     names = db.list_tables()
     return list(getattr(names, "tables", names))
+
+
+def _committed(db, name: str) -> bool:
+    try:
+        db.open_table(name)
+    except ValueError as exc:
+        if "was not found" in str(exc):
+            return False
+        raise
+    return True
+
+
+def create_table(db, name: str, **kwargs):
+    """`db.create_table`, first clearing what a process killed while creating the table left (see `table_names`):
+    callers hold the index's write lock, so no other process is creating it."""
+    if name in listed_tables(db) and not _committed(db, name):
+        log.warning("index: table %s was left unfinished by an interrupted run; it is made again", name)
+        db.drop_table(name)
+    return db.create_table(name, **kwargs)
 
 
 def has_fts(table) -> bool:
