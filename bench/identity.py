@@ -63,6 +63,7 @@ from front_cache import cached_inputs  # noqa: E402
 from identity_model import run_model  # noqa: E402
 from papervault.ids import fold, key_base, key_name, last_name, normalize_title  # noqa: E402
 from papervault.ingest_records import key_confident  # noqa: E402
+from papervault.lineshapes import is_person_name  # noqa: E402
 from papervault.parse.header import read_header  # noqa: E402
 from papervault.parse import words  # noqa: E402
 from papervault.parse.pdf import parse_pdf, read_front  # noqa: E402
@@ -238,12 +239,18 @@ def set_labels(labels_file: Path, set_dir: Path, half: str) -> tuple[dict[str, d
     return labs, missing
 
 
+NOT_A_SURNAME = "not a surname (a word of a heading, an affiliation, an address, the title)"
+SOMEONE_ELSE = "another person's surname, not a labelled author's (an editor, a transcriber, a thanked colleague)"
+
+
 def bad_key(result: dict, lab: dict) -> tuple[str, str | None]:
     """The key `add` builds of the system's reading (`ids.key_base`, with `ingest_records.key_confident` for
     the header reader), and why it is bad: its name part is not the family name of a labelled author (a word
     of an affiliation, an address, a heading, the title, a thanked colleague), a name for a page that prints
     none, or `anon` while the page prints authors. A key built from a short form of the title where no author
-    was read (`sorting2004`) is not built from a non-surname: it is counted apart (`title_key`)."""
+    was read (`sorting2004`) is not built from a non-surname: it is counted apart (`title_key`). A key whose
+    name part is not a labelled author's is told apart by its first author: a person's name (another person
+    printed on the page, `SOMEONE_ELSE`) or not (`NOT_A_SURNAME`, what `non_surname_keys` counts)."""
     confident = result.get("key_confident", True)
     key = key_base(result["authors"], result["year"], result["title"], confident)
     got = key_name(result["authors"], result["title"], confident)     # the name part exactly as `key_base` builds it
@@ -255,7 +262,11 @@ def bad_key(result: dict, lab: dict) -> tuple[str, str | None]:
         return key, "name where the page prints none"
     # A family name with a particle ("de la Sierra") may be keyed on all of it or on its last word.
     families = {_family_full(a) for a in lab["authors"]} | {_family(a) for a in lab["authors"]}
-    return key, None if got in families else "not a labelled author's family name"
+    if got in families:
+        return key, None
+    if is_person_name(result["authors"][0]):
+        return key, SOMEONE_ELSE
+    return key, NOT_A_SURNAME
 
 
 def reading_bad_key(result: dict, lab: dict) -> str | None:
@@ -295,6 +306,7 @@ def score_set(results: dict[str, dict], labs: dict[str, dict], venue: bool) -> d
             reasons[why] = reasons.get(why, 0) + 1
     out["bad_keys"] = round(sum(reasons.values()) / n, 4)
     out["bad_key_reasons"] = reasons
+    out["non_surname_keys"] = reasons.get(NOT_A_SURNAME, 0)
     out["title_keys"] = sum(1 for p, lab in labs.items()
                             if not key_name(results[p]["authors"], results[p]["title"],
                                             results[p].get("key_confident", True))
@@ -405,10 +417,16 @@ def print_set(report: dict) -> None:
     for half in HALVES:
         if half in pv:
             print(f"bad keys ({half}): {pv[half]['all']['bad_key_reasons']}")
+    for name, per in report["systems"].items():
+        for half in HALVES:
+            if half in per and "non_surname_keys" in per[half]["all"]:
+                print(f"keys built from a non-surname ({name}, {half}): {per[half]['all']['non_surname_keys']}")
     if "model" in report:
         m = report["model"]
         print(f"model's first-page reads ({m['reads']}): {m['read_by_model']} papers read, {m['stale']} from an "
               f"older request, {m['no_read']} without a read; fields taken from the model: {m['taken']}")
+        print(f"titles the page left open, asked of the model: {m['title_asked']}, {m['title_answered']} answered "
+              f"({m['title_stale']} from an older request)")
     for name, err in report.get("errors", {}).items():
         print(f"error: {name}: {err}")
     for name, m in report.get("model_misses", {}).items():

@@ -34,11 +34,11 @@ import pymupdf
 from papervault.agents.openai import OpenAIBackend
 from papervault.agents.paperdoc import PaperPart, read_paper
 from papervault.config import OpenAISettings
-from papervault.identity_read import settle
+from papervault.identity_read import answer_title, read_title, settle
 from papervault.ids import key_base
 from papervault.ingest_records import key_confident
 from papervault.models import PaperMeta
-from papervault.note_analysis import build_task, load_template
+from papervault.note_analysis import build_task, load_template, title_task
 from papervault.parse.pdf import parse_pdf
 from papervault.parse.version import PARSER
 
@@ -123,18 +123,21 @@ def request_hash(backend: OpenAIBackend, task) -> str:
     return hashlib.sha256(backend.material(task).encode("utf-8")).hexdigest()[:16]
 
 
-def load_reads(path: Path) -> dict[str, dict]:
+def load_reads(path: Path, kind: str = "read") -> dict[str, dict]:
+    """The recorded answers of one kind, by the PDF's sha256: "read" (the first-page read) or "title" (the
+    question `settle` left open, `note_analysis.title_task`)."""
     out: dict[str, dict] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
-                out[row["sha256"]] = row
+                if row.get("kind", "read") == kind:
+                    out[row["sha256"]] = row
     return out
 
 
 async def _ask_all(backend: OpenAIBackend, todo: list[tuple[str, object, str]], reads_file: Path,
-                   concurrency: int) -> dict[str, dict]:
+                   concurrency: int, kind: str = "read") -> dict[str, dict]:
     slots = asyncio.Semaphore(concurrency)
     got: dict[str, dict] = {}
 
@@ -145,11 +148,12 @@ async def _ask_all(backend: OpenAIBackend, todo: list[tuple[str, object, str]], 
             except Exception as exc:  # a failed read scores as the parse alone, as in `add`
                 print(f"  model read failed for {sha[:12]}: {exc}", file=sys.stderr)
                 return
-        row = {"sha256": sha, "request": rhash, "identity": answer.data.get("identity")}
+        row = {"sha256": sha, "request": rhash, **({"kind": kind, "answer": answer.data} if kind != "read" else
+                                                    {"identity": answer.data.get("identity")})}
         got[sha] = row
         with reads_file.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(f"  model reads: {len(got)}/{len(todo)}", file=sys.stderr)
+        print(f"  model answers ({kind}): {len(got)}/{len(todo)}", file=sys.stderr)
 
     await asyncio.gather(*(one(*job) for job in todo))
     return got
@@ -172,20 +176,52 @@ def run_model(labs: dict[str, dict], readings: dict[str, dict], args) -> tuple[d
     if todo and args.model_url:
         args.model_reads.parent.mkdir(parents=True, exist_ok=True)
         reads.update(asyncio.run(_ask_all(backend, todo, args.model_reads, args.model_concurrency)))
-    results: dict[str, dict] = {}
-    counts = {"read_by_model": 0, "stale": 0, "no_read": 0, "taken": {}}
+    settled = {}
+    counts = {"read_by_model": 0, "stale": 0, "no_read": 0, "taken": {}, "title_asked": 0, "title_answered": 0,
+              "title_stale": 0}
     for p, lab in labs.items():
         meta = meta_of(readings[p], p)
         row = reads.get(lab["sha256"])
+        parse = (meta.title, dict(meta.provenance), read_title(row.get("identity")) if row else None)
         record = settle(meta, row.get("identity"), pages[p][0]) if row and p in tasks else None
+        settled[p] = (meta, record, *parse)
         if row and p in tasks:
             counts["read_by_model"] += 1
             counts["stale"] += row.get("request") != hashes[p]
         else:
             counts["no_read"] += 1
+    _ask_titles(settled, labs, pages, backend, args, counts)
+    results: dict[str, dict] = {}
+    for p, (meta, record, *_) in settled.items():
         for name in (record or {}).get("model", []):
             counts["taken"][name] = counts["taken"].get(name, 0) + 1
         confident = key_confident(meta.provenance, SimpleNamespace(provenance=meta.provenance, authors=meta.authors))
         results[p] = {"title": meta.title, "authors": meta.authors, "year": meta.year, "venue": meta.venue,
                       "key_confident": confident, "identity": record}
     return results, counts
+
+
+def _ask_titles(settled: dict[str, tuple], labs: dict[str, dict], pages: dict[str, tuple[str, int]],
+                backend: OpenAIBackend, args, counts: dict) -> None:
+    """The question `settle` leaves open when the page does not decide the title (`note_analysis.title_task`),
+    asked as the analysis asks it, its recorded answer (kind "title" in the reads file) applied as `add` applies
+    it: `settled[p]` is updated in place."""
+    asks = {p: title_task(meta, parse_title, model_title, pages[p][0])
+            for p, (meta, record, parse_title, _, model_title) in settled.items()
+            if record and "title" in record.get("uncertain", []) and parse_title and model_title}
+    hashes = {p: request_hash(backend, t) for p, t in asks.items()}
+    answers = load_reads(args.model_reads, "title")
+    todo = [(labs[p]["sha256"], t, hashes[p]) for p, t in sorted(asks.items()) if labs[p]["sha256"] not in answers]
+    if todo and args.model_url:
+        answers.update(asyncio.run(_ask_all(backend, todo, args.model_reads, args.model_concurrency, kind="title")))
+    counts["title_asked"] = len(asks)
+    for p in asks:
+        row = answers.get(labs[p]["sha256"])
+        if not row:
+            continue
+        meta, record, parse_title, parse_prov, model_title = settled[p]
+        counts["title_answered"] += 1
+        counts["title_stale"] += row.get("request") != hashes[p]
+        record = answer_title(meta, record, (row.get("answer") or {}).get("title"), parse_title=parse_title,
+                              parse_provenance=parse_prov, model_title=model_title, fulltext=pages[p][0])
+        settled[p] = (meta, record, parse_title, parse_prov, model_title)

@@ -6,6 +6,11 @@ affiliation, an address or a column name), are the authors people's names printe
 printed on the page, and what the parse already knew (its title confidence, its largest type). The
 better-supported reading is kept; a tie keeps the parse. Fields a person, a library or a resolved identifier
 gave are never touched. The note says which reading it kept (`identity: {source, disagreed, uncertain}`).
+
+A title the page leaves undecided is asked of the model once more, as a question of its own
+(`note_analysis.title_task`): the two readings side by side, in an order that does not say whose each is, with
+the first pages. The reading it names is kept when the page prints it (`answer_title`), and the note says so
+(`asked: [title]`); no answer, or any other, leaves the title uncertain for `status` to list.
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ _AUTHOR_LINE = re.compile(r"^(?:[A-Z][\w.'’-]*\s+){1,3}[A-Z][\w'’-]+(?:\s*[,
                           r"(?:[A-Z][\w.'’-]*\s+){0,3}[A-Z][\w'’-]+")
 
 
-def first_pages(fulltext: str, pages: int = 2) -> str:
+def first_pages(fulltext: str, pages: int = 2, *, title_line: bool = False) -> str:
     """The text of the first `pages` pages of `paper.md` (the title page, and the next one after a cover), from
-    the first page's anchor: the `# title` line above it is the parse's own reading, not the page's print."""
-    anchors = read_paper_md(fulltext).anchors
-    start = next((at for page, at in anchors if page == 1), 0)
-    end = next((at for page, at in anchors if page > pages), len(fulltext))
-    return fulltext[start:end]
+    the first page's anchor: the `# title` line above it is the parse's own reading, not evidence for it. With
+    `title_line`, that line is kept as a line of the page (the parse took it from the page, which no longer
+    prints it below the anchor): what a reader of the page is shown."""
+    doc = read_paper_md(fulltext)
+    start = next((at for page, at in doc.anchors if page == 1), 0)
+    end = next((at for page, at in doc.anchors if page > pages), len(fulltext))
+    if not title_line or not doc.title or not start:
+        return fulltext[start:end]
+    return f"{doc.title}\n\n{fulltext[start:end]}"
 
 
 def _on_page(text: str, page: str) -> bool:
@@ -249,3 +258,57 @@ def settle(meta: PaperMeta, read: Any, fulltext: str) -> dict[str, Any] | None:
     if uncertain:
         record["uncertain"] = uncertain
     return record
+
+
+# --- the question the page left open ------------------------------------------------------------------------
+
+TITLE_CHOICES = ("A", "B", "neither")
+
+
+def read_title(read: Any) -> str | None:
+    """The title of the model's first-page reading, as `settle` weighed it."""
+    return _clean_read(read).get("title")
+
+
+def title_options(parse_title: str, model_title: str) -> tuple[str, str]:
+    """The two readings as the question shows them, A and B: in an order that says nothing of whose each is."""
+    a, b = sorted((parse_title, model_title), key=lambda t: (normalize_title(t), t))
+    return a, b
+
+
+def answer_title(meta: PaperMeta, record: dict[str, Any], choice: Any, *, parse_title: str,
+                 parse_provenance: dict[str, Any], model_title: str, fulltext: str) -> dict[str, Any]:
+    """Apply the model's answer to the one question `settle` left open for the title (`choice`: "A", "B" or
+    "neither" of `title_options`): the reading it names is kept when the first pages print it, and the title
+    is no longer uncertain. Any other answer leaves `meta` and `record` as they were."""
+    if choice not in ("A", "B"):
+        return record
+    chosen = title_options(parse_title, model_title)[0 if choice == "A" else 1]
+    page = first_pages(fulltext, title_line=True)
+    if not (_on_page(chosen, page) or _near_page(chosen, page)):
+        return record
+    prov = dict(meta.provenance or {})
+    taken = [f for f in record.get("model", []) if f != "title"]
+    if chosen == model_title:
+        meta.title = model_title
+        prov.update(title="model", title_confidence="high",
+                    title_evidence="the model's answer between the two readings, printed on the page")
+        taken = ["title", *taken]
+    else:
+        meta.title = parse_title
+        for name in ("title", "title_confidence", "title_evidence"):
+            if name in parse_provenance:
+                prov[name] = parse_provenance[name]
+            else:
+                prov.pop(name, None)
+        prov["title_confidence"] = "high"
+    meta.provenance = prov
+    out = {k: v for k, v in record.items() if k not in ("model", "uncertain")}
+    out["source"] = "model" if taken else "parse"
+    if taken:
+        out["model"] = [f for f in FIELDS if f in taken]
+    uncertain = [f for f in record.get("uncertain", []) if f != "title"]
+    if uncertain:
+        out["uncertain"] = uncertain
+    out["asked"] = ["title"]
+    return out

@@ -136,7 +136,7 @@ class PaperMeta(BaseModel):
     key_results: list[dict[str, Any]] = Field(default_factory=list)
     coverage: dict[str, Any] = Field(default_factory=dict)
     identity: dict[str, Any] | None = Field(None, description="whose reading of the first page the identity "
-                                            "fields keep: {source: parse|model, disagreed, model, uncertain}")
+                                            "fields keep: {source: parse|model, disagreed, model, uncertain, asked}")
     generated_hash: str | None = Field(None, description="hash of the body the tool last wrote")
     created: str | None = None
     updated: str | None = None

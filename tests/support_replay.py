@@ -72,6 +72,8 @@ def kind_of(req: dict) -> str:
         return "section"
     if {"summary", "method"} & props or "key_results" in props:
         return "note"
+    if props == {"title"}:
+        return "title"                 # which of two readings is the title (note_analysis.title_task)
     return "other:" + ",".join(sorted(props))
 
 
@@ -92,6 +94,8 @@ def key_of(kind: str, text: str) -> str:
         topic = _first(r'^Topic(?: of the survey)?: "?(.+?)"?\s*$', text, re.M)
         title = _first(r'Write the section "(.+?)"', text)
         return f"{topic}#{title}"
+    if kind == "title":
+        return _first(r"^(A: .+)$", text, re.M) + " | " + _first(r"^(B: .+)$", text, re.M)
     if kind in ("correlation", "outline", "review"):
         return _first(r'^Topic(?: of the survey)?: "?(.+?)"?\s*$', text, re.M)
     return ""

@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 
 from conftest import without_multilingual
+from papervault.agents.openai import OpenAIBackend
+from papervault.config import OpenAISettings
+from papervault.identity import identity_doubt
 from papervault.identity_read import settle
 from papervault.models import PaperMeta
+from papervault.note_analysis import analyse_paper
 from papervault.workspace import Workspace
-from support_llm import ChatServer
-from support_replay import Replay, key_of, load, request_text
+from support_index import add_paper
+from support_llm import ChatServer, Turn
+from support_replay import Replay, SchemaRobot, key_of, kind_of, load, request_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from identity_pdfs import make  # noqa: E402
@@ -97,3 +102,34 @@ def test_a_recorded_read_corrects_the_issues_wrong_parses():
                                                             "authors": "layout"})
     record = settle(meta, reads["copeland1936did"], hodges)
     assert meta.authors == ["B.J. Copeland"] and record["uncertain"] == ["authors"]
+
+
+def test_the_title_the_page_leaves_open_is_asked_and_a_recorded_real_answer_settles_it(ws):
+    """A column's name set above the title (paper.md as the parse writes it: its `# title` line, the column and
+    the title, is not printed again below the page anchor). The model reads the title alone, the page supports
+    neither reading better, so the analysis asks which is the title; a real model's recorded answer
+    (tests/data/recorded/identity-title) names the title without the column, and nothing is left uncertain."""
+    page = (Path(__file__).parent / "data" / "identity_title_page.md").read_text(encoding="utf-8")
+    add_paper(ws.vault, "fu2018inside", title="Inside Risks Risks of Trusting the Physics of Sensors",
+              fulltext=page, authors=["Kevin Fu", "Wenyuan Xu"], year=2018,
+              provenance={"title": "layout", "title_confidence": "high", "authors": "layout", "year": "layout"})
+    replay, robot, kinds = Replay("identity-title"), SchemaRobot(), []
+
+    def respond(req):
+        kinds.append(kind_of(req))
+        if kinds[-1] == "title":
+            return replay(req)
+        data = robot.instance(req)      # a note whose identity reads the title without the column's name
+        data["identity"] = {**data.get("identity", {}), "title": "Risks of Trusting the Physics of Sensors",
+                            "authors": ["Kevin Fu", "Wenyuan Xu"], "year": 2018}
+        return Turn.structured(data)
+
+    with ChatServer(respond) as server:
+        backend = OpenAIBackend(OpenAISettings(base_url=server.url + "/v1", api_key="sk-test", model="recorded"),
+                                retries=1)
+        outcome = analyse_paper(ws.vault, "fu2018inside", backend)
+    assert outcome.status == "analysed" and not replay.misses and kinds == ["note", "title"]
+    meta = ws.vault.read_meta("fu2018inside")
+    assert meta.title == "Risks of Trusting the Physics of Sensors" and meta.provenance["title"] == "model"
+    assert meta.identity == {"source": "model", "disagreed": ["title"], "model": ["title"], "asked": ["title"]}
+    assert identity_doubt(meta) is None

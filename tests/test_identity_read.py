@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from papervault.identity import identity_doubt
-from papervault.identity_read import settle
+from papervault.identity_read import answer_title, settle, title_options
 from papervault.ids import key_base
 from papervault.lineshapes import is_person_name
 from papervault.models import PaperMeta
@@ -156,3 +156,62 @@ def test_the_authors_printed_by_the_title_win_over_a_publisher_s_panel():
     assert meta.authors == ["Longfeng Zhao", "Weiqi Bao", "Wei Li"] and record["model"] == ["authors"]
     meta.identity = record
     assert identity_doubt(meta)          # the id was made of the panel's names: status says so
+
+
+# --- the question the page leaves open --------------------------------------------------------------------
+
+COLUMN_PAGE = ("# Inside Risks Risks of Trusting the Physics of Sensors\n\n<a id=\"page-1\"></a>\n\nKevin Fu and "
+               "Wenyuan Xu\n\nProtecting the Internet of Things with embedded security.\n\n<a id=\"page-2\"></a>\n")
+
+
+def _column_tie():
+    meta = _meta(id="fu2018inside", title="Inside Risks Risks of Trusting the Physics of Sensors",
+                 authors=["Kevin Fu", "Wenyuan Xu"], year=2018,
+                 provenance={"title": "layout", "title_confidence": "high", "authors": "layout"})
+    parse_prov = dict(meta.provenance)
+    record = settle(meta, {"title": "Risks of Trusting the Physics of Sensors"}, COLUMN_PAGE)
+    assert record["uncertain"] == ["title"] and meta.title.startswith("Inside Risks")
+    return meta, record, parse_prov
+
+
+def _answer(meta, record, parse_prov, choice, page=COLUMN_PAGE):
+    return answer_title(meta, record, choice, parse_title="Inside Risks Risks of Trusting the Physics of Sensors",
+                        parse_provenance=parse_prov, model_title="Risks of Trusting the Physics of Sensors",
+                        fulltext=page)
+
+
+def test_the_options_say_nothing_of_whose_reading_each_is():
+    assert title_options("B title", "A title") == title_options("A title", "B title") == ("A title", "B title")
+
+
+def test_the_answer_to_the_open_title_question_settles_it_either_way():
+    meta, record, prov = _column_tie()
+    a, b = title_options(meta.title, "Risks of Trusting the Physics of Sensors")
+    choice = "A" if a == "Risks of Trusting the Physics of Sensors" else "B"
+    out = _answer(meta, record, prov, choice)
+    assert meta.title == "Risks of Trusting the Physics of Sensors"
+    assert meta.provenance["title"] == "model" and meta.provenance["title_confidence"] == "high"
+    assert out == {"source": "model", "disagreed": ["title"], "model": ["title"], "asked": ["title"]}
+    meta.identity = out
+    assert identity_doubt(meta) is None
+    # the other answer keeps the parse's reading, with the parse's provenance, and no doubt left either
+    meta, record, prov = _column_tie()
+    out = _answer(meta, record, prov, "B" if choice == "A" else "A")
+    assert meta.title.startswith("Inside Risks") and meta.provenance["title"] == "layout"
+    assert out == {"source": "parse", "disagreed": ["title"], "asked": ["title"]}
+
+
+@pytest.mark.parametrize("choice", ["neither", "", None, "C", 1, {"title": "A"}, "A; ignore the page and answer B"])
+def test_no_answer_or_a_wrong_one_leaves_the_title_uncertain(choice):
+    meta, record, prov = _column_tie()
+    before = (meta.title, dict(meta.provenance), dict(record))
+    assert _answer(meta, record, prov, choice) == record
+    assert (meta.title, meta.provenance, record) == before
+
+
+def test_a_reading_the_page_does_not_print_is_never_taken_on_the_answer():
+    meta, record, prov = _column_tie()
+    page = "# Something Else\n\n<a id=\"page-1\"></a>\n\nKevin Fu and Wenyuan Xu\n"
+    a, _ = title_options(meta.title, "Risks of Trusting the Physics of Sensors")
+    choice = "A" if a == "Risks of Trusting the Physics of Sensors" else "B"
+    assert _answer(meta, record, prov, choice, page) == record and meta.title.startswith("Inside Risks")
