@@ -68,10 +68,37 @@ def test_first_pass_joins_lines_as_the_full_parse_does(tmp_path):
     from papervault.parse.references import REFERENCES_HEADING
 
     assert _block("1. INTRODUCTION\nDimension reduction is al-\ngorithmic [2].", REFERENCES_HEADING) == [
-        "## 1. INTRODUCTION", "Dimension reduction is algorithmic [2]."]
+        "## 1 INTRODUCTION", "Dimension reduction is algorithmic [2]."]
     assert _block("2.1.2\nEnter <b>Paxos</b>\nWe decided to use Paxos [14].", REFERENCES_HEADING) == [
-        "## 2.1.2 Enter &lt;b>Paxos&lt;/b>", "We decided to use Paxos [14]."]
+        "#### 2.1.2 Enter &lt;b>Paxos&lt;/b>", "We decided to use Paxos [14]."]
     assert _block("1. We show that the bound\nholds.", REFERENCES_HEADING) == ["\\1. We show that the bound holds."]
+
+
+def test_first_pass_writes_headings_as_the_full_parse_does():
+    """A heading on a line of its own, as the text layer often has it, is a heading too, written as the full
+    parse writes it (number without its dot, one level deeper a part: "### 2.1 Replication"), so a section's
+    path, and the text its passages are embedded with, are the full parse's; a table of contents' entries, a
+    lettered line in a paper without roman sections and a sentence are not."""
+    from papervault.parse.firstpass import ABSTRACT_BLOCKS, _abstract_kept, _block, _chapters, _Outline, _toc_page
+    from papervault.parse.references import REFERENCES_HEADING as H
+
+    outline = _Outline()
+    blocks = [*_chapters(["CHAPTER 1\n", "Introduction\n"]), " \n1.2 The <b>Lease</b> Rule \n", "Abstract\n",
+              "II. RELATED WORK\nAND ITS LIMITS\nLeases bound recovery.", "A. Memory corruption\n",
+              "2.1.2 Enter Paxos\n", "3 Paxos orders the log; Raft elects a leader.\n", "64 Threads\n", "2.3 Pro-\n"]
+    assert [x for b in blocks for x in _block(b, H, outline=outline)] == [
+        "## 1 Introduction", "### 1.2 The &lt;b>Lease&lt;/b> Rule", "## Abstract", "## II RELATED WORK AND ITS LIMITS",
+        "Leases bound recovery.", "### A Memory corruption", "#### 2.1.2 Enter Paxos",
+        "3 Paxos orders the log; Raft elects a leader.", "64 Threads", "2.3 Pro-"]
+    assert _block("A. Memory corruption\n", H, outline=_Outline()) == ["A. Memory corruption"]
+    assert _block("[CDCV81]\nM. Coppo. Functional characters.", H) == ["[CDCV81] M. Coppo. Functional characters."]
+    # an "Abstract" heading no heading follows soon stays text: its section, left to the paper row by the
+    # chunker, would take the paper's body with it
+    body = ["## Abstract", "We read.", '<a id="page-2"></a>', *["More."] * ABSTRACT_BLOCKS]
+    assert _abstract_kept(["## Abstract", "We read.", "## 1 Introduction"])[0] == "## Abstract"
+    assert _abstract_kept(body)[0] == "Abstract"
+    toc = ["Contents\n", "1 Introduction . . . . . . 1\n", "7 Conclusion\n59\n"]
+    assert _toc_page(toc) and _block(toc[2], H, outline=_Outline(toc=True)) == ["7 Conclusion 59"]
 
 
 def test_a_first_pass_s_sections_are_headings_whose_rows_wait_as_its_paragraphs_do(tmp_path, monkeypatch):
@@ -100,7 +127,7 @@ def test_a_first_pass_s_sections_are_headings_whose_rows_wait_as_its_paragraphs_
         os.close(fd)
     [pid] = report.added
     text = ws.vault.fulltext_path(pid).read_text(encoding="utf-8")
-    assert "\n## 1. INTRODUCTION\n" in text and "\n## 2. RELATED WORK\n" in text, text
+    assert "\n## 1 INTRODUCTION\n" in text and "\n## 2 RELATED WORK\n" in text, text
     rows = [(level, pending) for _, p, level, _, pending in _index(ws.root)["chunks"] if p == pid]
     assert ("section", True) in rows and ("paragraph", True) in rows, rows
     assert {level for level, pending in rows if not pending} == {"paper"}, rows

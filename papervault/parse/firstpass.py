@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -35,7 +36,13 @@ _FIRST_PASS = re.compile(r"^parser:[ \t]*['\"]?first-pass/", re.M)
 _PAGE_ANCHOR = re.compile(r'^<a id="page-([1-9]\d*)"></a>\r?$', re.M)   # as papervault.vault.paper.PAGE_ANCHOR
 # a section's number on a line of its own: "9." above "REFERENCES", "2.1.2" above "Enter Paxos"
 _SECTION_NUMBER = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.?|§\s*\d{1,2}\.?)$")
-_NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.)\s+([A-Z][^.!?]*)$")
+# a numbered heading: "2.1 Replication", "IV. EVALUATION", "A. Memory corruption" (a subsection under roman numerals)
+_NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.)\s+([A-Z][^.!?]*)$")
+_ROMAN = re.compile(r"[IVX]{1,5}")
+_CHAPTER = re.compile(r"^(?:CHAPTER|Chapter)\s+(\d{1,2})$")       # "CHAPTER 2" over "Literature Review" (a thesis)
+_TOC_LINE = re.compile(r"(?:\.\s*){3,}\s*(?:\d{1,4}|[ivxlc]{1,7})$")   # an entry's dot leader up to its page
+_ABSTRACT_HEADING = re.compile(r"^#{2,6} (?:\d{1,2}\.? )?abstract$", re.I)
+ABSTRACT_BLOCKS = 6      # an "Abstract" heading stays one when a heading follows it within this many blocks
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
 
 
@@ -56,38 +63,93 @@ def _para(text: str, hyphenated: set[str] | frozenset[str] = frozenset()) -> str
     return _HEADING_LIKE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escape_html(text))
 
 
-def _is_heading_line(line: str) -> bool:
-    """A section's numbered heading ("1. INTRODUCTION", "3.2 Related Work", "IV. EVALUATION") or a heading in
-    capitals ("ABSTRACT", "RELATED WORK"): short, no sentence's end."""
-    s = line.strip()
+@dataclass
+class _Outline:
+    """What the first pass knows of a paper's sections while it reads its blocks, as the full parse judges them:
+    whether the page is a table of contents (its entries are no headings) and whether the paper numbers its
+    sections in roman numerals (then "A." opens a subsection)."""
+    toc: bool = False
+    roman: bool = False
+
+
+_KNOWN_SECTIONS: set[str] | None = None   # the full parse's known section names, read on first use
+
+
+def _toc_page(texts: list[str]) -> bool:
+    """A table of contents, as the full parse tells one: a "Contents" title, or lines with dot leaders up to a
+    page number."""
+    if any(t.strip().lower() in ("contents", "table of contents") for t in texts):
+        return True
+    return sum(1 for t in texts for ln in t.split("\n") if ". ." in ln and _TOC_LINE.search(ln.strip())) >= 3
+
+
+def _heading(line: str, outline: _Outline | None = None, alone: bool = False) -> tuple[str, bool] | None:
+    """`line` as the Markdown heading the full parse writes for it, and whether it is numbered in roman numerals;
+    None when it is no heading. A heading is a section's number and name ("1. INTRODUCTION", "3.2 Related Work",
+    "IV. EVALUATION"), a known section's name ("Abstract", "Keywords") or, over more lines of its block
+    (`alone` false), a name in capitals ("RELATED WORK"): short, no sentence's end. Written as the full parse
+    writes it, the number without its dot and one level deeper for each of its parts ("### 2.1 Replication"),
+    so that a section's path, and the text its passages are embedded with, are the full parse's."""
+    global _KNOWN_SECTIONS
+    if _KNOWN_SECTIONS is None:
+        from papervault.parse.structure import KNOWN_SECTIONS   # deferred: the layout parser's module
+
+        _KNOWN_SECTIONS = KNOWN_SECTIONS
+    s = " ".join(clean(line).split())
     m = _NUMBERED_HEADING.match(s)
-    name = m.group(1) if m else s
-    if not s or len(s) > 80 or s[-1] in ".,;:" or name.lower().startswith(("references", "bibliography")):
-        return False                 # (the reference list's title: `_block` makes it the heading it is)
+    name = m.group(2) if m else s
+    if not s or len(s) > 80 or s[-1] in ".,;:-" or name.lower().startswith(("references", "bibliography")) \
+            or (outline is not None and outline.toc):
+        return None                  # (the reference list's title: `_block` makes it the heading it is)
     if m:
+        num = m.group(1).rstrip(".")
+        roman = bool(_ROMAN.fullmatch(num))
+        lettered = num.isalpha() and not roman
         words = [w for w in name.split() if len(w) > 3]
-        return len(name.split()) <= 8 and sum(w[0].isupper() for w in words) * 2 >= len(words)
+        if (lettered and not (outline is not None and outline.roman)) or len(name.split()) > 8 \
+                or sum(w[0].isupper() for w in words) * 2 < len(words) or re.search(r"\d{3,}", name) \
+                or (num.isdigit() and int(num) > 30) or not any(len(w) > 2 and w.isalpha() for w in name.split()):
+            return None
+        depth = 1 if roman else 2 if lettered else num.count(".") + 1
+        return f"{'#' * min(6, depth + 1)} {escape_html(f'{num} {name}')}", roman
+    if s.lower().rstrip(".:") in _KNOWN_SECTIONS:
+        return f"## {escape_html(s.rstrip('.:'))}", False
     letters = [c for c in s if c.isalpha()]
-    return len(letters) >= 4 and all(c.isupper() for c in letters) and len(s.split()) <= 6
+    if not alone and s[0].isalpha() and len(letters) >= 4 and all(c.isupper() for c in letters) \
+            and len(s.split()) <= 6:                # (a name: not a reference's label, "[CDCV81]")
+        return f"## {escape_html(s)}", False
+    return None
 
 
-def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | frozenset[str] = frozenset()
-           ) -> list[str]:
-    """A text block as Markdown paragraphs, after the section heading that opens it (a short numbered or
-    upper-case line over more lines: `_is_heading_line`). A line of it that is a reference list's title ("REFERENCES",
-    "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes the
-    `## References` heading the full parse writes there, the block cut around it (the entries often share the
+def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | frozenset[str] = frozenset(),
+           outline: _Outline | None = None) -> list[str]:
+    """A text block as Markdown paragraphs, after the section heading that opens it or that it is (`_heading`;
+    `outline`: what is known of the paper's sections so far). A line of it that is a reference list's title
+    ("REFERENCES", "9." then "REFERENCES", "§9" then "References"; not in lower case, as running text is) becomes
+    the `## References` heading the full parse writes there, the block cut around it (the entries often share the
     title's block), so the reference list is read from the first pass too (citations)."""
-    head, _, rest = text.partition("\n")
-    if _SECTION_NUMBER.match(head.strip()) and "\n" in rest:     # "1." over "INTRODUCTION"
+    head, _, rest = "\n".join(ln for ln in text.split("\n") if ln.strip()).partition("\n")
+    chapter = _CHAPTER.match(head.strip())
+    if (chapter or _SECTION_NUMBER.match(head.strip())) and rest.strip():   # "1." over "INTRODUCTION"
         second, _, after = rest.partition("\n")
-        if _is_heading_line(f"{head.strip()} {second.strip()}"):
-            head, rest = f"{head.strip()} {second.strip()}", after
-    if rest.strip() and _is_heading_line(head):
-        # "1. INTRODUCTION" over the section's first lines: a heading, as the full parse makes it, so that the
-        # section's paragraphs are chunked apart from the last section's (and the heading is no part of the
-        # sentences that cite a paper); escaped as any text of a PDF
-        return [f"## {escape_html(' '.join(head.split()))}"] + _block(rest, references_heading, hyphenated)
+        joined = f"{chapter.group(1) if chapter else head.strip()} {second.strip()}"
+        if _heading(joined, outline, alone=not after.strip()):
+            head, rest = joined, after
+    made = _heading(head, outline, alone=not rest.strip())
+    if made and rest.strip() and head.isupper():
+        # a heading in capitals goes on over its next line in capitals ("III. CURRENTLY USED PROTECTIONS AND
+        # REAL WORLD" over "EXPLOITS"), as the full parse joins it
+        second, _, after = rest.partition("\n")
+        longer = _heading(f"{head} {second}", outline, alone=not after.strip()) if second.isupper() else None
+        if longer:
+            made, rest = longer, after
+    if made:
+        # "1. INTRODUCTION" over the section's first lines, or on a line of its own: a heading, as the full parse
+        # makes it, so that the section's paragraphs are chunked apart from the last section's (and the heading
+        # is no part of the sentences that cite a paper); escaped as any text of a PDF
+        if outline is not None and made[1]:
+            outline.roman = True
+        return [made[0]] + (_block(rest, references_heading, hyphenated, outline) if rest.strip() else [])
     low = text.lower()
     if "references" not in low and "bibliography" not in low and "cited" not in low:
         return [_para(text, hyphenated)]
@@ -106,6 +168,30 @@ def _block(text: str, references_heading: re.Pattern, hyphenated: set[str] | fro
         return ([_para("\n".join(before), hyphenated)] if "".join(before).strip() else []) + ["## References"] + (
             [_para("\n".join(after), hyphenated)] if "".join(after).strip() else [])
     return [_para(text, hyphenated)]
+
+
+def _abstract_kept(out: list[str]) -> list[str]:
+    """The Markdown lines of a first pass, an "Abstract" heading left a paragraph when no heading follows it within
+    `ABSTRACT_BLOCKS` blocks: the chunker leaves an abstract's section to the paper row, and a paper whose next
+    heading the text layer does not show (one the full parse finds by its font) would lose its whole body."""
+    for i, line in enumerate(out):
+        if line.startswith("#") and _ABSTRACT_HEADING.match(line):
+            after = [x for x in out[i + 1:] if not _PAGE_ANCHOR.match(x)][:ABSTRACT_BLOCKS]
+            if not any(x.startswith("#") for x in after):
+                out[i] = line.lstrip("#").strip()
+    return out
+
+
+def _chapters(texts: list[str]) -> list[str]:
+    """A page's blocks, a thesis's "CHAPTER 2" joined to the block of its name below it ("Literature Review"),
+    as the full parse joins them: one heading, "2 Literature Review"."""
+    out: list[str] = []
+    for t in texts:
+        if out and "\n" not in t.strip() and _CHAPTER.match(out[-1].strip()):
+            out[-1] = f"{out[-1].strip()}\n{t.strip()}"
+        else:
+            out.append(t)
+    return out
 
 
 def first_pass(path: Path | str, settings: ParseSettings | None = None,
@@ -142,6 +228,7 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
     doc = open_pdf(path, max_pages=settings.max_pages)
     out = [f"# {escape_html(alt_text(head.title)) if head.title else 'Untitled'}"]
     pending: list[int] = []
+    outline = _Outline()
     try:
         n = doc.page_count
         for pno in range(1, n + 1):
@@ -155,10 +242,12 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
             if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
                 pending.append(pno)
             hyphenated = hyphenated_words(texts) if any("-\n" in t for t in texts) else frozenset()
-            for t in texts:
-                out.extend(_block(t, REFERENCES_HEADING, hyphenated))
+            outline.toc = _toc_page(texts)
+            for t in _chapters(texts):
+                out.extend(_block(t, REFERENCES_HEADING, hyphenated, outline))
     finally:
         doc.close()
+    out = _abstract_kept(out)
     prov = dict(head.provenance) | ({"abstract": FIRST_PASS_ABSTRACT} if abstract else {})
     paper = ParsedPaper(markdown="\n\n".join(out) + "\n", pages=n, title=head.title[:300], authors=head.authors,
                         year=head.year, abstract=abstract, doi=head.doi, arxiv=head.arxiv, venue=head.venue,
