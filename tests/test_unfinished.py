@@ -183,7 +183,7 @@ def test_a_topic_weighs_a_paper_still_arriving_by_its_passages(arriving):
     import numpy as np
 
     from papervault.chunking.paper import embed_text
-    from papervault.index.search import Searcher
+    from papervault.index.search import PENDING_PER_PAPER, Searcher
     from papervault.models import Chunk
     from papervault.survey.topic.scoring import CHUNK_COLUMNS, chunk_hits
 
@@ -196,6 +196,10 @@ def test_a_topic_weighs_a_paper_still_arriving_by_its_passages(arriving):
     mine = [r for r in vec_rows if r["paper_id"] == pid and r["level"] == "paragraph"]
     assert mine and all({*CHUNK_COLUMNS, "_distance"} <= set(r) for r in mine), mine[:1]
     assert all("pending" not in r for r in fts_rows)
+    # up to PENDING_PER_PAPER of its best full-text hits get theirs, not only its best one
+    found = [r for r in fts_rows if r["paper_id"] == pid and r["level"] != "paper"]
+    made = [r for r in vec_rows if r["paper_id"] == pid and r["level"] != "paper"]
+    assert len(made) == min(PENDING_PER_PAPER, len(found)) and len(made) > 2, (len(made), len(found))
     # each made vector is the one the fill will give the passage
     row = mine[0]
     text = embed_text(Chunk(id=row["id"], paper_id=pid, level=row["level"], text=row["text"] or "",

@@ -37,7 +37,8 @@ PAPER_BOOST = 0.5      # weight of the paper's own rank in a chunk's final score
 EXPAND_HITS = 3        # how many of the best hits get neighbours, figures and tables attached
 PENDING_CANDIDATES = 20  # best full-text hits whose pending passages are embedded at query time (fill running)
 PENDING_PASSAGES = 240   # ... for a topic's passage rankings (`passage_rankings`: a survey's selection), at most
-PENDING_PER_PAPER = 2    # ... and at most this many of one paper
+PENDING_PER_PAPER = 4    # ... and at most this many of one paper (its passage nearest a topic is often not among
+                         # its best two by full text: docs/survey.md, "Selection in a vault still arriving")
 CANDIDATE_MEMO = 4096  # vectors of pending passages embedded at query time, kept by a Searcher (by chunk id)
 
 
