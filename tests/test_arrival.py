@@ -101,6 +101,31 @@ def test_first_pass_writes_headings_as_the_full_parse_does():
     assert _toc_page(toc) and _block(toc[2], H, outline=_Outline(toc=True)) == ["7 Conclusion 59"]
 
 
+def test_first_pass_writes_a_table_s_blocks_as_a_table(corpus_dir):
+    """A run of a table's blocks (cells side by side in a block's width, no line a sentence's end) is a Markdown
+    table, as the full parse writes one: ASAP's datasets table names its sources ("traffic data [14]"), which are
+    no citing sentences, while its prose keeps its citations, and Megastore's paragraph cut at a page's end (no
+    sentence's end) keeps its."""
+    from papervault.parse.firstpass import _tabular
+    from papervault.survey.contexts import extract
+
+    row = (101, 105, 499, 141, "window size: 16\n# candidates: 23\ntraffic data [14]\nVehicle traffic\n", 0, 0)
+    prose = (101, 105, 499, 141, "Contrary to conventional wisdom [24, 28], we were able to use Paxos [27] to\n"
+             "build a highly available system that provides reasonable latencies for interactive\n", 0, 0)
+    assert _tabular(row, 4.0) and not _tabular(prose, 4.0) and not _tabular(row, 0.0)
+    assert not _tabular(row[:4] + ("a cell\nends a sentence.\n",) + row[5:], 4.0)
+
+    asap = first_pass(corpus_dir / "time_series_ts-asap.pdf").markdown
+    assert "\n| window size: 16 # candidates: 23 traffic data [14] Vehicle traffic observed between two points " \
+           "for 4 months |\n" in asap
+    contexts = extract(asap)["contexts"]
+    assert "14" not in contexts and not any(s.startswith("window size") for v in contexts.values() for s, _ in v)
+    assert any("similar to M4 [33]" in s for s, _ in contexts["33"])
+    megastore = "datastores_megastore-providing-scalable-highly-available-storage-for-interactive-services.pdf"
+    assert any(s.startswith("Contrary to conventional wisdom [24, 28]")
+               for s, _ in extract(first_pass(corpus_dir / megastore).markdown)["contexts"]["27"])
+
+
 def test_a_first_pass_s_sections_are_headings_whose_rows_wait_as_its_paragraphs_do(tmp_path, monkeypatch):
     """The first pass sets a section's heading apart as a heading, so its paragraphs are chunked by section as
     the full parse's are; the add that makes the paper searchable embeds its paper row only, its sections' and

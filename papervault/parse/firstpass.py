@@ -44,6 +44,9 @@ _TOC_LINE = re.compile(r"(?:\.\s*){3,}\s*(?:\d{1,4}|[ivxlc]{1,7})$")   # an entr
 _ABSTRACT_HEADING = re.compile(r"^#{2,6} (?:\d{1,2}\.? )?abstract$", re.I)
 ABSTRACT_BLOCKS = 6      # an "Abstract" heading stays one when a heading follows it within this many blocks
 _HEADING_LIKE = re.compile(r"^(\s{0,3})(#{1,6}\s|[-+*]\s|\d+[.)]\s|>|\|)", re.M)
+TABLE_SPREAD = 2.0       # a block is a table's when its width per character of its longest line is this many times
+TABLE_RUN = 2            # the paper's usual (its cells stand side by side), and a table is at least this many blocks
+_SENTENCE_END = re.compile(r"[.!?]$")
 
 
 def is_first_pass(parser: str | None) -> bool:
@@ -182,6 +185,55 @@ def _abstract_kept(out: list[str]) -> list[str]:
     return out
 
 
+def _spread(block) -> float:
+    """A block's width per character of its longest line (points): a paragraph's lines fill its width, a table's
+    cells stand apart in it."""
+    lines = [ln.strip() for ln in block[4].split("\n") if ln.strip()]
+    return (block[2] - block[0]) / max(1, max(len(ln) for ln in lines)) if len(lines) >= 2 else 0.0
+
+
+def _usual_spread(pages: list[list]) -> float:
+    """The paper's usual spread (`_spread`) of a block of three lines or more: that of its paragraphs."""
+    spreads = sorted(_spread(b) for blocks in pages for b in blocks if b[4].strip().count("\n") >= 2)
+    return spreads[len(spreads) // 2] if spreads else 0.0
+
+
+def _tabular(block, usual: float) -> bool:
+    """Whether a text block is a table's (a row's cells, side by side): lines standing apart in its width
+    (`TABLE_SPREAD` times the paper's usual spread) and none of them a sentence's end."""
+    return bool(usual) and _spread(block) > TABLE_SPREAD * usual and not any(
+        _SENTENCE_END.search(ln.strip()) for ln in block[4].split("\n"))
+
+
+def _table(texts: list[str], hyphenated: set[str] | frozenset[str]) -> list[str]:
+    """A run of a table's blocks as a Markdown table of one column, a block a row, as the full parse writes a table
+    (which a citing sentence is never read from): its text stays searchable, a paper's citations in it are no
+    sentences that cite."""
+    rows = [_para(t, hyphenated).replace("|", "\\|") for t in texts]
+    return ["\n".join([f"| {rows[0]} |", "| --- |"] + [f"| {r} |" for r in rows[1:]])]
+
+
+def _runs(texts: list[str], tables: list[bool]) -> list[tuple[bool, list[str]]]:
+    """A page's blocks in runs, (True, blocks) for a run of `TABLE_RUN` table's blocks or more (`tables`), else
+    (False, blocks): read as text."""
+    runs: list[tuple[bool, list[str]]] = []
+    i = 0
+    while i < len(texts):
+        j = i
+        while j < len(tables) and tables[j]:
+            j += 1
+        if j - i >= TABLE_RUN:
+            runs.append((True, texts[i:j]))
+            i = j
+            continue
+        if runs and not runs[-1][0]:
+            runs[-1][1].append(texts[i])
+        else:
+            runs.append((False, [texts[i]]))
+        i += 1
+    return runs
+
+
 def _chapters(texts: list[str]) -> list[str]:
     """A page's blocks, a thesis's "CHAPTER 2" joined to the block of its name below it ("Literature Review"),
     as the full parse joins them: one heading, "2 Literature Review"."""
@@ -231,20 +283,35 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
     outline = _Outline()
     try:
         n = doc.page_count
+        pages: list[list | None] = []
         for pno in range(1, n + 1):
-            out.append(page_anchor(pno))
             try:
                 blocks = doc[pno - 1].get_text("blocks", sort=False)
             except Exception:  # noqa: BLE001 - one unreadable page waits for the full parse
+                pages.append(None)
+                continue
+            pages.append([b for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()])
+        usual = _usual_spread([p for p in pages if p])
+        refs = False
+        for pno, blocks in enumerate(pages, 1):
+            out.append(page_anchor(pno))
+            if blocks is None:
                 pending.append(pno)
                 continue
-            texts = [b[4] for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()]
+            texts = [b[4] for b in blocks]
             if sum(len(t) for t in texts) < MIN_PAGE_CHARS:
                 pending.append(pno)
             hyphenated = hyphenated_words(texts) if any("-\n" in t for t in texts) else frozenset()
             outline.toc = _toc_page(texts)
-            for t in _chapters(texts):
-                out.extend(_block(t, REFERENCES_HEADING, hyphenated, outline))
+            refs = refs or "## References" in out
+            # runs of a table's blocks, each a table (none in the reference list, whose entries are read as text)
+            tables = [False] * len(blocks) if refs else [_tabular(b, usual) for b in blocks]
+            for is_table, run in _runs(texts, tables):
+                if is_table:
+                    out.extend(_table(run, hyphenated))
+                    continue
+                for t in _chapters(run):
+                    out.extend(_block(t, REFERENCES_HEADING, hyphenated, outline))
     finally:
         doc.close()
     out = _abstract_kept(out)
