@@ -207,11 +207,11 @@ class IndexSync:
                 if key in by_text:
                     old[c.id] = by_text[key]
         self.keys, self.old_keys = keys, old_keys
-        # a paper read by its first pass has its sections' rows deferred too: its text layer's headings are a
-        # guess the full parse replaces, and the add that makes it searchable embeds only its paper row
+        # a paper read by its first pass has every row but its paper row deferred: its text layer's headings and
+        # tables are a guess the full parse replaces, and the add that makes it searchable embeds only that row
         deferred = self.deferred = {c.id for m, cs, *_ in todo for c in cs
                                     if self.defer and c.id not in old and (c.level in DEFERRED_LEVELS or (
-                                        c.level == "section" and is_first_pass(m.parser)))}
+                                        c.level != "paper" and is_first_pass(m.parser)))}
         total = sum(c.id not in old and c.id not in deferred for _, cs, *_ in todo for c in cs)
         report["chunks_embedded"] += total
         report["chunks_pending"] += len(deferred)
