@@ -292,7 +292,7 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
                 continue
             pages.append([b for b in blocks if len(b) > 6 and b[6] == 0 and b[4].strip()])
         usual = _usual_spread([p for p in pages if p])
-        refs = False
+        refs, seen = False, 0
         for pno, blocks in enumerate(pages, 1):
             out.append(page_anchor(pno))
             if blocks is None:
@@ -303,7 +303,8 @@ def first_pass(path: Path | str, settings: ParseSettings | None = None,
                 pending.append(pno)
             hyphenated = hyphenated_words(texts) if any("-\n" in t for t in texts) else frozenset()
             outline.toc = _toc_page(texts)
-            refs = refs or "## References" in out
+            refs = refs or "## References" in out[seen:]      # (what the pages before this one wrote)
+            seen = len(out)
             # runs of a table's blocks, each a table (none in the reference list, whose entries are read as text)
             tables = [False] * len(blocks) if refs else [_tabular(b, usual) for b in blocks]
             for is_table, run in _runs(texts, tables):
